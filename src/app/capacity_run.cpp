@@ -1,0 +1,380 @@
+#include "app/capacity_run.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <random>
+#include <sstream>
+
+#include "app/discovery.hpp"
+#include "app/net.hpp"
+#include "app/prober.hpp"
+#include "estimate/capacity.hpp"
+#include "linkwidth/error.hpp"
+#include "plan/capacity_plan.hpp"
+#include "report/writers.hpp"
+#include "send/packet_builder.hpp"
+
+namespace lw {
+
+namespace {
+
+constexpr int kSizingLoadPackets = 16;
+constexpr int kMinLoadPackets = 8;
+
+std::uint32_t checked_target(const Config& c) {
+  const std::uint32_t addr = resolve_ipv4(c.target);
+  const std::string why = forbidden_target_reason(addr);
+  if (!why.empty()) {
+    throw Error("target", "refusing to probe " + format_ipv4(addr) + ": it is " + why,
+                "forbidden_target", ExitCode::kUsage);
+  }
+  return addr;
+}
+
+int effective_packet_size(const Config& c, const Route& r, std::vector<Warning>& w) {
+  if (c.packet_size <= r.mtu) return c.packet_size;
+  w.push_back({"packet_size_clamped", "packet size lowered from " +
+                                          std::to_string(c.packet_size) + " to the MTU of " +
+                                          r.interface + " (" + std::to_string(r.mtu) + ")"});
+  return r.mtu;
+}
+
+int sized_load_packets(const Config& c, double capacity_bps, int packet_size) {
+  const double n = std::ceil(c.target_dispersion_s * capacity_bps / (8.0 * packet_size));
+  return static_cast<int>(std::clamp(n, static_cast<double>(kMinLoadPackets), static_cast<double>(c.max_load_packets)));
+}
+
+CapacityTrainParams train_params(const Config& c, const FlowId& flow, int n, int packet_size) {
+  CapacityTrainParams p;
+  p.flow = flow;
+  p.load_packets = n;
+  p.packet_size = static_cast<std::uint16_t>(packet_size);
+  p.drain_packets = c.drain_packets;
+  p.markers = c.markers;
+  return p;
+}
+
+}  // namespace
+
+nlohmann::json params_json(const Config& c) {
+  return {{"interface", c.interface},
+          {"source", c.source},
+          {"port", c.port},
+          {"source_port", c.sport},
+          {"packet_size", c.packet_size},
+          {"load_packets", c.load_packets},
+          {"markers", c.markers},
+          {"drain_packets", c.drain_packets},
+          {"train_dispersion_s", c.target_dispersion_s},
+          {"max_load_packets", c.max_load_packets},
+          {"length_ratio", c.length_ratio},
+          {"min_trains", c.min_trains},
+          {"max_trains", c.max_trains},
+          {"precision", c.precision},
+          {"max_load", c.max_load},
+          {"max_time_s", c.max_time_s},
+          {"max_bytes", c.max_bytes},
+          {"discovery_tries", c.discovery_tries},
+          {"reply_timeout_s", c.discovery_timeout_s}};
+}
+
+CapacityResult run_capacity(const Config& c, const std::atomic<bool>& stop) {
+  const Nanos t_begin = mono_now();
+  const Nanos t_cap = t_begin + from_seconds(c.max_time_s);
+  CapacityResult res;
+  res.target = c.target;
+  res.params = params_json(c);
+
+  const std::uint32_t dst = checked_target(c);
+  res.target_addr = format_ipv4(dst);
+  const Route route = find_route(dst, c.interface, c.source);
+  res.source = format_ipv4(route.source);
+  res.interface = route.interface;
+  const int L = effective_packet_size(c, route, res.warnings);
+  res.params["packet_size"] = L;
+
+  PortReservation reserved(route.source, c.sport);
+  res.source_port = reserved.port();
+  Prober prober(route, dst, reserved.port(), stop);
+  std::random_device rd;
+  SeqAllocator seqs(static_cast<std::uint32_t>(rd()));
+
+  FlowId flow{route.source, dst, reserved.port(), 0};
+  const std::vector<int> candidates =
+      c.port > 0 ? std::vector<int>{c.port} : default_candidate_ports();
+  const DiscoveryResult disc = discover_closed_port(prober, flow, candidates, c.discovery_tries,
+                                                    from_seconds(c.discovery_timeout_s), seqs);
+  flow.dport = static_cast<std::uint16_t>(disc.port);
+  res.port = disc.port;
+  res.rtt_s = disc.rtt_s;
+  res.warnings.insert(res.warnings.end(), disc.warnings.begin(), disc.warnings.end());
+
+  const CapacityFilter filter;
+  const bool auto_size = c.load_packets == 0;
+  int n = auto_size ? kSizingLoadPackets : c.load_packets;
+  bool sized = !auto_size;
+  const bool two_lengths = c.length_ratio > 1;
+  // Kept samples by train length: 0 = short (n), 1 = long (ratio × n).
+  std::vector<double> disp[2];
+  double group_bits[2] = {0, 0};
+  std::vector<double> kept;          // per-train capacity samples (both lengths)
+  std::vector<double> uncompressed;  // reply rates of trains the path did not compress
+  std::map<std::string, int> rejected;
+  int consecutive_silent = 0;
+  int measured = 0;  // trains after sizing
+  // Reply wait: generous against the measured RTT, bounded by --reply-timeout.
+  const Nanos reply_wait = std::min(from_seconds(c.discovery_timeout_s),
+                                    std::max<Nanos>(100 * kMs, from_seconds(20 * disc.rtt_s)));
+  res.stop_reason = "max_trains";
+  Nanos next_start = mono_now();
+  CapacityEstimate est;
+  double offset_s = 0;
+  auto update_estimate = [&] {
+    if (two_lengths) {
+      const SlopeEstimate se =
+          estimate_capacity_slope(disp[0], group_bits[0], disp[1], group_bits[1]);
+      est = se.capacity;
+      offset_s = se.offset_s;
+    } else {
+      est = aggregate_capacity(kept);
+    }
+  };
+
+  for (int i = 0; i < c.max_trains; ++i) {
+    if (stop.load()) {
+      res.stop_reason = "interrupted";
+      break;
+    }
+    const int group = sized && two_lengths ? measured % 2 : 0;
+    const int n_train = group == 1 ? static_cast<int>(std::lround(n * c.length_ratio)) : n;
+    const Train train = make_capacity_train(train_params(c, flow, n_train, L), i, seqs);
+    if (prober.bytes_sent() + train.total_bytes() > c.max_bytes) {
+      res.stop_reason = "max_bytes";
+      break;
+    }
+    while (mono_now() < next_start && !stop.load()) sleep_until(next_start);
+    if (stop.load()) {
+      res.stop_reason = "interrupted";
+      break;
+    }
+    if (mono_now() + reply_wait > t_cap) {
+      res.stop_reason = "max_time";
+      break;
+    }
+    const TrainRun run = prober.run(train, train.markers, reply_wait);
+    ++res.trains_sent;
+    const CapacitySample s = evaluate_capacity_train(timing_of(train, run.outcome), filter);
+
+    TrainRecord rec;
+    rec.train = i;
+    rec.load_packets = n_train;
+    rec.verdict = verdict_name(s.verdict);
+    rec.capacity_bps = s.capacity_bps;
+    rec.offered_bps = s.offered_bps;
+    rec.reply_dispersion_s = s.reply_dispersion_s;
+    rec.send_dispersion_s = s.send_dispersion_s;
+    rec.max_send_lag_s = s.max_send_lag_s;
+
+    consecutive_silent = run.outcome.markers_lost == static_cast<int>(train.markers.size())
+                             ? consecutive_silent + 1
+                             : 0;
+    if (consecutive_silent >= 5) {
+      throw Error("capacity", "the target stopped answering: no marker reply in 5 trains",
+                  "replies_stopped");
+    }
+
+    if (!sized) {
+      // The first usable sample sizes the trains; that sizing train is not used.
+      if (s.capacity_bps > 0 && (s.kept() || s.verdict == SampleVerdict::kNotCompressed)) {
+        n = sized_load_packets(c, s.capacity_bps, L);
+        sized = true;
+      }
+      rec.verdict = "sizing";
+    } else {
+      ++measured;
+      if (s.kept()) {
+        kept.push_back(s.capacity_bps);
+        disp[group].push_back(s.reply_dispersion_s);
+        group_bits[group] = s.capacity_bps * s.reply_dispersion_s;
+      } else if (s.verdict == SampleVerdict::kNotCompressed) {
+        uncompressed.push_back(s.capacity_bps);
+      } else {
+        ++rejected[rec.verdict];
+      }
+    }
+    res.trains.push_back(rec);
+    if (c.verbose) {
+      std::fprintf(stderr, "train %d: N=%d %s C=%.4g disp=%.6f\n", i, n_train,
+                   rec.verdict.c_str(), s.capacity_bps, s.reply_dispersion_s);
+    }
+
+    // Idle so the average probing rate stays under max_load of the capacity and
+    // the bottleneck queue drains: at least max(dispersion/max_load, 2·N·L/C).
+    const double cap_guess = est.valid ? est.capacity_bps : std::max(s.capacity_bps, 1e5);
+    const double train_time = 8.0 * static_cast<double>(train.total_bytes()) / cap_guess;
+    const double idle = std::max(train_time / c.max_load, 2.0 * n_train * L * 8.0 / cap_guess);
+    next_start = std::max(run.end_mono, run.start_mono + from_seconds(idle));
+
+    update_estimate();
+    const bool enough = two_lengths ? static_cast<int>(disp[0].size() + disp[1].size()) >=
+                                              c.min_trains &&
+                                          disp[0].size() >= 2 && disp[1].size() >= 2
+                                    : static_cast<int>(kept.size()) >= c.min_trains;
+    if (enough && est.valid &&
+        (est.high_bps - est.low_bps) / 2 <= c.precision * est.capacity_bps) {
+      res.stop_reason = "precision";
+      break;
+    }
+  }
+
+  update_estimate();
+  const CapacityEstimate& e = est;
+  res.trains_used = static_cast<int>(kept.size());
+  res.dispersion_offset_s = offset_s;
+  if (!kept.empty()) res.per_train_capacity_bps = aggregate_capacity(kept).capacity_bps;
+  if (e.valid) {
+    res.valid = true;
+    res.capacity_bps = e.capacity_bps;
+    res.low_bps = e.low_bps;
+    res.high_bps = e.high_bps;
+    res.kde_bandwidth_bps = e.kde_bandwidth_bps;
+  } else if (!uncompressed.empty() && kept.empty()) {
+    // Everything we sent came back at our own sending rate: the path is at
+    // least this fast, and we cannot say more.
+    res.valid = true;
+    res.lower_bound = true;
+    res.capacity_bps = *std::max_element(uncompressed.begin(), uncompressed.end());
+    res.low_bps = res.capacity_bps;
+    res.high_bps = res.capacity_bps;
+    res.warnings.push_back({"capacity_lower_bound",
+                            "the path carried every train as fast as we could send it; the "
+                            "capacity is at least this and possibly more"});
+  } else if (!kept.empty()) {
+    // Only one train length survived: fall back to the per-train estimate.
+    const CapacityEstimate pe = aggregate_capacity(kept);
+    res.valid = true;
+    res.capacity_bps = pe.capacity_bps;
+    res.low_bps = pe.low_bps;
+    res.high_bps = pe.high_bps;
+    res.warnings.push_back({"single_length_estimate",
+                            "too few trains of one of the two lengths survived; the estimate "
+                            "includes the fixed head/tail offset"});
+  }
+  if (!uncompressed.empty() && e.valid) {
+    res.warnings.push_back(
+        {"trains_not_compressed", std::to_string(uncompressed.size()) +
+                                      " train(s) were not sent faster than the path and were "
+                                      "not used"});
+  }
+  if (!rejected.empty()) {
+    std::ostringstream m;
+    int total = 0;
+    for (const auto& [k, v] : rejected) {
+      m << (total ? ", " : "") << v << " " << k;
+      total += v;
+    }
+    res.warnings.push_back({"trains_rejected", std::to_string(total) + " train(s) rejected (" +
+                                                   m.str() + ")"});
+  }
+  if (!res.valid && res.stop_reason != "interrupted") {
+    res.warnings.push_back({"no_estimate", "no train gave a usable sample"});
+  }
+  const CaptureStats cs = prober.capture_stats();
+  if (cs.dropped > 0) {
+    res.warnings.push_back({"capture_drops", std::to_string(cs.dropped) +
+                                                 " packets dropped by the capture buffer"});
+  }
+  res.probe_packets = prober.packets_sent();
+  res.probe_bytes = prober.bytes_sent();
+  res.elapsed_s = to_seconds(mono_now() - t_begin);
+  return res;
+}
+
+nlohmann::json plan_capacity(const Config& c) {
+  const std::uint32_t dst = checked_target(c);
+  nlohmann::json plan;
+  plan["type"] = "plan";
+  plan["command"] = c.command;
+  plan["target"] = c.target;
+  plan["target_addr"] = format_ipv4(dst);
+  Route route;
+  std::vector<Warning> warnings;
+  try {
+    route = find_route(dst, c.interface, c.source);
+  } catch (const Error& e) {
+    warnings.push_back({"no_route", e.what()});
+    route.interface = c.interface;
+  }
+  const int L = effective_packet_size(c, route, warnings);
+  const int n = c.load_packets > 0 ? c.load_packets : kSizingLoadPackets;
+  FlowId flow{route.source, dst, static_cast<std::uint16_t>(c.sport),
+              static_cast<std::uint16_t>(c.port > 0 ? c.port : default_candidate_ports()[0])};
+  SeqAllocator seqs(1000);
+  const Train t = make_capacity_train(train_params(c, flow, n, L), 0, seqs);
+  PacketBuilder builder;
+  nlohmann::json packets = nlohmann::json::array();
+  for (const Probe& p : t.probes) {
+    std::string flags;
+    if (p.flags & kSyn) flags += "S";
+    if (p.flags & kRst) flags += "R";
+    if (p.flags & kAck) flags += "A";
+    packets.push_back({{"index", p.index},
+                       {"role", role_name(p.role)},
+                       {"flags", flags},
+                       {"seq", p.seq},
+                       {"ip_len", p.ip_len},
+                       {"ttl", p.ttl},
+                       {"offset_s", to_seconds(p.offset)},
+                       {"wire_bytes", builder.build(p).size()}});
+  }
+  plan["params"] = params_json(c);
+  plan["params"]["packet_size"] = L;
+  plan["source"] = format_ipv4(route.source);
+  plan["interface"] = route.interface;
+  plan["first_train"] = {{"load_packets", n}, {"bytes", t.total_bytes()}, {"packets", packets}};
+  plan["schedule"] = {
+      {"discovery", "SYNs to closed-port candidates, up to " +
+                        std::to_string(c.discovery_tries) + " tries"},
+      {"sizing", c.load_packets > 0
+                     ? "fixed load packets per train"
+                     : "first train sizes the rest: N = ceil(train_dispersion * C / (8 L)), "
+                       "clamped to [8, max_load_packets]"},
+      {"idle", "after each train: max(train time at C / max_load, 2 N L / C)"},
+      {"stop", "precision reached after min_trains, or max_trains / max_time / max_bytes"}};
+  plan["caps"] = {{"max_trains", c.max_trains},
+                  {"max_time_s", c.max_time_s},
+                  {"max_bytes", c.max_bytes},
+                  {"worst_case_bytes", std::min<std::uint64_t>(
+                                           c.max_bytes, static_cast<std::uint64_t>(c.max_trains) *
+                                                            (c.max_load_packets + 5) * L)}};
+  nlohmann::json w = nlohmann::json::array();
+  for (const auto& x : warnings) w.push_back({{"code", x.code}, {"message", x.message}});
+  plan["warnings"] = w;
+  return plan;
+}
+
+std::string plan_text(const nlohmann::json& plan) {
+  std::ostringstream o;
+  o << "dry run: linkwidth " << plan["command"].get<std::string>() << " "
+    << plan["target"].get<std::string>() << " (" << plan["target_addr"].get<std::string>()
+    << ") from " << plan["source"].get<std::string>() << " via "
+    << plan["interface"].get<std::string>() << "; nothing is sent\n";
+  o << "first train (" << plan["first_train"]["load_packets"].get<int>() << " load packets, "
+    << plan["first_train"]["bytes"].get<std::uint64_t>() << " bytes):\n";
+  o << "  idx role    flags seq         ip_len ttl offset_us\n";
+  char buf[160];
+  for (const auto& p : plan["first_train"]["packets"]) {
+    std::snprintf(buf, sizeof buf, "  %3d %-7s %-5s %-11u %6d %3d %9.1f\n", p["index"].get<int>(),
+                  p["role"].get<std::string>().c_str(), p["flags"].get<std::string>().c_str(),
+                  p["seq"].get<unsigned>(), p["ip_len"].get<int>(), p["ttl"].get<int>(),
+                  p["offset_s"].get<double>() * 1e6);
+    o << buf;
+  }
+  for (const auto& [k, v] : plan["schedule"].items()) o << k << ": " << v.get<std::string>() << "\n";
+  o << "caps: " << plan["caps"].dump() << "\n";
+  for (const auto& w : plan["warnings"]) o << "warning: " << w["message"].get<std::string>() << "\n";
+  return o.str();
+}
+
+}  // namespace lw

@@ -1,0 +1,23 @@
+#pragma once
+// The capacity measurement: discovery, automatic train sizing, trains until the
+// interval is tight enough or a cap is reached, idle time that keeps the
+// average probing rate under --max-load of the capacity.
+#include <atomic>
+
+#include "app/config.hpp"
+#include "nlohmann/json.hpp"
+#include "report/result.hpp"
+
+namespace lw {
+
+nlohmann::json params_json(const Config& c);
+
+// Throws lw::Error on setup failures (privileges, filtered target, ...).
+// On interruption returns what it has, with stop_reason "interrupted".
+CapacityResult run_capacity(const Config& c, const std::atomic<bool>& stop);
+
+// --dry-run: the planned packets and schedule, without privileges or sending.
+nlohmann::json plan_capacity(const Config& c);
+std::string plan_text(const nlohmann::json& plan);
+
+}  // namespace lw

@@ -1,0 +1,160 @@
+#include "app/cli.hpp"
+
+#include <boost/program_options.hpp>
+#include <cmath>
+#include <sstream>
+
+#include "linkwidth/error.hpp"
+
+namespace po = boost::program_options;
+
+namespace lw {
+
+namespace {
+
+const char kUsage[] =
+    "usage: linkwidth COMMAND TARGET [options]\n"
+    "\n"
+    "Commands:\n"
+    "  capacity TARGET   capacity of the path to TARGET (SYN-RST-SYN trains)\n"
+    "  help              this text;  version  the version\n"
+    "\n"
+    "TARGET is an IPv4 address or host name. Needs root or\n"
+    "  setcap cap_net_raw,cap_net_admin+ep linkwidth\n";
+
+void require(bool ok, const std::string& sentence) {
+  if (!ok) throw UsageError(sentence);
+}
+
+}  // namespace
+
+double parse_si(const std::string& text, const std::string& what) {
+  if (text.empty()) throw UsageError(what + " is empty.");
+  std::size_t pos = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &pos);
+  } catch (const std::exception&) {
+    throw UsageError(what + " '" + text + "' is not a number.");
+  }
+  double mult = 1;
+  std::string rest = text.substr(pos);
+  if (!rest.empty()) {
+    const char c = rest[0];
+    if (c == 'k' || c == 'K') mult = 1e3;
+    else if (c == 'm' || c == 'M') mult = 1e6;
+    else if (c == 'g' || c == 'G') mult = 1e9;
+    else throw UsageError(what + " '" + text + "' has an unknown unit (use K, M or G).");
+    rest = rest.substr(1);
+    if (!rest.empty() && rest != "b" && rest != "B" && rest != "bit" && rest != "bps") {
+      throw UsageError(what + " '" + text + "' has an unknown unit (use K, M or G).");
+    }
+  }
+  if (!std::isfinite(v)) throw UsageError(what + " '" + text + "' is not a finite number.");
+  return v * mult;
+}
+
+CliResult parse_cli(const std::vector<std::string>& args) {
+  CliResult r;
+  Config& c = r.config;
+  std::string max_bytes = "50M";
+
+  po::options_description opts("Options");
+  // clang-format off
+  opts.add_options()
+    ("help,h", "show this help")
+    ("json,J", po::bool_switch(&c.json), "print one JSON document on stdout")
+    ("dry-run", po::bool_switch(&c.dry_run), "print the planned packets and schedule; send nothing")
+    ("verbose,v", po::bool_switch(&c.verbose), "per-train details on stderr")
+    ("interface,i", po::value(&c.interface), "outgoing interface (default: from the routing table)")
+    ("source,s", po::value(&c.source), "source IPv4 address (default: from the routing table)")
+    ("port,p", po::value(&c.port), "closed destination port to use (default: discover one)")
+    ("source-port", po::value(&c.sport), "source port (default: reserve one from the kernel)")
+    ("packet-size,l", po::value(&c.packet_size), "IP bytes of each load packet, 64..1500 (default 1500, never above the MTU)")
+    ("load-packets,n", po::value(&c.load_packets), "load packets per train; 0 = size automatically (default 0)")
+    ("markers", po::value(&c.markers), "reply-drawing SYN markers per train, 2..16 (default 2: head and tail)")
+    ("drain-packets", po::value(&c.drain_packets), "MTU packets sent right before the head marker to empty shaper token buckets (default 2)")
+    ("train-dispersion", po::value(&c.target_dispersion_s), "automatic sizing aims at this train dispersion, seconds (default 0.003)")
+    ("length-ratio", po::value(&c.length_ratio), "alternate trains of N and ratio*N load packets and use the slope; 1 = one length (default 2)")
+    ("max-load-packets", po::value(&c.max_load_packets), "upper bound for automatic sizing (default 1000)")
+    ("min-trains", po::value(&c.min_trains), "trains before the stopping rule applies (default 5)")
+    ("trains,t", po::value(&c.max_trains), "at most this many trains (default 40)")
+    ("precision", po::value(&c.precision), "stop when the 95% interval is within +-this fraction (default 0.01)")
+    ("max-load", po::value(&c.max_load), "average probing rate as a fraction of the capacity (default 0.1)")
+    ("max-time", po::value(&c.max_time_s), "hard cap on the run time, seconds (default 20)")
+    ("max-bytes", po::value(&max_bytes), "hard cap on probe bytes per run, K/M/G suffixes (default 50M)")
+    ("tries", po::value(&c.discovery_tries), "closed-port discovery rounds before 'filtered' (default 3)")
+    ("reply-timeout", po::value(&c.discovery_timeout_s), "seconds to wait for a reply in discovery (default 1)");
+  // clang-format on
+  std::ostringstream help;
+  help << kUsage << "\n" << opts;
+  r.help_text = help.str();
+
+  if (args.empty()) throw UsageError("no command given; try 'linkwidth help'.");
+  const std::string& cmd = args[0];
+  if (cmd == "help" || cmd == "--help" || cmd == "-h") {
+    r.show_help = true;
+    return r;
+  }
+  if (cmd == "version" || cmd == "--version" || cmd == "-V") {
+    r.show_version = true;
+    return r;
+  }
+  require(cmd == "capacity", "unknown command '" + cmd + "'; try 'linkwidth help'.");
+  c.command = cmd;
+
+  po::options_description all;
+  all.add(opts).add_options()("target", po::value(&c.target));
+  po::positional_options_description pos;
+  pos.add("target", 1);
+  po::variables_map vm;
+  std::vector<std::string> rest(args.begin() + 1, args.end());
+  try {
+    po::store(po::command_line_parser(rest).options(all).positional(pos).run(), vm);
+    po::notify(vm);
+  } catch (const po::too_many_positional_options_error&) {
+    throw UsageError("only one TARGET may be given.");
+  } catch (const po::error& e) {
+    std::string m = e.what();
+    if (!m.empty() && m.back() != '.') m += ".";
+    throw UsageError(m);
+  }
+  if (vm.count("help")) {
+    r.show_help = true;
+    return r;
+  }
+  require(!c.target.empty(), "no TARGET given; usage: linkwidth " + cmd + " TARGET.");
+  c.max_bytes = static_cast<std::uint64_t>(std::llround(parse_si(max_bytes, "--max-bytes")));
+  c.reply_timeout_s = std::max(c.discovery_timeout_s, 0.05);
+
+  require(c.port >= 0 && c.port <= 65535, "--port must be between 1 and 65535.");
+  require(c.sport >= 0 && c.sport <= 65535, "--source-port must be between 1 and 65535.");
+  require(c.packet_size >= 64 && c.packet_size <= 1500,
+          "--packet-size must be between 64 and 1500 bytes (an IP datagram that fits the MTU).");
+  require(c.load_packets >= 0 && c.load_packets <= 10000,
+          "--load-packets must be between 1 and 10000 (or 0 for automatic).");
+  require(c.markers >= 2 && c.markers <= 16, "--markers must be between 2 and 16.");
+  require(c.drain_packets >= 0 && c.drain_packets <= 16,
+          "--drain-packets must be between 0 and 16.");
+  require(c.target_dispersion_s > 0 && c.target_dispersion_s <= 1,
+          "--train-dispersion must be above 0 and at most 1 second.");
+  require(c.length_ratio >= 1 && c.length_ratio <= 8, "--length-ratio must be between 1 and 8.");
+  require(c.max_load_packets >= 1 && c.max_load_packets <= 10000,
+          "--max-load-packets must be between 1 and 10000.");
+  require(c.min_trains >= 1 && c.min_trains <= 1000, "--min-trains must be between 1 and 1000.");
+  require(c.max_trains >= 1 && c.max_trains <= 1000, "--trains must be between 1 and 1000.");
+  require(c.min_trains <= c.max_trains, "--min-trains cannot exceed --trains.");
+  require(c.precision > 0 && c.precision < 1, "--precision must be between 0 and 1.");
+  require(c.max_load > 0 && c.max_load <= 0.5,
+          "--max-load must be above 0 and at most 0.5 (a probe must stay a small share).");
+  require(c.max_time_s > 0 && c.max_time_s <= 3600,
+          "--max-time must be above 0 and at most 3600 seconds.");
+  require(c.max_bytes >= 10000 && c.max_bytes <= 10ull * 1000 * 1000 * 1000,
+          "--max-bytes must be between 10K and 10G.");
+  require(c.discovery_tries >= 1 && c.discovery_tries <= 10, "--tries must be between 1 and 10.");
+  require(c.discovery_timeout_s > 0 && c.discovery_timeout_s <= 10,
+          "--reply-timeout must be above 0 and at most 10 seconds.");
+  return r;
+}
+
+}  // namespace lw

@@ -1,0 +1,46 @@
+#pragma once
+// A validated configuration: everything the session needs, nothing parsed later.
+#include <cstdint>
+#include <string>
+
+namespace lw {
+
+struct Config {
+  std::string command;  // "capacity"
+  std::string target;   // as given: IPv4 literal or host name
+  std::string interface;
+  std::string source;
+  int port = 0;   // destination (closed) port; 0 = discover
+  int sport = 0;  // source port; 0 = reserve one from the kernel
+  bool json = false;
+  bool dry_run = false;
+  bool verbose = false;
+
+  // Train shape.
+  int packet_size = 1500;  // IP bytes of each load packet (clamped to the interface MTU)
+  int load_packets = 0;    // N; 0 = size automatically for target_dispersion
+  int markers = 2;
+  int drain_packets = 2;
+  double target_dispersion_s = 0.003;
+  int max_load_packets = 1000;
+  // Trains alternate between N and length_ratio·N load packets; the capacity is
+  // the slope between the two (1 = one length, per-train estimate).
+  double length_ratio = 2.0;
+
+  // How many trains and when to stop.
+  int min_trains = 5;
+  int max_trains = 40;
+  double precision = 0.01;  // stop when the 95% interval half-width is below this fraction
+  double max_load = 0.10;   // average probing rate as a fraction of the capacity
+
+  // Hard caps.
+  double max_time_s = 20;
+  std::uint64_t max_bytes = 50ull * 1000 * 1000;
+
+  // Closed-port discovery.
+  int discovery_tries = 3;
+  double discovery_timeout_s = 1.0;
+  double reply_timeout_s = 1.0;  // longest wait for a train's replies
+};
+
+}  // namespace lw

@@ -1,0 +1,55 @@
+#include "app/prober.hpp"
+
+namespace lw {
+
+std::string capture_filter(std::uint32_t self, std::uint32_t target, std::uint16_t sport) {
+  const std::string s = format_ipv4(self), t = format_ipv4(target), p = std::to_string(sport);
+  // Our probes and the target's replies in one 5-tuple family, plus ICMP errors
+  // addressed to us (they quote the probe that caused them).
+  return "(tcp and host " + t + " and host " + s + " and port " + p + ") or (icmp and dst host " +
+         s + ")";
+}
+
+Prober::Prober(const Route& route, std::uint32_t target, std::uint16_t sport,
+               const std::atomic<bool>& stop)
+    : route_(route),
+      target_(target),
+      stop_(stop),
+      socket_(route.interface, 8 << 20),
+      capture_(route.interface, capture_filter(route.source, target, sport)),
+      pacer_(socket_, PacerOptions{}) {}
+
+TrainRun Prober::run(const Train& train, const std::vector<int>& wait_for, Nanos reply_timeout,
+                     bool any) {
+  std::vector<std::vector<std::uint8_t>> bytes;
+  bytes.reserve(train.probes.size());
+  for (const auto& p : train.probes) bytes.push_back(builder_.build(p));
+
+  captured_.clear();
+  capture_.drain(captured_);  // stale packets of earlier trains
+  captured_.clear();
+
+  TrainRun r;
+  r.start_mono = mono_now();
+  r.sent = pacer_.send(train, bytes, &stop_);
+  for (std::size_t i = 0; i < r.sent.size(); ++i) {
+    if (r.sent[i].sent) {
+      ++packets_;
+      bytes_ += bytes[i].size();
+    }
+  }
+  const Nanos deadline = mono_now() + reply_timeout;
+  for (;;) {
+    capture_.drain(captured_);
+    r.outcome = match_train(train, r.sent, captured_, route_.source);
+    int got = 0;
+    for (int i : wait_for) got += r.outcome.probes[i].reply != 0 ? 1 : 0;
+    const bool done = any ? got > 0 : got == static_cast<int>(wait_for.size());
+    if (done || stop_.load() || mono_now() >= deadline) break;
+    capture_.wait(std::min<Nanos>(deadline - mono_now(), 20 * kMs));
+  }
+  r.end_mono = mono_now();
+  return r;
+}
+
+}  // namespace lw

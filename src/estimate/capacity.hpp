@@ -1,0 +1,89 @@
+#pragma once
+// Capacity from the dispersion of SYN-marker replies around a train of RST load
+// (LinkWidth §3.3; packet-train form of §2: C = bits / Δ_R). Pure functions over
+// timestamp vectors: no sockets, clocks or globals.
+#include <string>
+#include <vector>
+
+#include "linkwidth/time.hpp"
+
+namespace lw {
+
+struct Train;
+struct TrainOutcome;
+
+// One train, from its head marker to its last marker inclusive.
+struct TrainTiming {
+  std::vector<double> bits;      // IP bits of each packet
+  std::vector<Nanos> sent;       // user-space send time (offered schedule); 0 = not sent
+  std::vector<bool> marker;      // draws a reply we time
+  std::vector<Nanos> reply;      // reply arrival for markers; 0 = lost
+  // Bits sent back to back right before the head (drain packets): on a FIFO
+  // link they keep the bottleneck busy while the head is handed to the kernel.
+  double lead_bits = 0;
+  int duplicates = 0;
+};
+
+TrainTiming timing_of(const Train& train, const TrainOutcome& outcome);
+
+struct CapacityFilter {
+  // The train must have been offered at least this much faster than the path
+  // carried it (send dispersion × ratio <= reply dispersion); otherwise it only
+  // shows our own sending rate.
+  double min_compression = 1.10;
+  // A send-side stall: a packet was handed to the kernel so late that the
+  // bottleneck could have run dry before it, by more than this tolerance plus
+  // the time the lead (drain) packets keep it busy.
+  Nanos stall_tolerance = 15 * kUs;
+};
+
+enum class SampleVerdict {
+  kKept,
+  kLostReply,
+  kReordered,
+  kUnsent,
+  kSendStall,
+  kNotCompressed,
+  kBadDispersion,
+};
+const char* verdict_name(SampleVerdict v);
+
+struct CapacitySample {
+  SampleVerdict verdict = SampleVerdict::kKept;
+  double capacity_bps = 0;        // bits after head / reply dispersion (0 if not computable)
+  double offered_bps = 0;         // bits after head / send dispersion
+  double reply_dispersion_s = 0;
+  double send_dispersion_s = 0;
+  double max_send_lag_s = 0;      // worst lateness against a busy bottleneck
+  bool kept() const { return verdict == SampleVerdict::kKept; }
+};
+
+CapacitySample evaluate_capacity_train(const TrainTiming& t, const CapacityFilter& f);
+
+struct CapacityEstimate {
+  bool valid = false;
+  double capacity_bps = 0;
+  double low_bps = 0;
+  double high_bps = 0;
+  double kde_bandwidth_bps = 0;
+  int samples = 0;
+};
+
+// Robust aggregate of kept per-train samples: KDE mode (Lai & Baker §IV-C) with
+// a percentile-bootstrap 95% interval.
+CapacityEstimate aggregate_capacity(const std::vector<double>& kept_bps);
+
+// Capacity from two train lengths: the dispersion of a train is a + bits/C,
+// where the offset a gathers everything that hits head and tail replies
+// differently (a host waking from idle for the tail reply, interrupt
+// moderation, a shaper's timer latency). The slope between the two lengths
+// removes it: C = (bits_long - bits_short) / (D_long - D_short), each D the KDE
+// mode of its group. Interval: percentile bootstrap, resampling each group.
+struct SlopeEstimate {
+  CapacityEstimate capacity;
+  double offset_s = 0;  // a: dispersion not explained by the bits
+};
+SlopeEstimate estimate_capacity_slope(const std::vector<double>& short_disp_s, double short_bits,
+                                      const std::vector<double>& long_disp_s, double long_bits);
+
+}  // namespace lw

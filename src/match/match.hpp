@@ -1,0 +1,43 @@
+#pragma once
+// Joins the probes of one train with what the capture saw: our own outgoing
+// copies (by sequence number) and the replies (RST/ACK or SYN/ACK by ack
+// number, ICMP errors by the quoted sequence number). No estimation here.
+#include <cstdint>
+#include <vector>
+
+#include "capture/decode.hpp"
+#include "plan/probe.hpp"
+#include "send/pacer.hpp"
+
+namespace lw {
+
+enum class ReplyKind : std::uint8_t { kNone, kRstAck, kSynAck, kIcmp, kOther };
+
+const char* reply_kind_name(ReplyKind k);
+
+struct ProbeOutcome {
+  Nanos sent = 0;      // user-space send time (CLOCK_REALTIME): the offered schedule
+  Nanos left = 0;      // when the capture saw it leave (after our own qdisc); 0 = not seen
+  Nanos reply = 0;     // arrival of the first reply; 0 = none
+  int replies = 0;     // >1 means duplicated replies
+  ReplyKind kind = ReplyKind::kNone;
+  std::uint32_t reply_from = 0;  // source address of the reply
+  std::uint8_t reply_ttl = 0;
+  std::uint16_t reply_ip_id = 0;
+  std::uint8_t icmp_type = 0, icmp_code = 0;
+  std::uint16_t icmp_mtu = 0;
+};
+
+struct TrainOutcome {
+  std::vector<ProbeOutcome> probes;  // parallel to Train::probes
+  int markers_lost = 0;
+  int duplicate_replies = 0;
+  bool reordered = false;  // some marker's reply arrived before an earlier marker's
+  bool unsent = false;     // the pacer could not send every packet
+};
+
+// `self` is our source address; packets of other flows are ignored.
+TrainOutcome match_train(const Train& train, const std::vector<SendRecord>& sent,
+                         const std::vector<Decoded>& captured, std::uint32_t self);
+
+}  // namespace lw

@@ -1,0 +1,78 @@
+#include "plan/capacity_plan.hpp"
+
+#include <algorithm>
+
+namespace lw {
+
+const char kProbeSignature[] =
+    "linkwidth bandwidth probe: TCP RST load to a closed port, dropped by design. "
+    "See the linkwidth README.";
+
+namespace {
+
+Probe base_probe(const CapacityTrainParams& p, int train_id) {
+  Probe q;
+  q.src = p.flow.src;
+  q.dst = p.flow.dst;
+  q.sport = p.flow.sport;
+  q.dport = p.flow.dport;
+  q.ttl = p.ttl;
+  q.train = train_id;
+  return q;
+}
+
+}  // namespace
+
+Train make_capacity_train(const CapacityTrainParams& p, int train_id, SeqAllocator& seqs) {
+  Train t;
+  t.id = train_id;
+  const int n_markers = std::max(2, p.markers);
+  auto push = [&](Probe q) {
+    q.index = static_cast<int>(t.probes.size());
+    q.ip_id = static_cast<std::uint16_t>(q.index);
+    t.probes.push_back(q);
+  };
+  auto syn = [&](Role role, Nanos offset) {
+    Probe q = base_probe(p, train_id);
+    q.flags = kSyn;
+    q.seq = seqs.next();
+    q.ip_len = 40;
+    q.role = role;
+    q.offset = offset;
+    return q;
+  };
+  auto rst = [&](Role role, Nanos offset) {
+    Probe q = base_probe(p, train_id);
+    q.flags = kRst;
+    q.seq = seqs.next();
+    q.ip_len = p.packet_size;
+    q.role = role;
+    q.offset = offset;
+    return q;
+  };
+
+  const Nanos t_train = p.warmup ? p.warmup_lead : 0;
+  if (p.warmup) push(syn(Role::kWarmup, 0));
+  for (int i = 0; i < p.drain_packets; ++i) push(rst(Role::kDrain, t_train));
+
+  // Markers split the N load packets into (n_markers - 1) nearly equal segments.
+  double bits = 0;
+  const int segments = n_markers - 1;
+  for (int m = 0; m < n_markers; ++m) {
+    Probe mk = syn(Role::kMarker, t_train);
+    if (m > 0) bits += 8.0 * mk.ip_len;
+    t.markers.push_back(static_cast<int>(t.probes.size()));
+    t.bits_from_head.push_back(bits);
+    push(mk);
+    if (m == segments) break;
+    const int from = p.load_packets * m / segments;
+    const int to = p.load_packets * (m + 1) / segments;
+    for (int i = from; i < to; ++i) {
+      push(rst(Role::kLoad, t_train));
+      bits += 8.0 * p.packet_size;
+    }
+  }
+  return t;
+}
+
+}  // namespace lw

@@ -1,0 +1,51 @@
+#pragma once
+// The capacity train (LinkWidth §3.3, Figure 6 with one hop): a SYN head marker,
+// N RST load packets of L bytes, a SYN tail marker, all in one 5-tuple so that
+// per-flow load balancers keep the train on one path. Markers are told apart by
+// sequence number, not by port.
+#include <cstdint>
+
+#include "plan/probe.hpp"
+
+namespace lw {
+
+struct FlowId {
+  std::uint32_t src = 0;
+  std::uint32_t dst = 0;
+  std::uint16_t sport = 0;
+  std::uint16_t dport = 0;
+};
+
+struct CapacityTrainParams {
+  FlowId flow;
+  int load_packets = 32;        // N
+  std::uint16_t packet_size = 1500;  // L, IP bytes of each load packet
+  int drain_packets = 2;        // MTU RSTs sent right before the head marker
+  bool warmup = true;           // a SYN sent ahead of the train
+  Nanos warmup_lead = 50 * kUs; // how long before the drain/head the warm-up SYN goes
+  int markers = 2;              // head + tail; >2 puts extra markers evenly in the load
+  std::uint8_t ttl = 64;
+};
+
+// Hands out unique marker sequence numbers for one run (step 2 keeps them
+// distinct even if a middlebox adds 1 to what it acknowledges).
+class SeqAllocator {
+ public:
+  explicit SeqAllocator(std::uint32_t base) : next_(base) {}
+  std::uint32_t next() {
+    std::uint32_t s = next_;
+    next_ += 2;
+    return s;
+  }
+
+ private:
+  std::uint32_t next_;
+};
+
+Train make_capacity_train(const CapacityTrainParams& p, int train_id, SeqAllocator& seqs);
+
+// Text carried in the payload of every load RST so that an operator who sees the
+// packets can find out what they are (see README, "Probe packets").
+extern const char kProbeSignature[];
+
+}  // namespace lw

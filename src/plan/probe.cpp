@@ -1,0 +1,39 @@
+#include "plan/probe.hpp"
+
+#include <cstdio>
+
+namespace lw {
+
+const char* role_name(Role r) {
+  switch (r) {
+    case Role::kWarmup:
+      return "warmup";
+    case Role::kDrain:
+      return "drain";
+    case Role::kMarker:
+      return "marker";
+    case Role::kLoad:
+      return "load";
+  }
+  return "?";
+}
+
+std::uint32_t Probe::expected_ack() const {
+  // SYN occupies one sequence number; payload bytes follow it.
+  return seq + 1u + payload_len();
+}
+
+std::uint64_t Train::total_bytes() const {
+  std::uint64_t n = 0;
+  for (const auto& p : probes) n += p.ip_len;
+  return n;
+}
+
+std::string format_ipv4(std::uint32_t a) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%u.%u.%u.%u", (a >> 24) & 255u, (a >> 16) & 255u,
+                (a >> 8) & 255u, a & 255u);
+  return buf;
+}
+
+}  // namespace lw

@@ -1,0 +1,65 @@
+#pragma once
+// A probe written down as plain data: what to send, not how or when it leaves.
+// Addresses are host-order IPv4; no sockets, no clocks here.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "linkwidth/time.hpp"
+
+namespace lw {
+
+// TCP flag bits (RFC 793 order).
+enum TcpFlag : std::uint8_t {
+  kFin = 0x01,
+  kSyn = 0x02,
+  kRst = 0x04,
+  kPsh = 0x08,
+  kAck = 0x10,
+};
+
+enum class Role : std::uint8_t {
+  kWarmup,  // SYN ahead of the train: wakes the send path and the target's reply path
+  kDrain,   // back-to-back RSTs right before the head: empty a shaper's token bucket
+  kMarker,  // SYN to a closed port: draws an RST/ACK whose arrival time we measure
+  kLoad,    // RST: the target drops it silently; it only occupies the link
+};
+
+const char* role_name(Role r);
+
+struct Probe {
+  std::uint32_t src = 0;
+  std::uint32_t dst = 0;
+  std::uint16_t sport = 0;
+  std::uint16_t dport = 0;
+  std::uint8_t flags = 0;
+  std::uint32_t seq = 0;
+  std::uint32_t ack = 0;
+  std::uint16_t ip_len = 40;  // total IP datagram length in bytes
+  std::uint8_t ttl = 64;
+  std::uint16_t ip_id = 0;
+  Role role = Role::kLoad;
+  int train = 0;
+  int index = 0;       // position in the train
+  Nanos offset = 0;    // planned departure, relative to the train's t0
+  // Sequence number the reply acknowledges (markers only): the target's RST/ACK
+  // carries ack = seq + 1 + payload length.
+  std::uint32_t expected_ack() const;
+  std::uint16_t payload_len() const { return static_cast<std::uint16_t>(ip_len - 40); }
+};
+
+struct Train {
+  int id = 0;
+  std::vector<Probe> probes;
+  // Indices (into probes) of the measurement markers, in send order.
+  std::vector<int> markers;
+  // IP-layer bits that cross a link between the end of the head marker and the
+  // end of marker k (bits_from_head[0] == 0). Dispersion between the replies to
+  // marker 0 and marker k at a bottleneck of rate C is bits_from_head[k] / C.
+  std::vector<double> bits_from_head;
+  std::uint64_t total_bytes() const;
+};
+
+std::string format_ipv4(std::uint32_t host_order_addr);
+
+}  // namespace lw

@@ -1,0 +1,19 @@
+#pragma once
+// Renderers only: JSON first, text second. No computation beyond formatting.
+#include <string>
+
+#include "nlohmann/json.hpp"
+#include "report/result.hpp"
+
+namespace lw {
+
+nlohmann::json to_json(const CapacityResult& r);
+// A complete error document; `partial` (may be null) is merged in.
+nlohmann::json error_json(const std::string& type, const std::string& target,
+                          const ErrorInfo& err, const nlohmann::json& partial);
+std::string to_text(const CapacityResult& r);
+
+// 49520000 -> "49.52 Mbit/s"
+std::string format_rate(double bps);
+
+}  // namespace lw

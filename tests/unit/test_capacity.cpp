@@ -1,0 +1,189 @@
+// The capacity estimators on synthetic timestamp vectors with known answers.
+#include <catch2/catch.hpp>
+#include <random>
+
+#include "estimate/capacity.hpp"
+#include "estimate/stats.hpp"
+
+using namespace lw;
+
+namespace {
+
+// A train of n load packets of L bytes between 40-byte SYN markers, sent at
+// `send_bps`, through a FIFO bottleneck of `cap_bps`; replies come back after
+// `delay` plus `jitter` (per reply, ns) plus `tail_offset` on the last reply.
+TrainTiming synth(int n, double cap_bps, double send_bps, Nanos jitter_ns, std::mt19937& rng,
+                  Nanos tail_offset = 0, int L = 1500) {
+  TrainTiming t;
+  std::normal_distribution<double> noise(0.0, static_cast<double>(jitter_ns));
+  const Nanos t0 = 1'000'000'000;
+  double link_free = 0;  // seconds, relative to t0
+  double send_t = 0;
+  const int total = n + 2;
+  for (int i = 0; i < total; ++i) {
+    const bool marker = i == 0 || i == total - 1;
+    const double bits = 8.0 * (marker ? 40 : L);
+    t.bits.push_back(bits);
+    t.marker.push_back(marker);
+    t.sent.push_back(t0 + static_cast<Nanos>(send_t * 1e9));
+    const double start = std::max(link_free, send_t);
+    link_free = start + bits / cap_bps;
+    Nanos r = 0;
+    if (marker) {
+      r = t0 + 500 * kUs + static_cast<Nanos>(link_free * 1e9 + noise(rng));
+      if (i == total - 1) r += tail_offset;
+    }
+    t.reply.push_back(r);
+    send_t += bits / send_bps;
+  }
+  t.lead_bits = 2 * 8.0 * L;
+  return t;
+}
+
+double bits_after_head(const TrainTiming& t) {
+  double b = 0;
+  for (std::size_t i = 1; i < t.bits.size(); ++i) b += t.bits[i];
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("a clean train gives the bottleneck rate", "[capacity]") {
+  std::mt19937 rng(1);
+  for (double cap : {10e6, 100e6, 1e9}) {
+    const TrainTiming t = synth(100, cap, 5 * cap, 0, rng);
+    const CapacitySample s = evaluate_capacity_train(t, CapacityFilter{});
+    INFO("capacity " << cap);
+    CHECK(s.kept());
+    CHECK(s.capacity_bps == Approx(cap).epsilon(1e-6));
+    CHECK(s.offered_bps > 4 * cap);
+  }
+}
+
+TEST_CASE("trains that reveal nothing about the path are rejected", "[capacity]") {
+  std::mt19937 rng(2);
+  const CapacityFilter f;
+  SECTION("sent no faster than the path") {
+    const TrainTiming t = synth(50, 100e6, 100e6, 0, rng);
+    CHECK(evaluate_capacity_train(t, f).verdict == SampleVerdict::kNotCompressed);
+  }
+  SECTION("a lost marker reply") {
+    TrainTiming t = synth(50, 100e6, 1e9, 0, rng);
+    t.reply.back() = 0;
+    CHECK(evaluate_capacity_train(t, f).verdict == SampleVerdict::kLostReply);
+  }
+  SECTION("reordered replies") {
+    TrainTiming t = synth(50, 100e6, 1e9, 0, rng);
+    std::swap(t.reply.front(), t.reply.back());
+    CHECK(evaluate_capacity_train(t, f).verdict == SampleVerdict::kReordered);
+  }
+  SECTION("an unsent packet") {
+    TrainTiming t = synth(50, 100e6, 1e9, 0, rng);
+    t.sent[10] = 0;
+    CHECK(evaluate_capacity_train(t, f).verdict == SampleVerdict::kUnsent);
+  }
+  SECTION("a stall in our own sending lets the bottleneck idle") {
+    // 2 ms pause after 10 load packets on a 1 Gbit/s path: the link empties.
+    TrainTiming t = synth(50, 1e9, 5e9, 0, rng);
+    for (std::size_t i = 11; i < t.sent.size(); ++i) t.sent[i] += 2 * kMs;
+    t.reply.back() += 2 * kMs - 100 * kUs;  // the tail left that much later
+    const CapacitySample s = evaluate_capacity_train(t, f);
+    CHECK(s.verdict == SampleVerdict::kSendStall);
+    CHECK(s.max_send_lag_s > 1e-3);
+  }
+  SECTION("a short pause that the queue absorbs is fine") {
+    TrainTiming t = synth(50, 10e6, 1e9, 0, rng);
+    for (std::size_t i = 11; i < t.sent.size(); ++i) t.sent[i] += 100 * kUs;
+    CHECK(evaluate_capacity_train(t, f).kept());
+  }
+}
+
+TEST_CASE("KDE mode ignores a minority of low samples (cross traffic)", "[capacity][kde]") {
+  std::mt19937 rng(3);
+  std::normal_distribution<double> tight(50e6, 0.1e6);
+  std::uniform_real_distribution<double> low(20e6, 45e6);
+  std::vector<double> v;
+  for (int i = 0; i < 30; ++i) v.push_back(tight(rng));
+  for (int i = 0; i < 12; ++i) v.push_back(low(rng));
+  const CapacityEstimate e = aggregate_capacity(v);
+  REQUIRE(e.valid);
+  CHECK(e.capacity_bps == Approx(50e6).epsilon(0.005));
+  CHECK(e.low_bps <= e.capacity_bps);
+  CHECK(e.high_bps >= e.capacity_bps);
+  CHECK(e.low_bps > 48e6);
+  CHECK(e.high_bps < 52e6);
+  // The plain mean would be far off: the test would catch a mean-based estimator.
+  double mean = 0;
+  for (double x : v) mean += x / static_cast<double>(v.size());
+  CHECK(mean < 47e6);
+}
+
+TEST_CASE("the two-length slope removes a fixed tail offset", "[capacity][slope]") {
+  std::mt19937 rng(4);
+  const double cap = 300e6;
+  // The tail reply is 30 µs late on every train (a host waking from idle).
+  std::vector<double> ds, dl, naive;
+  double bs = 0, bl = 0;
+  for (int i = 0; i < 8; ++i) {
+    const TrainTiming s = synth(75, cap, 3 * cap, 3 * kUs, rng, 30 * kUs);
+    const TrainTiming l = synth(150, cap, 3 * cap, 3 * kUs, rng, 30 * kUs);
+    const auto ss = evaluate_capacity_train(s, CapacityFilter{});
+    const auto sl = evaluate_capacity_train(l, CapacityFilter{});
+    REQUIRE(ss.kept());
+    REQUIRE(sl.kept());
+    ds.push_back(ss.reply_dispersion_s);
+    dl.push_back(sl.reply_dispersion_s);
+    naive.push_back(ss.capacity_bps);
+    bs = bits_after_head(s);
+    bl = bits_after_head(l);
+  }
+  const SlopeEstimate e = estimate_capacity_slope(ds, bs, dl, bl);
+  REQUIRE(e.capacity.valid);
+  CHECK(e.capacity.capacity_bps == Approx(cap).epsilon(0.005));
+  CHECK(e.offset_s == Approx(30e-6).margin(5e-6));
+  CHECK(e.capacity.low_bps <= e.capacity.capacity_bps);
+  CHECK(e.capacity.high_bps >= e.capacity.capacity_bps);
+  // The per-train estimate is biased low by the offset (about 1% here).
+  CHECK(aggregate_capacity(naive).capacity_bps < 0.995 * cap);
+}
+
+TEST_CASE("slope estimate with noise stays within 1% and its interval covers the truth",
+          "[capacity][slope]") {
+  std::mt19937 rng(5);
+  for (double cap : {10e6, 50e6, 100e6, 1e9}) {
+    const int n = static_cast<int>(std::max(8.0, 0.003 * cap / 12000));
+    std::vector<double> ds, dl;
+    double bs = 0, bl = 0;
+    for (int i = 0; i < 10; ++i) {
+      const TrainTiming s = synth(n, cap, 4 * cap, 8 * kUs, rng, 20 * kUs);
+      const TrainTiming l = synth(2 * n, cap, 4 * cap, 8 * kUs, rng, 20 * kUs);
+      ds.push_back(evaluate_capacity_train(s, CapacityFilter{}).reply_dispersion_s);
+      dl.push_back(evaluate_capacity_train(l, CapacityFilter{}).reply_dispersion_s);
+      bs = bits_after_head(s);
+      bl = bits_after_head(l);
+    }
+    const SlopeEstimate e = estimate_capacity_slope(ds, bs, dl, bl);
+    INFO("capacity " << cap);
+    REQUIRE(e.capacity.valid);
+    CHECK(e.capacity.capacity_bps == Approx(cap).epsilon(0.01));
+    CHECK(e.capacity.low_bps <= cap * 1.002);
+    CHECK(e.capacity.high_bps >= cap * 0.998);
+  }
+}
+
+TEST_CASE("slope estimate refuses degenerate input", "[capacity][slope]") {
+  CHECK_FALSE(estimate_capacity_slope({}, 1e5, {0.01}, 2e5).capacity.valid);
+  CHECK_FALSE(estimate_capacity_slope({0.01}, 2e5, {0.02}, 1e5).capacity.valid);
+  CHECK_FALSE(estimate_capacity_slope({0.02}, 1e5, {0.01}, 2e5).capacity.valid);
+}
+
+TEST_CASE("statistics helpers", "[stats]") {
+  CHECK(median({3, 1, 2}) == 2);
+  CHECK(median({4, 1, 2, 3}) == Approx(2.5));
+  CHECK(quantile({0, 10}, 0.25) == Approx(2.5));
+  const KdeMode m = kde_mode({5.0});
+  CHECK(m.mode == 5.0);
+  const Interval ci = bootstrap_mode_interval({1, 2});
+  CHECK(ci.low == 1);
+  CHECK(ci.high == 2);
+}
