@@ -10,6 +10,7 @@
 #include "app/net.hpp"
 #include "app/prober.hpp"
 #include "estimate/capacity.hpp"
+#include "estimate/stats.hpp"
 #include "linkwidth/error.hpp"
 #include "plan/capacity_plan.hpp"
 #include "report/writers.hpp"
@@ -55,6 +56,17 @@ CapacityTrainParams train_params(const Config& c, const FlowId& flow, int n, int
   return p;
 }
 
+// The smallest next-hop MTU in ICMP "fragmentation needed" replies, 0 if none.
+int reported_path_mtu(const TrainOutcome& o) {
+  int mtu = 0;
+  for (const auto& p : o.probes) {
+    if (p.kind == ReplyKind::kIcmp && p.icmp_type == 3 && p.icmp_code == 4 && p.icmp_mtu >= 68) {
+      mtu = mtu == 0 ? p.icmp_mtu : std::min<int>(mtu, p.icmp_mtu);
+    }
+  }
+  return mtu;
+}
+
 }  // namespace
 
 nlohmann::json params_json(const Config& c) {
@@ -91,7 +103,7 @@ CapacityResult run_capacity(const Config& c, const std::atomic<bool>& stop) {
   const Route route = find_route(dst, c.interface, c.source);
   res.source = format_ipv4(route.source);
   res.interface = route.interface;
-  const int L = effective_packet_size(c, route, res.warnings);
+  int L = effective_packet_size(c, route, res.warnings);
   res.params["packet_size"] = L;
 
   PortReservation reserved(route.source, c.sport);
@@ -121,6 +133,7 @@ CapacityResult run_capacity(const Config& c, const std::atomic<bool>& stop) {
   std::vector<double> kept;          // per-train capacity samples (both lengths)
   std::vector<double> uncompressed;  // reply rates of trains the path did not compress
   std::map<std::string, int> rejected;
+  std::vector<double> left_ratio;  // left dispersion / reply dispersion, kept trains
   int consecutive_silent = 0;
   int measured = 0;  // trains after sizing
   // Reply wait: generous against the measured RTT, bounded by --reply-timeout.
@@ -162,7 +175,13 @@ CapacityResult run_capacity(const Config& c, const std::atomic<bool>& stop) {
       res.stop_reason = "max_time";
       break;
     }
-    const TrainRun run = prober.run(train, train.markers, reply_wait);
+    // Busy-wait while the replies are due: about the train's time at the
+    // bottleneck plus the RTT, bounded.
+    const double expect_s = 8.0 * static_cast<double>(train.total_bytes()) /
+                                (est.valid ? est.capacity_bps : 1e6) +
+                            2 * disc.rtt_s;
+    const Nanos busy = std::min<Nanos>(from_seconds(1.5 * expect_s) + 2 * kMs, 50 * kMs);
+    const TrainRun run = prober.run(train, train.markers, reply_wait, false, busy);
     ++res.trains_sent;
     const CapacitySample s = evaluate_capacity_train(timing_of(train, run.outcome), filter);
 
@@ -175,6 +194,31 @@ CapacityResult run_capacity(const Config& c, const std::atomic<bool>& stop) {
     rec.reply_dispersion_s = s.reply_dispersion_s;
     rec.send_dispersion_s = s.send_dispersion_s;
     rec.max_send_lag_s = s.max_send_lag_s;
+    rec.left_dispersion_s = s.left_dispersion_s;
+    if (s.kept() && s.left_dispersion_s > 0) {
+      left_ratio.push_back(s.left_dispersion_s / s.reply_dispersion_s);
+    }
+
+    // A router with a smaller MTU dropped our DF load and said so: shrink the
+    // packets to the path MTU and start over with the sizing train.
+    const int path_mtu = reported_path_mtu(run.outcome);
+    if (path_mtu > 0 && path_mtu < L) {
+      res.warnings.push_back({"path_mtu", "a router reported a path MTU of " +
+                                              std::to_string(path_mtu) + "; load packets shrunk from " +
+                                              std::to_string(L) + " bytes"});
+      L = std::max(path_mtu, 64);
+      res.params["packet_size"] = L;
+      for (auto& d : disp) d.clear();
+      kept.clear();
+      uncompressed.clear();
+      left_ratio.clear();
+      sized = !auto_size;
+      if (auto_size) n = kSizingLoadPackets;
+      measured = 0;
+      rec.verdict = "path_mtu";
+      res.trains.push_back(rec);
+      continue;
+    }
 
     consecutive_silent = run.outcome.markers_lost == static_cast<int>(train.markers.size())
                              ? consecutive_silent + 1
@@ -279,6 +323,12 @@ CapacityResult run_capacity(const Config& c, const std::atomic<bool>& stop) {
   }
   if (!res.valid && res.stop_reason != "interrupted") {
     res.warnings.push_back({"no_estimate", "no train gave a usable sample"});
+  }
+  if (left_ratio.size() >= 2 && median(left_ratio) > 0.9) {
+    res.warnings.push_back(
+        {"local_bottleneck", "the trains were already spread to this rate when they left " +
+                                 res.interface +
+                                 ": the narrow link is this host's own interface or its qdisc"});
   }
   const CaptureStats cs = prober.capture_stats();
   if (cs.dropped > 0) {

@@ -20,7 +20,7 @@ Prober::Prober(const Route& route, std::uint32_t target, std::uint16_t sport,
       pacer_(socket_, PacerOptions{}) {}
 
 TrainRun Prober::run(const Train& train, const std::vector<int>& wait_for, Nanos reply_timeout,
-                     bool any) {
+                     bool any, Nanos busy_wait) {
   std::vector<std::vector<std::uint8_t>> bytes;
   bytes.reserve(train.probes.size());
   for (const auto& p : train.probes) bytes.push_back(builder_.build(p));
@@ -38,15 +38,26 @@ TrainRun Prober::run(const Train& train, const std::vector<int>& wait_for, Nanos
       bytes_ += bytes[i].size();
     }
   }
-  const Nanos deadline = mono_now() + reply_timeout;
+  const Nanos sent_at = mono_now();
+  const Nanos deadline = sent_at + reply_timeout;
+  const Nanos spin_until = sent_at + std::min(busy_wait, reply_timeout);
+  bool first = true;
   for (;;) {
-    capture_.drain(captured_);
-    r.outcome = match_train(train, r.sent, captured_, route_.source);
+    const bool fresh = capture_.drain(captured_) > 0;
+    if (fresh || first) {
+      r.outcome = match_train(train, r.sent, captured_, route_.source);
+      first = false;
+    }
     int got = 0;
     for (int i : wait_for) got += r.outcome.probes[i].reply != 0 ? 1 : 0;
     const bool done = any ? got > 0 : got == static_cast<int>(wait_for.size());
-    if (done || stop_.load() || mono_now() >= deadline) break;
-    capture_.wait(std::min<Nanos>(deadline - mono_now(), 20 * kMs));
+    const Nanos now = mono_now();
+    if (done || stop_.load() || now >= deadline) break;
+    // Busy-poll while replies are due: a CPU that sleeps wakes up late for the
+    // interrupt that timestamps the tail reply (tens of µs on a VM), and it
+    // would not for the head reply, which arrives while we are still sending.
+    if (now < spin_until) continue;
+    capture_.wait(std::min<Nanos>(deadline - now, 20 * kMs));
   }
   r.end_mono = mono_now();
   return r;

@@ -30,9 +30,10 @@ class Prober {
 
   // Sends the train on its schedule and waits until every probe in `wait_for`
   // (with `any`: one of them) has a reply, or `reply_timeout` has passed since
-  // the last send.
+  // the last send. For `busy_wait` after the last send it polls the capture
+  // without sleeping.
   TrainRun run(const Train& train, const std::vector<int>& wait_for, Nanos reply_timeout,
-               bool any = false);
+               bool any = false, Nanos busy_wait = 0);
 
   std::uint64_t packets_sent() const { return packets_; }
   std::uint64_t bytes_sent() const { return bytes_; }

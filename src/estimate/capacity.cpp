@@ -43,6 +43,7 @@ TrainTiming timing_of(const Train& train, const TrainOutcome& outcome) {
     t.sent.push_back(o.sent);
     t.marker.push_back(is_marker);
     t.reply.push_back(is_marker ? o.reply : 0);
+    t.left.push_back(o.left);
   }
   for (int i = first - 1; i >= 0 && train.probes[i].role == Role::kDrain; --i) {
     t.lead_bits += 8.0 * train.probes[i].ip_len;
@@ -90,6 +91,9 @@ CapacitySample evaluate_capacity_train(const TrainTiming& t, const CapacityFilte
     return s;
   }
   s.capacity_bps = bits_after_head / s.reply_dispersion_s;
+  if (t.left.size() == n && t.left.front() != 0 && t.left.back() > t.left.front()) {
+    s.left_dispersion_s = to_seconds(t.left.back() - t.left.front());
+  }
   s.offered_bps = send_disp > 0 ? bits_after_head / s.send_dispersion_s : 0;
 
   // Busy-bottleneck check: packet i reaches the bottleneck (same path delay for

@@ -18,6 +18,10 @@ struct TrainTiming {
   std::vector<Nanos> sent;       // user-space send time (offered schedule); 0 = not sent
   std::vector<bool> marker;      // draws a reply we time
   std::vector<Nanos> reply;      // reply arrival for markers; 0 = lost
+  // When the capture saw each packet leave our interface, after our own qdisc;
+  // 0 = not seen. Already shaped if our own uplink is the bottleneck, so it is
+  // a diagnostic, never the offered schedule.
+  std::vector<Nanos> left;
   // Bits sent back to back right before the head (drain packets): on a FIFO
   // link they keep the bottleneck busy while the head is handed to the kernel.
   double lead_bits = 0;
@@ -55,6 +59,7 @@ struct CapacitySample {
   double reply_dispersion_s = 0;
   double send_dispersion_s = 0;
   double max_send_lag_s = 0;      // worst lateness against a busy bottleneck
+  double left_dispersion_s = 0;   // head-to-tail spacing as they left our interface (0 = unknown)
   bool kept() const { return verdict == SampleVerdict::kKept; }
 };
 

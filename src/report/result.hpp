@@ -24,6 +24,7 @@ struct TrainRecord {
   double reply_dispersion_s = 0;
   double send_dispersion_s = 0;
   double max_send_lag_s = 0;
+  double left_dispersion_s = 0;
 };
 
 struct CapacityResult {

@@ -36,7 +36,8 @@ nlohmann::json to_json(const CapacityResult& r) {
                       {"offered_bps", t.offered_bps},
                       {"reply_dispersion_s", t.reply_dispersion_s},
                       {"send_dispersion_s", t.send_dispersion_s},
-                      {"max_send_lag_s", t.max_send_lag_s}});
+                      {"max_send_lag_s", t.max_send_lag_s},
+                      {"left_dispersion_s", t.left_dispersion_s}});
   }
   return {{"type", "capacity"},
           {"version", kSchemaVersion},

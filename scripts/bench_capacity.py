@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""Capacity benchmark: error, time and probe bytes of `linkwidth capacity`
+against shaped bottlenecks, with iperf3's TCP throughput in the same lab.
+
+For each rate: a lab prober --(unshaped)-- r1 --(rate)-- target, `--runs`
+runs of linkwidth, then one iperf3 TCP run (cubic, this VM defaults to BBR).
+Ground truth is the IP-layer capacity R * 1500/1514. Writes
+results/capacity_benchmark.csv and results/capacity_benchmark.md.
+Reads only linkwidth's JSON output.
+"""
+import argparse
+import csv
+import datetime
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import lab  # noqa: E402
+
+
+def iperf3_tcp(L, seconds):
+    srv = L.popen("target", ["iperf3", "-s", "-1", "-p", "5299"])
+    try:
+        p = L.exec("prober", ["iperf3", "-c", L.target_ip, "-p", "5299", "-t", str(seconds),
+                              "-C", "cubic", "-J"], timeout=seconds + 30)
+        doc = json.loads(p.stdout)
+        return doc["end"]["sum_received"]["bits_per_second"]
+    except (ValueError, KeyError):
+        return float("nan")
+    finally:
+        srv.kill() if hasattr(srv, "kill") else None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rates", default="10M,50M,100M,300M,1G")
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--iperf-seconds", type=int, default=5)
+    ap.add_argument("--bin", default=os.path.join(ROOT, "build", "linkwidth"))
+    ap.add_argument("--out", default=os.path.join(ROOT, "results"))
+    ap.add_argument("--tool-args", default="", help="extra linkwidth arguments")
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    rows = []
+    for rate_text in args.rates.split(","):
+        rate = lab.parse_rate(rate_text)
+        spec = lab.Spec(links=[lab.Link(rate=None), lab.Link(rate=rate)])
+        with lab.Lab(spec) as L:
+            truth = L.ground_truth_capacity(ip_len=1500)
+            for run in range(args.runs):
+                p = L.run_in_prober([args.bin, "capacity", L.target_ip, "--json",
+                                     *args.tool_args.split()], timeout=120)
+                doc = json.loads(p.stdout)
+                est = doc.get("capacity_bps")
+                rows.append({
+                    "rate_bps": rate, "truth_bps": truth, "run": run,
+                    "exit": p.returncode,
+                    "estimate_bps": est if est is not None else "",
+                    "low_bps": doc.get("capacity_low_bps") or "",
+                    "high_bps": doc.get("capacity_high_bps") or "",
+                    "error_pct": 100 * (est / truth - 1) if est else "",
+                    "elapsed_s": doc.get("elapsed_s", ""),
+                    "probe_bytes": doc.get("probe_bytes", ""),
+                    "trains_sent": doc.get("trains_sent", ""),
+                    "trains_used": doc.get("trains_used", ""),
+                    "stop_reason": doc.get("stop_reason", ""),
+                    "warnings": " ".join(w["code"] for w in doc.get("warnings", [])),
+                    "iperf3_tcp_bps": "",
+                })
+                print(f"{rate_text}: run {run}: {rows[-1]['error_pct']!s:.6}% "
+                      f"{rows[-1]['elapsed_s']!s:.5} s", flush=True)
+            ip = iperf3_tcp(L, args.iperf_seconds)
+            for r in rows:
+                if r["rate_bps"] == rate:
+                    r["iperf3_tcp_bps"] = ip
+    csv_path = os.path.join(args.out, "capacity_benchmark.csv")
+    with open(csv_path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
+        w.writeheader()
+        w.writerows(rows)
+
+    cmd = "python3 scripts/bench_capacity.py " + " ".join(sys.argv[1:])
+    lines = [
+        "# Capacity benchmark",
+        "",
+        f"Produced by `{cmd.strip()}` on {datetime.date.today()} "
+        f"({os.cpu_count()} cores). Raw rows: `capacity_benchmark.csv`.",
+        "",
+        "Lab: prober --(unshaped veth)-- r1 --(tbf rate R, burst 3028)-- target. Truth is the",
+        "IP-layer capacity R x 1500/1514. iperf3: one TCP flow, cubic, "
+        f"{args.iperf_seconds} s, goodput (the most TCP can get is R x 1448/1514).",
+        "",
+        "| rate | truth Mbit/s | median estimate | median abs error | max abs error | "
+        "median time s | median probe kB | iperf3 TCP Mbit/s |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for rate_text in args.rates.split(","):
+        rate = lab.parse_rate(rate_text)
+        rs = [r for r in rows if r["rate_bps"] == rate]
+        ok = [r for r in rs if r["error_pct"] != ""]
+        if not ok:
+            lines.append(f"| {rate_text} | | no estimate | | | | | |")
+            continue
+        errs = [abs(r["error_pct"]) for r in ok]
+        lines.append(
+            f"| {rate_text} | {rs[0]['truth_bps'] / 1e6:.2f} "
+            f"| {statistics.median(r['estimate_bps'] for r in ok) / 1e6:.2f} "
+            f"| {statistics.median(errs):.2f}% | {max(errs):.2f}% "
+            f"| {statistics.median(r['elapsed_s'] for r in ok):.2f} "
+            f"| {statistics.median(r['probe_bytes'] for r in ok) / 1e3:.0f} "
+            f"| {rs[0]['iperf3_tcp_bps'] / 1e6:.1f} |")
+        if len(ok) < len(rs):
+            lines[-1] += f" ({len(rs) - len(ok)} runs without estimate)"
+    md_path = os.path.join(args.out, "capacity_benchmark.md")
+    with open(md_path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

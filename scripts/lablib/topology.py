@@ -1,0 +1,799 @@
+"""The lab itself: Link/Spec description and the Lab object that builds,
+drives and tears down a chain of network namespaces.
+
+Topology (N = len(spec.links), node 0 = prober, node N = target)::
+
+    prober --link1-- r1 --link2-- r2 ... r(N-1) --linkN-- target
+      |dn         up|  |dn      up|                    up|
+      xs1           xr1,xs2      xr2 ...                xrN     (cross hosts, on demand)
+
+Interface names inside every chain node: ``up`` (towards the prober, end of
+link k), ``dn`` (towards the target, end of link k+1), ``xs{i}``/``xr{i}``
+(veth to cross host).  Cross hosts have a single ``eth0``.
+
+Addresses (all inside 198.18.0.0/15):
+  link i          198.18.i.0/24      node i-1 (dev dn) = .1, node i (dev up) = .2
+  xs{i} segment   198.19.i.0/24      node i-1 (dev xs{i}) = .1, host xs{i} = .2
+  xr{i} segment   198.19.(100+i).0/24 node i (dev xr{i}) = .1, host xr{i} = .2
+
+Shaping: forward direction of link i on egress of node i-1 ``dn``, reverse
+direction on egress of node i ``up``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import asdict, dataclass
+from typing import Dict, List, Optional, Sequence, Tuple, Union
+
+from . import util
+from .util import (DEFAULT_BURST, ETH_HDR, MTU, PREFIX, STATE_DIR, LabError,
+                   default_limit, ip_capacity, ns_exec_cmd, ns_script,
+                   parse_rate, run)
+
+SAME = "same"          # Link.rev_rate default: reverse shaped like forward
+MAX_LINKS = 99
+SHAPERS = ("tbf", "htb")
+_NAME_RE = re.compile(r"^[a-z0-9]{1,10}$")
+
+# Small TCP listener run inside a namespace by Lab.listen().
+_LISTENER = r"""
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", int(sys.argv[1])))
+s.listen(1024)
+print("ready", flush=True)
+while True:
+    c, _ = s.accept()
+    c.close()
+"""
+
+
+# --------------------------------------------------------------------------
+# description
+# --------------------------------------------------------------------------
+
+@dataclass
+class Link:
+    """One hop.  ``rate``: forward bit/s (None = unshaped).  ``rev_rate``:
+    reverse bit/s, ``SAME`` (default) = same as ``rate``, None = unshaped.
+    ``shaper``: "tbf" (default) or "htb".  ``limit``: queue limit in bytes
+    (None = max(2 MB, 100 ms x rate), per direction).  ``burst``: bucket bytes."""
+    rate: Optional[float] = None
+    rev_rate: Union[None, float, str] = SAME
+    shaper: str = "tbf"
+    limit: Optional[int] = None
+    burst: int = DEFAULT_BURST
+
+    def __post_init__(self):
+        self.rate = parse_rate(self.rate)
+        if not (isinstance(self.rev_rate, str) and self.rev_rate == SAME):
+            self.rev_rate = parse_rate(self.rev_rate)
+        if self.shaper not in SHAPERS:
+            raise LabError(f"bad shaper {self.shaper!r}: choose from {', '.join(SHAPERS)}")
+        if self.limit is not None and int(self.limit) < 2 * (MTU + ETH_HDR):
+            raise LabError(f"queue limit {self.limit} too small (min {2 * (MTU + ETH_HDR)} bytes)")
+        if int(self.burst) < MTU + ETH_HDR:
+            raise LabError(f"burst {self.burst} smaller than one frame ({MTU + ETH_HDR})")
+
+    def fwd(self) -> Optional[float]:
+        return self.rate
+
+    def rev(self) -> Optional[float]:
+        return self.rate if self.rev_rate == SAME else self.rev_rate
+
+    def queue_limit(self, direction: str = "fwd") -> int:
+        if self.limit is not None:
+            return int(self.limit)
+        return default_limit(self.fwd() if direction == "fwd" else self.rev())
+
+
+@dataclass
+class Spec:
+    """Whole lab.  ``links``: prober->target hops (>= 1).  ``silent_routers``:
+    1-based router indices that send no ICMP errors (time exceeded,
+    unreachable).  ``cross_links``: links whose cross hosts are built at start
+    (others are built on first use)."""
+    links: List[Link]
+    silent_routers: Sequence[int] = ()
+    cross_links: Sequence[int] = ()
+    mtu: int = MTU
+    # If set, packets arriving at routers and the target are processed on this
+    # CPU (RPS) and run_in_prober() pins the prober to the other CPUs. On a
+    # veth lab the whole path otherwise runs in the sender's own softirq, which
+    # caps what one process can offer (about 0.5 Gbit/s here); a real NIC does
+    # that work in hardware.
+    network_cpu: Optional[int] = None
+
+    def __post_init__(self):
+        self.links = [l if isinstance(l, Link) else Link(rate=l) for l in self.links]
+        n = len(self.links)
+        if not 1 <= n <= MAX_LINKS:
+            raise LabError(f"need 1..{MAX_LINKS} links, got {n}")
+        for r in self.silent_routers:
+            if not 1 <= int(r) <= n - 1:
+                raise LabError(f"silent router r{r} does not exist (routers are r1..r{n - 1})")
+        for i in self.cross_links:
+            if not 1 <= int(i) <= n:
+                raise LabError(f"cross link {i} does not exist (links are 1..{n})")
+        self.silent_routers = tuple(sorted({int(r) for r in self.silent_routers}))
+        self.cross_links = tuple(sorted({int(i) for i in self.cross_links}))
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Spec":
+        return cls(links=[Link(**l) for l in d["links"]],
+                   silent_routers=d.get("silent_routers", ()),
+                   cross_links=d.get("cross_links", ()), mtu=d.get("mtu", MTU),
+                   network_cpu=d.get("network_cpu"))
+
+
+# --------------------------------------------------------------------------
+# teardown safety net: atexit + SIGTERM/SIGHUP -> SystemExit
+# --------------------------------------------------------------------------
+
+_LIVE: List["Lab"] = []
+_TEARDOWN = threading.Lock()
+_PENDING: List[int] = []     # signals that arrived during a teardown
+
+
+def _teardown_all() -> None:
+    for lab in reversed(list(_LIVE)):
+        try:
+            lab.close()
+        except Exception as e:  # pragma: no cover - best effort at exit
+            print(f"lab: teardown of {lab.id} failed: {e}", file=sys.stderr)
+
+
+atexit.register(_teardown_all)
+
+
+def _on_signal(signum, frame):
+    if _TEARDOWN.locked():      # tearing down: finish first, exit right after
+        _PENDING.append(signum)
+        return
+    raise SystemExit(128 + signum)
+
+
+def _install_signal_handlers() -> None:
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(sig) in (signal.SIG_DFL, None):
+            signal.signal(sig, _on_signal)
+    if signal.getsignal(signal.SIGINT) in (signal.SIG_DFL, None):
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+# --------------------------------------------------------------------------
+# the lab
+# --------------------------------------------------------------------------
+
+class Lab:
+    """A running (after start()/``with``) namespace chain.  See module doc."""
+
+    def __init__(self, spec: Union[Spec, Sequence], name: Optional[str] = None,
+                 keep: bool = False):
+        self.spec = spec if isinstance(spec, Spec) else Spec(links=list(spec))
+        if name is not None and not _NAME_RE.match(name):
+            raise LabError(f"bad lab name {name!r}: 1-10 chars of [a-z0-9]")
+        self.id = name or secrets.token_hex(2)
+        self.prefix = f"{PREFIX}{self.id}-"
+        self.keep = keep            # leave namespaces up at close() (CLI 'up')
+        self.n = len(self.spec.links)
+        self.cross_hosts: set = set()
+        self.silent: set = set(self.spec.silent_routers)
+        self.firewall: dict = {}
+        self._procs: List[subprocess.Popen] = []
+        self._cross: list = []
+        self._next_port = 5201
+        self._started = False
+        self._closed = False
+        self._tmp: Optional[str] = None
+
+    # ---- naming / addressing ------------------------------------------------
+    def node_name(self, k: int) -> str:
+        if not 0 <= k <= self.n:
+            raise LabError(f"node index {k} out of range 0..{self.n}")
+        return "prober" if k == 0 else "target" if k == self.n else f"r{k}"
+
+    @property
+    def nodes(self) -> List[str]:
+        return [self.node_name(k) for k in range(self.n + 1)]
+
+    def node_index(self, node: Union[int, str]) -> int:
+        if isinstance(node, int):
+            self.node_name(node)
+            return node
+        if node in ("prober", "target"):
+            return 0 if node == "prober" else self.n
+        m = re.match(r"^r(\d+)$", str(node))
+        if m and 1 <= int(m.group(1)) < self.n:
+            return int(m.group(1))
+        raise LabError(f"no chain node {node!r} (have {', '.join(self.nodes)})")
+
+    def ns(self, node: Union[int, str]) -> str:
+        """Namespace name of a chain node (index or name) or cross host
+        (``xs2``/``xr2``)."""
+        if isinstance(node, str) and re.match(r"^x[sr]\d+$", node):
+            i = int(node[2:])
+            if not 1 <= i <= self.n:
+                raise LabError(f"no link {i} for cross host {node}")
+            return self.prefix + node
+        return self.prefix + self.node_name(self.node_index(node))
+
+    def node_ns(self, k: int) -> str:
+        return self.ns(k)
+
+    @staticmethod
+    def link_ip(i: int, end: str = "down") -> str:
+        """Address of link i's ``up``stream (node i-1) or ``down``stream end."""
+        return f"198.18.{i}.{1 if end == 'up' else 2}"
+
+    def node_ip(self, k: int) -> str:
+        """Address identifying node k: its end of link k (the address a router
+        uses for ICMP towards the prober); the prober's is 198.18.1.1."""
+        k = self.node_index(k)
+        return self.link_ip(1, "up") if k == 0 else self.link_ip(k, "down")
+
+    def ip_of(self, node) -> str:
+        """Address of any node: chain node (see node_ip) or cross host."""
+        if isinstance(node, str) and re.match(r"^x[sr]\d+$", node):
+            self.ns(node)
+            return self.xs_ip(int(node[2:])) if node[1] == "s" else self.xr_ip(int(node[2:]))
+        return self.node_ip(node)
+
+    @property
+    def prober_ns(self) -> str:
+        return self.ns(0)
+
+    @property
+    def target_ns(self) -> str:
+        return self.ns(self.n)
+
+    @property
+    def prober_ip(self) -> str:
+        return self.node_ip(0)
+
+    @property
+    def target_ip(self) -> str:
+        return self.node_ip(self.n)
+
+    @staticmethod
+    def xs_ip(i: int) -> str:
+        return f"198.19.{i}.2"
+
+    @staticmethod
+    def xr_ip(i: int) -> str:
+        return f"198.19.{100 + i}.2"
+
+    def link_iface(self, i: int, direction: str = "fwd") -> Tuple[str, str]:
+        """(node name, interface) whose egress shapes link i in ``direction``."""
+        self._check_link(i)
+        if direction not in ("fwd", "rev"):
+            raise LabError(f"bad direction {direction!r}: fwd or rev")
+        return (self.node_name(i - 1), "dn") if direction == "fwd" else (self.node_name(i), "up")
+
+    def _check_link(self, i: int) -> None:
+        if not 1 <= int(i) <= self.n:
+            raise LabError(f"no link {i} (links are 1..{self.n})")
+
+    # ---- ground truth ---------------------------------------------------------
+    def link_rate(self, i: int, direction: str = "fwd") -> Optional[float]:
+        self._check_link(i)
+        l = self.spec.links[i - 1]
+        return l.fwd() if direction == "fwd" else l.rev()
+
+    def link_capacity(self, i: int, ip_len: int = 1500, direction: str = "fwd") -> Optional[float]:
+        return ip_capacity(self.link_rate(i, direction), ip_len)
+
+    def narrow_link(self, direction: str = "fwd") -> Optional[int]:
+        """Index of the lowest-rate shaped link (first one on ties), or None."""
+        rated = [(self.link_rate(i, direction), i) for i in range(1, self.n + 1)
+                 if self.link_rate(i, direction) is not None]
+        return min(rated)[1] if rated else None
+
+    def ground_truth_capacity(self, ip_len: int = 1500, direction: str = "fwd") -> Optional[float]:
+        """End-to-end IP-layer capacity for ``ip_len``-byte packets: min over
+        shaped links of R*L/(L+14).  None if nothing is shaped."""
+        i = self.narrow_link(direction)
+        return None if i is None else self.link_capacity(i, ip_len, direction)
+
+    # ---- lifecycle ------------------------------------------------------------
+    def __enter__(self) -> "Lab":
+        if not self._started:
+            self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def start(self) -> "Lab":
+        if self._started:
+            return self
+        if os.geteuid() != 0:
+            raise LabError("the lab needs root (network namespaces, tc)")
+        if util.list_namespaces(self.prefix):
+            raise LabError(f"lab {self.id!r} already exists (namespaces {self.prefix}*); "
+                           f"use 'lab.py down {self.id}' or 'lab.py cleanup'")
+        _install_signal_handlers()
+        _LIVE.append(self)
+        self._started = True
+        try:
+            self._build()
+        except BaseException:
+            self.destroy()
+            raise
+        if self.keep:
+            self.save_state()
+        return self
+
+    def close(self) -> None:
+        """Stop cross traffic and tracked processes; unless ``keep``, delete
+        every namespace of this lab and its state file.  Idempotent."""
+        with _TEARDOWN:
+            for x in list(self._cross):
+                try:
+                    x.stop()
+                except Exception:
+                    pass
+            self._cross.clear()
+            util.kill_pids([p.pid for p in self._procs if p.poll() is None])
+            for p in self._procs:
+                try:
+                    p.wait(timeout=1)
+                except Exception:
+                    pass
+            self._procs.clear()
+            if not self.keep:
+                for ns in util.list_namespaces(self.prefix):
+                    util.delete_namespace(ns)
+                self._remove_state()
+            if self._tmp:                   # generator logs of this process
+                shutil.rmtree(self._tmp, ignore_errors=True)
+                self._tmp = None
+            if self in _LIVE:
+                _LIVE.remove(self)
+            self._closed = True
+        if _PENDING:
+            raise SystemExit(128 + _PENDING.pop())
+
+    def destroy(self) -> None:
+        """close() and delete the namespaces even for a ``keep`` lab."""
+        self.keep = False
+        self.close()
+
+    # ---- building ---------------------------------------------------------------
+    def _base_lines(self, forward: bool) -> List[str]:
+        p = "/proc/sys/net"
+        return [
+            "ip link set lo up",
+            f"echo 1 > {p}/ipv6/conf/all/disable_ipv6",
+            f"echo 1 > {p}/ipv6/conf/default/disable_ipv6",
+            f"for f in {p}/ipv4/conf/*/rp_filter; do echo 0 > $f; done",
+            f"for f in {p}/ipv4/conf/*/send_redirects; do echo 0 > $f; done",
+            f"echo {1 if forward else 0} > {p}/ipv4/ip_forward",
+        ]
+
+    def _iface_lines(self, dev: str, cidr: str) -> List[str]:
+        return [
+            f"ip link set dev {dev} mtu {self.spec.mtu}",
+            # every frame meets the shaper as itself; software checksums so
+            # captured frames carry correct checksums
+            f"ethtool -K {dev} tso off gso off gro off tx off rx off >/dev/null",
+            f"echo 0 > /proc/sys/net/ipv4/conf/{dev}/rp_filter",
+            f"ip addr add {cidr} dev {dev}",
+            f"ip link set dev {dev} up",
+        ]
+
+    def _shaper_lines(self, i: int, direction: str) -> List[str]:
+        _, dev = self.link_iface(i, direction)
+        link = self.spec.links[i - 1]
+        rate = self.link_rate(i, direction)
+        if rate is None:
+            return [f"tc qdisc del dev {dev} root 2>/dev/null || true"]
+        r, lim, b = int(round(rate)), link.queue_limit(direction), int(link.burst)
+        if link.shaper == "tbf":
+            return [f"tc qdisc del dev {dev} root 2>/dev/null || true",
+                    f"tc qdisc add dev {dev} root handle 1: tbf rate {r}bit burst {b} limit {lim}"]
+        q = self.spec.mtu + ETH_HDR
+        return [f"tc qdisc del dev {dev} root 2>/dev/null || true",
+                f"tc qdisc add dev {dev} root handle 1: htb default 1",
+                f"tc class add dev {dev} parent 1: classid 1:1 htb rate {r}bit ceil {r}bit "
+                f"burst {b} cburst {b} quantum {q}",
+                f"tc qdisc add dev {dev} parent 1:1 handle 10: bfifo limit {lim}"]
+
+    def _route_lines(self, k: int, subnet: str, attach: int, connected: bool) -> List[str]:
+        """Route on chain node k to ``subnet`` hanging off chain node ``attach``."""
+        if connected:
+            return []
+        if attach < k:
+            return [f"ip route add {subnet} via {self.link_ip(k, 'up')} dev up"]
+        return [f"ip route add {subnet} via {self.link_ip(k + 1, 'down')} dev dn"]
+
+    def node_ifaces(self, k: int) -> List[Tuple[str, str]]:
+        """(interface, address) pairs of chain node k."""
+        out = []
+        if k >= 1:
+            out.append(("up", self.link_ip(k, "down")))
+        if k < self.n:
+            out.append(("dn", self.link_ip(k + 1, "up")))
+        if k + 1 in self.cross_hosts:
+            out.append((f"xs{k + 1}", f"198.19.{k + 1}.1"))
+        if k in self.cross_hosts:
+            out.append((f"xr{k}", f"198.19.{100 + k}.1"))
+        return out
+
+    @staticmethod
+    def _blackhole_lines(dev: str = "bh") -> List[str]:
+        # "drop" without act_gact (not in this kernel): tc mirred redirect to
+        # an ifb whose root qdisc is a 0-packet pfifo; its drop counter counts.
+        return [f"if ! ip link show {dev} >/dev/null 2>&1; then ip link add {dev} type ifb; "
+                f"tc qdisc replace dev {dev} root pfifo limit 0; ip link set {dev} up; fi"]
+
+    def _icmp_lines(self, k: int, silent: bool, devs: Optional[Sequence[str]] = None) -> List[str]:
+        # Silent node: every ICMP packet whose source is one of the node's own
+        # addresses (errors such as time exceeded/unreachable, echo replies)
+        # is dropped on egress of each of its interfaces (clsact egress, u32,
+        # prio 2).  Forwarded ICMP from other nodes passes.  The sysctls
+        # icmp_msgs_per_sec/burst=0 were tried first: they do NOT silence
+        # ICMP errors on this kernel.
+        ifaces = self.node_ifaces(k)
+        devs = [d for d, _ in ifaces] if devs is None else list(devs)
+        lines = self._blackhole_lines() if silent else []
+        for dev in devs:
+            lines.append(f"tc filter del dev {dev} egress prio 2 2>/dev/null || true")
+            if silent:
+                lines.append(f"tc qdisc add dev {dev} clsact 2>/dev/null || true")
+                lines += [f"tc filter add dev {dev} egress protocol ip prio 2 u32 "
+                          f"match ip protocol 1 0xff match ip src {a}/32 "
+                          f"action mirred egress redirect dev bh" for _, a in ifaces]
+        return lines
+
+    def _build(self) -> None:
+        n = self.n
+        for k in range(n + 1):
+            run(["ip", "netns", "add", self.ns(k)])
+        for k in range(n + 1):
+            ns_script(self.ns(k), self._base_lines(forward=True))
+        for i in range(1, n + 1):
+            run(["ip", "-n", self.ns(i - 1), "link", "add", "dn", "type", "veth",
+                 "peer", "name", "up", "netns", self.ns(i)])
+        for k in range(n + 1):
+            lines: List[str] = []
+            if k >= 1:
+                lines += self._iface_lines("up", f"{self.link_ip(k, 'down')}/24")
+                lines += self._shaper_lines(k, "rev")
+            if k < n:
+                lines += self._iface_lines("dn", f"{self.link_ip(k + 1, 'up')}/24")
+                lines += self._shaper_lines(k + 1, "fwd")
+            for i in range(1, n + 1):
+                lines += self._route_lines(k, f"198.18.{i}.0/24",
+                                           i if i > k else i - 1, k in (i - 1, i))
+            if k in self.silent:
+                lines += self._icmp_lines(k, True)
+            if k >= 1 and self.spec.network_cpu is not None:
+                mask = format(1 << int(self.spec.network_cpu), "x")
+                for dev in (("up",) if k >= 1 else ()) + (("dn",) if k < n else ()):
+                    lines.append(f"echo {mask} > /sys/class/net/{dev}/queues/rx-0/rps_cpus")
+            ns_script(self.ns(k), lines)
+        for i in self.spec.cross_links:
+            self.ensure_cross_hosts(i)
+
+    def ensure_cross_hosts(self, i: int) -> None:
+        """Create cross-traffic hosts xs{i} (on node i-1) and xr{i} (on node i)
+        for link i unless they exist; routes make xs{i}->xr{i} cross exactly
+        link i."""
+        self._check_link(i)
+        if i in self.cross_hosts:
+            return
+        if not self._started:
+            raise LabError("lab not started")
+        xs, xr = self.ns(f"xs{i}"), self.ns(f"xr{i}")
+        run(["ip", "netns", "add", xs])
+        run(["ip", "netns", "add", xr])
+        self.cross_hosts.add(i)
+        for host in (xs, xr):
+            ns_script(host, self._base_lines(forward=False))
+        run(["ip", "-n", self.ns(i - 1), "link", "add", f"xs{i}", "type", "veth",
+             "peer", "name", "eth0", "netns", xs])
+        run(["ip", "-n", self.ns(i), "link", "add", f"xr{i}", "type", "veth",
+             "peer", "name", "eth0", "netns", xr])
+        xs_net, xr_net = f"198.19.{i}.0/24", f"198.19.{100 + i}.0/24"
+        for host, net, ip in ((xs, xs_net, self.xs_ip(i)), (xr, xr_net, self.xr_ip(i))):
+            gw = net.replace(".0/24", ".1")
+            ns_script(host, self._iface_lines("eth0", f"{ip}/24") +
+                      [f"ip route add {util.LAB_NET} via {gw} dev eth0"])
+        for k in range(self.n + 1):
+            lines: List[str] = []
+            if k == i - 1:
+                lines += self._iface_lines(f"xs{i}", xs_net.replace(".0/24", ".1/24"))
+            if k == i:
+                lines += self._iface_lines(f"xr{i}", xr_net.replace(".0/24", ".1/24"))
+            lines += self._route_lines(k, xs_net, i - 1, k == i - 1)
+            lines += self._route_lines(k, xr_net, i, k == i)
+            if k in self.silent and k in (i - 1, i):   # new iface, new address
+                lines += self._icmp_lines(k, True)
+            ns_script(self.ns(k), lines)
+        if self.keep:
+            self.save_state()
+
+    # ---- runtime changes ------------------------------------------------------
+    def set_rate(self, i: int, rate, direction: str = "fwd") -> None:
+        """Change link i's rate in one direction (None = unshaped) live."""
+        self._check_link(i)
+        link = self.spec.links[i - 1]
+        rate = parse_rate(rate)
+        if direction == "fwd":
+            if link.rev_rate == SAME:
+                link.rev_rate = link.rate
+            link.rate = rate
+        else:
+            link.rev_rate = rate
+        node, _ = self.link_iface(i, direction)
+        ns_script(self.ns(node), self._shaper_lines(i, direction))
+        if self.keep:
+            self.save_state()
+
+    def set_router_icmp(self, k: int, enabled: bool) -> None:
+        """Make chain node k send (True) or suppress (False) ICMP errors."""
+        k = self.node_index(k)
+        ns_script(self.ns(k), self._icmp_lines(k, not enabled))
+        (self.silent.discard if enabled else self.silent.add)(k)
+        if self.keep:
+            self.save_state()
+
+    def set_target_firewall(self, drop_syn: bool = False, reject: bool = False,
+                            port: Optional[int] = None) -> None:
+        """Firewall on the target for TCP SYNs to the target address (optionally
+        only to ``port``).  ``drop_syn``: silently drop them (tc ingress u32 +
+        mirred to a blackhole ifb with a 0-packet pfifo; IPv4 without options).
+        ``reject``: answer ICMP admin-prohibited instead (needs nftables).
+        Both False: remove the firewall."""
+        if drop_syn and reject:
+            raise LabError("choose drop_syn or reject, not both")
+        ns = self.target_ns
+        ns_script(ns, ["tc filter del dev up ingress prio 1 2>/dev/null || true",
+                       "nft delete table ip lwfw 2>/dev/null || true"])
+        self.firewall = {}
+        if drop_syn:
+            ports = f"match u16 {int(port)} 0xffff at 22 " if port else ""
+            ns_script(ns, self._blackhole_lines("fwbh") + [
+                "tc qdisc add dev up clsact 2>/dev/null || true",
+                # IHL=5, proto TCP, dst = target, flags & (SYN|ACK) == SYN
+                f"tc filter add dev up ingress protocol ip prio 1 u32 "
+                f"match u8 0x05 0x0f at 0 match ip protocol 6 0xff "
+                f"match ip dst {self.target_ip}/32 match u8 0x02 0x12 at 33 {ports}"
+                f"action mirred egress redirect dev fwbh",
+            ])
+        elif reject:
+            if subprocess.run(ns_exec_cmd(ns, ["sh", "-c", "command -v nft"]),
+                              capture_output=True).returncode != 0:
+                raise LabError("reject needs nftables: run scripts/install-deps.sh")
+            dport = f" tcp dport {int(port)}" if port else ""
+            ns_script(ns, [
+                "nft add table ip lwfw",
+                "nft add chain ip lwfw input '{ type filter hook input priority 0; }'",
+                f"nft add rule ip lwfw input ip daddr {self.target_ip}{dport} "
+                f"'tcp flags & (syn|ack) == syn' reject with icmp type admin-prohibited",
+            ])
+        if drop_syn or reject:
+            self.firewall = {"drop_syn": drop_syn, "reject": reject, "port": port}
+
+    def firewall_drops(self) -> int:
+        """Packets dropped so far by the target's SYN-drop firewall."""
+        cp = self.exec("target", ["tc", "-s", "-j", "qdisc", "show", "dev", "fwbh"])
+        try:
+            return int(json.loads(cp.stdout)[0].get("drops", 0))
+        except (ValueError, IndexError):
+            return 0
+
+    # ---- processes ------------------------------------------------------------
+    def exec(self, node, cmd: Sequence, check: bool = False, timeout: Optional[float] = None,
+             input: Optional[str] = None, capture: bool = True) -> subprocess.CompletedProcess:
+        """Run ``cmd`` in a node's namespace and wait; text output captured
+        unless capture=False."""
+        kw = dict(capture_output=True, text=True) if capture else {}
+        return subprocess.run(ns_exec_cmd(self.ns(node), cmd), check=check,
+                              timeout=timeout, input=input, **kw)
+
+    def prober_cpus(self) -> Optional[str]:
+        """CPU list for the prober when the network has a CPU of its own."""
+        if self.spec.network_cpu is None:
+            return None
+        others = [c for c in range(os.cpu_count() or 1) if c != int(self.spec.network_cpu)]
+        return ",".join(map(str, others)) if others else None
+
+    def run_in_prober(self, cmd: Sequence, timeout: Optional[float] = None,
+                      check: bool = False, **kw) -> subprocess.CompletedProcess:
+        cpus = self.prober_cpus()
+        if cpus:
+            cmd = ["taskset", "-c", cpus, *cmd]
+        return self.exec(0, cmd, check=check, timeout=timeout, **kw)
+
+    def log_path(self, name: str) -> str:
+        if self._tmp is None:
+            self._tmp = tempfile.mkdtemp(prefix=f"lw-{self.id}-")
+        return os.path.join(self._tmp, name)
+
+    def popen(self, node, cmd: Sequence, log: Optional[str] = None, **kw) -> subprocess.Popen:
+        """Start a tracked background process in a node (killed at close()).
+        Output goes to file ``log`` (see log_path) or /dev/null."""
+        if "stdout" not in kw:
+            kw["stdout"] = open(log, "ab") if log else subprocess.DEVNULL
+            kw.setdefault("stderr", subprocess.STDOUT)
+        kw.setdefault("stdin", subprocess.DEVNULL)
+        p = subprocess.Popen(ns_exec_cmd(self.ns(node), cmd), start_new_session=True, **kw)
+        if log and hasattr(kw["stdout"], "close"):
+            kw["stdout"].close()
+        self._procs.append(p)
+        return p
+
+    def stop_process(self, p: subprocess.Popen, grace: float = 1.0) -> None:
+        if p.poll() is None:
+            util.kill_pids([p.pid], grace)
+        try:
+            p.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            pass
+        if p in self._procs:
+            self._procs.remove(p)
+
+    def alloc_port(self) -> int:
+        self._next_port += 1
+        return self._next_port - 1
+
+    def listen(self, port: int, node="target", timeout: float = 5) -> subprocess.Popen:
+        """Open TCP ``port`` on ``node`` (a listener that accepts and closes)."""
+        p = self.popen(node, [sys.executable, "-c", _LISTENER, str(int(port))],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        line = p.stdout.readline().decode(errors="replace").strip()
+        if line != "ready":
+            self.stop_process(p)
+            raise LabError(f"listener on {node}:{port} failed: {line}")
+        return p
+
+    # ---- counters ---------------------------------------------------------------
+    def iface_stats(self, node, ifname: str) -> Dict[str, int]:
+        """Raw interface counters (rx/tx bytes, packets, dropped) of ``ifname``
+        in ``node``.  veth byte counters include the 14-byte Ethernet header."""
+        cp = run(["ip", "-n", self.ns(node), "-s", "-j", "link", "show", "dev", ifname])
+        st = json.loads(cp.stdout)[0]["stats64"]
+        return {f"{d}_{k}": int(st[d][k]) for d in ("rx", "tx")
+                for k in ("bytes", "packets", "dropped")}
+
+    def link_counters(self, i: int, direction: str = "fwd") -> Dict[str, int]:
+        """Counters of the shaped interface of link i (tx_* = everything that
+        left through the shaper: probes + cross traffic)."""
+        node, dev = self.link_iface(i, direction)
+        return self.iface_stats(node, dev)
+
+    def qdisc_stats(self, i: int, direction: str = "fwd") -> Dict[str, int]:
+        """Root qdisc stats of link i's shaper: bytes, packets, drops,
+        overlimits, backlog (bytes), qlen.  Empty dict if unshaped."""
+        node, dev = self.link_iface(i, direction)
+        cp = run(["ip", "netns", "exec", self.ns(node), "tc", "-s", "-j", "qdisc",
+                  "show", "dev", dev, "root"])
+        for q in json.loads(cp.stdout or "[]"):
+            if q.get("kind") in SHAPERS:
+                return {k: int(q.get(k, 0)) for k in
+                        ("bytes", "packets", "drops", "overlimits", "backlog", "qlen")}
+        return {}
+
+    # ---- cross traffic ----------------------------------------------------------
+    def cross(self, link: int, kind: str = "udp", **params):
+        """Start cross traffic on ``link`` and return the (running) generator;
+        use as a context manager or call .stop().  Kinds: see traffic.CROSS_KINDS
+        ("udp": rate, size; "tcp": flows; "poisson": rate, sizes)."""
+        from .traffic import CROSS_KINDS
+        if kind not in CROSS_KINDS:
+            raise LabError(f"unknown cross-traffic kind {kind!r}: {', '.join(CROSS_KINDS)}")
+        x = CROSS_KINDS[kind](self, link, **params)
+        x.start()
+        return x
+
+    def cross_window(self, link: int):
+        """CounterWindow (started) on xr{link}'s interface: IP-layer rate of
+        cross traffic that actually crossed ``link``."""
+        from .traffic import CounterWindow
+        self.ensure_cross_hosts(link)
+        return CounterWindow(self, f"xr{link}", "eth0", "rx").start()
+
+    def measure_cross(self, link: int, seconds: float) -> float:
+        """IP-layer bit/s arriving at xr{link} over the next ``seconds``."""
+        w = self.cross_window(link)
+        time.sleep(seconds)
+        return w.stop().bps
+
+    # ---- description / state ------------------------------------------------------
+    def info(self) -> dict:
+        links = []
+        for i in range(1, self.n + 1):
+            l = self.spec.links[i - 1]
+            links.append({
+                "index": i, "upstream": self.node_name(i - 1), "downstream": self.node_name(i),
+                "subnet": f"198.18.{i}.0/24", "up_ip": self.link_ip(i, "up"),
+                "down_ip": self.link_ip(i, "down"), "shaper": l.shaper, "burst": l.burst,
+                "fwd_rate": l.fwd(), "rev_rate": l.rev(),
+                "fwd_limit": l.queue_limit("fwd"), "rev_limit": l.queue_limit("rev"),
+                "fwd_iface": "%s:%s" % self.link_iface(i, "fwd"),
+                "rev_iface": "%s:%s" % self.link_iface(i, "rev"),
+                "fwd_ip_capacity_1500": ip_capacity(l.fwd()),
+                "rev_ip_capacity_1500": ip_capacity(l.rev()),
+            })
+        return {
+            "name": self.id, "prefix": self.prefix,
+            "namespaces": {node: self.ns(node) for node in self.nodes} |
+                          {f"x{t}{i}": self.ns(f"x{t}{i}") for i in sorted(self.cross_hosts)
+                           for t in "sr"},
+            "addresses": {node: self.node_ip(k) for k, node in enumerate(self.nodes)} |
+                         {f"x{t}{i}": (self.xs_ip(i) if t == "s" else self.xr_ip(i))
+                          for i in sorted(self.cross_hosts) for t in "sr"},
+            "prober_ip": self.prober_ip, "target_ip": self.target_ip,
+            "links": links,
+            "silent_routers": sorted(self.silent), "firewall": self.firewall,
+            "cross_hosts": sorted(self.cross_hosts),
+            "truth": {
+                "narrow_link_fwd": self.narrow_link("fwd"),
+                "narrow_link_rev": self.narrow_link("rev"),
+                "capacity_fwd_ip1500": self.ground_truth_capacity(1500, "fwd"),
+                "capacity_rev_ip1500": self.ground_truth_capacity(1500, "rev"),
+                "capacity_fwd_ip40": self.ground_truth_capacity(40, "fwd"),
+                "capacity_rev_ip40": self.ground_truth_capacity(40, "rev"),
+            },
+        }
+
+    def state_path(self) -> str:
+        return os.path.join(STATE_DIR, f"{self.id}.json")
+
+    def save_state(self) -> None:
+        os.makedirs(STATE_DIR, exist_ok=True)
+        state = {"name": self.id, "spec": self.spec.to_dict(),
+                 "cross_hosts": sorted(self.cross_hosts), "silent": sorted(self.silent),
+                 "firewall": self.firewall, "saved": time.time()}
+        tmp = self.state_path() + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(state, f, indent=1)
+        os.replace(tmp, self.state_path())
+
+    def _remove_state(self) -> None:
+        try:
+            os.unlink(self.state_path())
+        except FileNotFoundError:
+            pass
+
+    @classmethod
+    def attach(cls, name: str) -> "Lab":
+        """Lab object for a lab left up by the CLI (``keep``: close() leaves
+        the namespaces; destroy() removes them)."""
+        path = os.path.join(STATE_DIR, f"{name}.json")
+        try:
+            with open(path) as f:
+                st = json.load(f)
+        except FileNotFoundError:
+            raise LabError(f"no lab {name!r} (no {path}); see 'lab.py list'") from None
+        lab = cls(Spec.from_dict(st["spec"]), name=name, keep=True)
+        lab.cross_hosts = set(st.get("cross_hosts", ()))
+        lab.silent = set(st.get("silent", ()))
+        lab.firewall = st.get("firewall", {})
+        lab._started = True
+        _install_signal_handlers()
+        _LIVE.append(lab)
+        if not util.list_namespaces(lab.prefix):
+            raise LabError(f"lab {name!r} has a state file but no namespaces; "
+                           f"run 'lab.py down {name}'")
+        return lab
