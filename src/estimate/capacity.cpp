@@ -134,13 +134,15 @@ CapacityEstimate aggregate_capacity(const std::vector<double>& kept) {
 
 namespace lw {
 
+double dispersion_location(const std::vector<double>& d) { return quantile(d, 0.25); }
+
 SlopeEstimate estimate_capacity_slope(const std::vector<double>& sd, double sbits,
                                       const std::vector<double>& ld, double lbits) {
   SlopeEstimate out;
   out.capacity.samples = static_cast<int>(sd.size() + ld.size());
   if (sd.empty() || ld.empty() || lbits <= sbits) return out;
   auto slope_cap = [&](double ds, double dl) { return dl > ds ? (lbits - sbits) / (dl - ds) : 0.0; };
-  const double ms = kde_mode(sd).mode, ml = kde_mode(ld).mode;
+  const double ms = dispersion_location(sd), ml = dispersion_location(ld);
   const double c = slope_cap(ms, ml);
   if (c <= 0) return out;
   out.capacity.valid = true;
@@ -157,7 +159,7 @@ SlopeEstimate estimate_capacity_slope(const std::vector<double>& sd, double sbit
     std::uniform_int_distribution<std::size_t> ps(0, sd.size() - 1), pl(0, ld.size() - 1);
     for (auto& x : rs) x = sd[ps(rng)];
     for (auto& x : rl) x = ld[pl(rng)];
-    const double cb = slope_cap(kde_mode(rs).mode, kde_mode(rl).mode);
+    const double cb = slope_cap(dispersion_location(rs), dispersion_location(rl));
     if (cb > 0) caps.push_back(cb);
   }
   if (caps.size() < 10) {

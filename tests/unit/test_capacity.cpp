@@ -187,3 +187,32 @@ TEST_CASE("statistics helpers", "[stats]") {
   CHECK(ci.low == 1);
   CHECK(ci.high == 2);
 }
+
+TEST_CASE("slope estimate with one-sided host delays and a compressed outlier",
+          "[capacity][slope]") {
+  // Host wake-ups make tail replies late by an exponential amount (mean 40 µs);
+  // longer trains are hit more often. One long train has its head reply
+  // delayed by 200 µs (compressed dispersion).
+  std::mt19937 rng(6);
+  std::exponential_distribution<double> late(1.0 / 40e3);
+  const double cap = 300e6;
+  std::vector<double> ds, dl;
+  double bs = 0, bl = 0;
+  for (int i = 0; i < 10; ++i) {
+    TrainTiming s = synth(75, cap, 3 * cap, 2 * kUs, rng, static_cast<Nanos>(late(rng)));
+    TrainTiming l = synth(150, cap, 3 * cap, 2 * kUs, rng,
+                          static_cast<Nanos>(late(rng) + late(rng)));
+    if (i == 3) l.reply.front() += 200 * kUs;
+    ds.push_back(evaluate_capacity_train(s, CapacityFilter{}).reply_dispersion_s);
+    dl.push_back(evaluate_capacity_train(l, CapacityFilter{}).reply_dispersion_s);
+    bs = bits_after_head(s);
+    bl = bits_after_head(l);
+  }
+  const SlopeEstimate e = estimate_capacity_slope(ds, bs, dl, bl);
+  REQUIRE(e.capacity.valid);
+  CHECK(e.capacity.capacity_bps == Approx(cap).epsilon(0.01));
+  // A plain minimum would pick the compressed trains and overestimate.
+  const double by_min = (bl - bs) / (*std::min_element(dl.begin(), dl.end()) -
+                                     *std::min_element(ds.begin(), ds.end()));
+  CHECK(by_min > 1.03 * cap);
+}
