@@ -25,6 +25,7 @@ import lab  # noqa: E402
 
 def iperf3_tcp(L, seconds):
     srv = L.popen("target", ["iperf3", "-s", "-1", "-p", "5299"])
+    time.sleep(1.0)  # let the server listen
     try:
         p = L.exec("prober", ["iperf3", "-c", L.target_ip, "-p", "5299", "-t", str(seconds),
                               "-C", "cubic", "-J"], timeout=seconds + 30)
@@ -33,7 +34,7 @@ def iperf3_tcp(L, seconds):
     except (ValueError, KeyError):
         return float("nan")
     finally:
-        srv.kill() if hasattr(srv, "kill") else None
+        L.stop_process(srv)
 
 
 def shaper_delivered(L, rate):

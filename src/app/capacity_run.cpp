@@ -41,9 +41,16 @@ int effective_packet_size(const Config& c, const Route& r, std::vector<Warning>&
   return r.mtu;
 }
 
+// The longest short train: the long one (ratio × N) stays within max_load_packets.
+int max_short_packets(const Config& c) {
+  return std::max(kMinLoadPackets,
+                  static_cast<int>(std::floor(c.max_load_packets / std::max(1.0, c.length_ratio))));
+}
+
 int sized_load_packets(const Config& c, double capacity_bps, int packet_size) {
   const double n = std::ceil(c.target_dispersion_s * capacity_bps / (8.0 * packet_size));
-  return static_cast<int>(std::clamp(n, static_cast<double>(kMinLoadPackets), static_cast<double>(c.max_load_packets)));
+  return static_cast<int>(std::clamp(n, static_cast<double>(kMinLoadPackets),
+                                     static_cast<double>(max_short_packets(c))));
 }
 
 CapacityTrainParams train_params(const Config& c, const FlowId& flow, int n, int packet_size) {
@@ -131,16 +138,30 @@ CapacityResult run_capacity(const Config& c, const std::atomic<bool>& stop) {
   std::vector<double> disp[2];
   double group_bits[2] = {0, 0};
   std::vector<double> kept;          // per-train capacity samples (both lengths)
+  std::vector<double> kept_by_group[2];
   std::vector<double> uncompressed;  // reply rates of trains the path did not compress
   std::map<std::string, int> rejected;
   std::vector<double> left_ratio;  // left dispersion / reply dispersion, kept trains
   int consecutive_silent = 0;
   int measured = 0;  // trains after sizing
+  int sizing_trains = 0;
+  int long_losses = 0;  // consecutive long trains with a lost marker reply
+  // Forget every sample (after the train size or packet size changed).
+  auto restart = [&] {
+    for (auto& d : disp) d.clear();
+    for (auto& k : kept_by_group) k.clear();
+    kept.clear();
+    uncompressed.clear();
+    left_ratio.clear();
+    measured = 0;
+    long_losses = 0;
+  };
   // Reply wait: generous against the measured RTT, bounded by --reply-timeout.
   const Nanos reply_wait = std::min(from_seconds(c.discovery_timeout_s),
                                     std::max<Nanos>(100 * kMs, from_seconds(20 * disc.rtt_s)));
   res.stop_reason = "max_trains";
   Nanos next_start = mono_now();
+  double best_rate = 0;  // highest per-train rate seen: a bound for idle budgeting
   CapacityEstimate est;
   double offset_s = 0;
   auto update_estimate = [&] {
@@ -208,13 +229,10 @@ CapacityResult run_capacity(const Config& c, const std::atomic<bool>& stop) {
                                               std::to_string(L) + " bytes"});
       L = std::max(path_mtu, 64);
       res.params["packet_size"] = L;
-      for (auto& d : disp) d.clear();
-      kept.clear();
-      uncompressed.clear();
-      left_ratio.clear();
+      restart();
       sized = !auto_size;
+      sizing_trains = 0;
       if (auto_size) n = kSizingLoadPackets;
-      measured = 0;
       rec.verdict = "path_mtu";
       res.trains.push_back(rec);
       continue;
@@ -229,16 +247,27 @@ CapacityResult run_capacity(const Config& c, const std::atomic<bool>& stop) {
     }
 
     if (!sized) {
-      // The first usable sample sizes the trains; that sizing train is not used.
+      // Sizing trains (not used for the estimate) grow until one is long
+      // enough to trust its rate: a short train can fit inside a shaper's
+      // token-bucket burst and look arbitrarily fast.
+      ++sizing_trains;
       if (s.capacity_bps > 0 && (s.kept() || s.verdict == SampleVerdict::kNotCompressed)) {
-        n = sized_load_packets(c, s.capacity_bps, L);
-        sized = true;
+        const bool trustworthy = s.reply_dispersion_s >= c.target_dispersion_s / 4 ||
+                                 n >= max_short_packets(c) || sizing_trains >= 4;
+        if (trustworthy) {
+          n = sized_load_packets(c, s.capacity_bps, L);
+          sized = true;
+        } else {
+          n = std::min(n * 8, max_short_packets(c));
+        }
       }
       rec.verdict = "sizing";
     } else {
       ++measured;
+      if (group == 1) long_losses = s.verdict == SampleVerdict::kLostReply ? long_losses + 1 : 0;
       if (s.kept()) {
         kept.push_back(s.capacity_bps);
+        kept_by_group[group].push_back(s.capacity_bps);
         disp[group].push_back(s.reply_dispersion_s);
         group_bits[group] = s.capacity_bps * s.reply_dispersion_s;
       } else if (s.verdict == SampleVerdict::kNotCompressed) {
@@ -246,6 +275,15 @@ CapacityResult run_capacity(const Config& c, const std::atomic<bool>& stop) {
       } else {
         ++rejected[rec.verdict];
       }
+    }
+    if (long_losses >= 2 && n > kMinLoadPackets) {
+      // Long trains keep losing their tail: a queue on the path cannot hold
+      // them. Halve the trains and start over.
+      n = std::max(kMinLoadPackets, n / 2);
+      restart();
+      res.warnings.push_back({"trains_shortened",
+                              "long trains lost their tail reply repeatedly; trains shortened to " +
+                                  std::to_string(n) + " load packets"});
     }
     res.trains.push_back(rec);
     if (c.verbose) {
@@ -255,10 +293,22 @@ CapacityResult run_capacity(const Config& c, const std::atomic<bool>& stop) {
 
     // Idle so the average probing rate stays under max_load of the capacity and
     // the bottleneck queue drains: at least max(dispersion/max_load, 2·N·L/C).
-    const double cap_guess = est.valid ? est.capacity_bps : std::max(s.capacity_bps, 1e5);
-    const double train_time = 8.0 * static_cast<double>(train.total_bytes()) / cap_guess;
-    const double idle = std::max(train_time / c.max_load, 2.0 * n_train * L * 8.0 / cap_guess);
+    // The rate to budget with: the current estimate, else the best sample so
+    // far. With none (every reply lost), the time the train took to leave us
+    // stands in: conservative, since the path is no faster than it showed.
+    if (s.capacity_bps > 0) best_rate = std::max(best_rate, s.capacity_bps);
+    const double budget_rate = est.valid ? std::min(est.capacity_bps, 2 * best_rate) : best_rate;
+    const double train_bits = 8.0 * static_cast<double>(train.total_bytes());
+    const double train_time =
+        budget_rate > 0 ? train_bits / budget_rate
+                        : std::max(s.send_dispersion_s, to_seconds(run.end_mono - run.start_mono));
+    const double idle = std::max(train_time / c.max_load,
+                                 budget_rate > 0 ? 2.0 * n_train * L * 8.0 / budget_rate : 0.0);
     next_start = std::max(run.end_mono, run.start_mono + from_seconds(idle));
+    if (next_start + reply_wait > t_cap) {
+      res.stop_reason = "max_time";
+      break;
+    }
 
     update_estimate();
     const bool enough = two_lengths ? static_cast<int>(disp[0].size() + disp[1].size()) >=
@@ -323,6 +373,19 @@ CapacityResult run_capacity(const Config& c, const std::atomic<bool>& stop) {
   }
   if (!res.valid && res.stop_reason != "interrupted") {
     res.warnings.push_back({"no_estimate", "no train gave a usable sample"});
+  }
+  if (two_lengths && kept_by_group[0].size() >= 2 && kept_by_group[1].size() >= 2 &&
+      median(kept_by_group[1]) > 1.1 * median(kept_by_group[0])) {
+    // Long trains carried more per second than short ones by far more than a
+    // fixed offset explains: load packets were probably lost inside the
+    // network (which shortens a train unseen). Trust the short trains only.
+    const CapacityEstimate se = aggregate_capacity(kept_by_group[0]);
+    res.capacity_bps = se.capacity_bps;
+    res.low_bps = se.low_bps;
+    res.high_bps = se.high_bps;
+    res.warnings.push_back({"load_loss_suspected",
+                            "long trains looked much faster than short ones (lost load packets "
+                            "shorten a train unseen); the estimate uses the short trains only"});
   }
   if (left_ratio.size() >= 2 && median(left_ratio) > 0.9) {
     res.warnings.push_back(
