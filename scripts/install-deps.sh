@@ -19,7 +19,7 @@
 set -euo pipefail
 
 PACKAGES=(
-  build-essential cmake ninja-build pkg-config util-linux
+  build-essential cmake ninja-build pkg-config util-linux libcap2-bin
   libnet1-dev libpcap-dev libboost-program-options-dev catch2
   nlohmann-json3-dev libcap-dev clang-format
   iproute2 ethtool iperf3 tcpdump iputils-ping procps nftables

@@ -129,3 +129,49 @@ def test_dry_run_needs_no_privileges():
         p = L.exec("prober", drop + [BIN, "capacity", L.target_ip], timeout=30)
         assert p.returncode == 3, p.stderr
         assert "CAP_NET_RAW" in p.stderr
+
+
+def test_unprivileged_user_with_file_capabilities():
+    # The README's recipe: setcap cap_net_raw,cap_net_admin+ep, then no root needed.
+    import shutil
+    import tempfile
+    spec = lab.Spec(links=[lab.Link(rate=None), lab.Link(rate=30e6)])
+    tmp = tempfile.mkdtemp(prefix="lw-caps-")
+    try:
+        os.chmod(tmp, 0o755)
+        binary = os.path.join(tmp, "linkwidth")
+        shutil.copy(BIN, binary)
+        os.chmod(binary, 0o755)
+        subprocess.run(["setcap", "cap_net_raw,cap_net_admin+ep", binary], check=True)
+        with lab.Lab(spec) as L:
+            truth = L.ground_truth_capacity(ip_len=1500)
+            p = L.exec("prober", ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                                  binary, "capacity", L.target_ip, "--json"], timeout=60)
+            assert p.returncode == 0, p.stderr
+            doc = json.loads(p.stdout)
+            assert abs(doc["capacity_bps"] / truth - 1) <= 0.05
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_forbidden_targets_are_refused_without_sending():
+    for target in ("127.0.0.1", "224.0.0.1", "255.255.255.255", "0.0.0.0"):
+        p = subprocess.run([BIN, "capacity", target, "--json"], capture_output=True, text=True,
+                           timeout=10)
+        assert p.returncode == 2, (target, p.stdout, p.stderr)
+        assert json.loads(p.stdout)["error"]["code"] == "forbidden_target"
+        assert "refusing" in p.stderr
+
+
+def test_path_mtu_below_packet_size_shrinks_the_load():
+    spec = lab.Spec(links=[lab.Link(rate=None), lab.Link(rate=40e6), lab.Link(rate=None)])
+    with lab.Lab(spec) as L:
+        # Link 2 carries at most 1400-byte datagrams; r1 answers "fragmentation needed".
+        L.exec("r1", ["ip", "link", "set", "dev", "dn", "mtu", "1400"], check=True)
+        L.exec("r2", ["ip", "link", "set", "dev", "up", "mtu", "1400"], check=True)
+        code, doc, _ = run_tool(L, "capacity", L.target_ip)
+        assert code == 0, doc
+        assert "path_mtu" in [w["code"] for w in doc["warnings"]]
+        assert doc["params"]["packet_size"] == 1400
+        truth = L.ground_truth_capacity(ip_len=1400)
+        assert abs(doc["capacity_bps"] / truth - 1) <= 0.03, (doc["capacity_bps"], truth)
