@@ -63,6 +63,90 @@ CapacityTrainParams train_params(const Config& c, const FlowId& flow, int n, int
   return p;
 }
 
+// Everything the trains of one configuration (packet and train size) gave.
+struct Samples {
+  std::vector<double> disp[2];        // kept reply dispersions: 0 = short, 1 = long trains
+  double group_bits[2] = {0, 0};      // bits after the head marker, per length
+  std::vector<double> kept;           // per-train capacity samples (both lengths)
+  std::vector<double> kept_by_group[2];
+  std::vector<double> uncompressed;   // reply rates of trains the path did not compress
+  std::map<std::string, int> rejected;
+  std::vector<double> left_ratio;     // left dispersion / reply dispersion, kept trains
+
+  void clear() { *this = Samples{}; }
+};
+
+void apply_estimate(CapacityResult& res, const CapacityEstimate& e) {
+  res.valid = e.valid;
+  res.capacity_bps = e.capacity_bps;
+  res.low_bps = e.low_bps;
+  res.high_bps = e.high_bps;
+  res.kde_bandwidth_bps = e.kde_bandwidth_bps;
+}
+
+// The final estimate from the samples, with the warnings that qualify it.
+void conclude(CapacityResult& res, const Samples& sm, bool two_lengths,
+              const CapacityEstimate& est) {
+  res.trains_used = static_cast<int>(sm.kept.size());
+  if (!sm.kept.empty()) res.per_train_capacity_bps = aggregate_capacity(sm.kept).capacity_bps;
+  if (est.valid) {
+    apply_estimate(res, est);
+  } else if (!sm.uncompressed.empty() && sm.kept.empty()) {
+    // Everything we sent came back at our own sending rate: the path is at
+    // least this fast, and we cannot say more.
+    CapacityEstimate lb;
+    lb.valid = true;
+    lb.capacity_bps = lb.low_bps = lb.high_bps =
+        *std::max_element(sm.uncompressed.begin(), sm.uncompressed.end());
+    apply_estimate(res, lb);
+    res.lower_bound = true;
+    res.warnings.push_back({"capacity_lower_bound",
+                            "the path carried every train as fast as we could send it; the "
+                            "capacity is at least this and possibly more"});
+  } else if (!sm.kept.empty()) {
+    // Only one train length survived: fall back to the per-train estimate.
+    apply_estimate(res, aggregate_capacity(sm.kept));
+    res.warnings.push_back({"single_length_estimate",
+                            "too few trains of one of the two lengths survived; the estimate "
+                            "includes the fixed head/tail offset"});
+  }
+  if (!sm.uncompressed.empty() && est.valid) {
+    res.warnings.push_back(
+        {"trains_not_compressed", std::to_string(sm.uncompressed.size()) +
+                                      " train(s) were not sent faster than the path and were "
+                                      "not used"});
+  }
+  if (!sm.rejected.empty()) {
+    std::ostringstream m;
+    int total = 0;
+    for (const auto& [k, v] : sm.rejected) {
+      m << (total ? ", " : "") << v << " " << k;
+      total += v;
+    }
+    res.warnings.push_back({"trains_rejected", std::to_string(total) + " train(s) rejected (" +
+                                                   m.str() + ")"});
+  }
+  if (!res.valid && res.stop_reason != "interrupted") {
+    res.warnings.push_back({"no_estimate", "no train gave a usable sample"});
+  }
+  if (two_lengths && sm.kept_by_group[0].size() >= 2 && sm.kept_by_group[1].size() >= 2 &&
+      median(sm.kept_by_group[1]) > 1.1 * median(sm.kept_by_group[0])) {
+    // Long trains carried more per second than short ones by far more than a
+    // fixed offset explains: load packets were probably lost inside the
+    // network (which shortens a train unseen). Trust the short trains only.
+    apply_estimate(res, aggregate_capacity(sm.kept_by_group[0]));
+    res.warnings.push_back({"load_loss_suspected",
+                            "long trains looked much faster than short ones (lost load packets "
+                            "shorten a train unseen); the estimate uses the short trains only"});
+  }
+  if (sm.left_ratio.size() >= 2 && median(sm.left_ratio) > 0.9) {
+    res.warnings.push_back(
+        {"local_bottleneck", "the trains were already spread to this rate when they left " +
+                                 res.interface +
+                                 ": the narrow link is this host's own interface or its qdisc"});
+  }
+}
+
 // The smallest next-hop MTU in ICMP "fragmentation needed" replies, 0 if none.
 int reported_path_mtu(const TrainOutcome& o) {
   int mtu = 0;
@@ -134,25 +218,14 @@ CapacityResult run_capacity(const Config& c, const std::atomic<bool>& stop) {
   int n = auto_size ? kSizingLoadPackets : c.load_packets;
   bool sized = !auto_size;
   const bool two_lengths = c.length_ratio > 1;
-  // Kept samples by train length: 0 = short (n), 1 = long (ratio × n).
-  std::vector<double> disp[2];
-  double group_bits[2] = {0, 0};
-  std::vector<double> kept;          // per-train capacity samples (both lengths)
-  std::vector<double> kept_by_group[2];
-  std::vector<double> uncompressed;  // reply rates of trains the path did not compress
-  std::map<std::string, int> rejected;
-  std::vector<double> left_ratio;  // left dispersion / reply dispersion, kept trains
+  Samples sm;
   int consecutive_silent = 0;
   int measured = 0;  // trains after sizing
   int sizing_trains = 0;
   int long_losses = 0;  // consecutive long trains with a lost marker reply
   // Forget every sample (after the train size or packet size changed).
   auto restart = [&] {
-    for (auto& d : disp) d.clear();
-    for (auto& k : kept_by_group) k.clear();
-    kept.clear();
-    uncompressed.clear();
-    left_ratio.clear();
+    sm.clear();
     measured = 0;
     long_losses = 0;
   };
@@ -167,11 +240,11 @@ CapacityResult run_capacity(const Config& c, const std::atomic<bool>& stop) {
   auto update_estimate = [&] {
     if (two_lengths) {
       const SlopeEstimate se =
-          estimate_capacity_slope(disp[0], group_bits[0], disp[1], group_bits[1]);
+          estimate_capacity_slope(sm.disp[0], sm.group_bits[0], sm.disp[1], sm.group_bits[1]);
       est = se.capacity;
       offset_s = se.offset_s;
     } else {
-      est = aggregate_capacity(kept);
+      est = aggregate_capacity(sm.kept);
     }
   };
 
@@ -217,7 +290,7 @@ CapacityResult run_capacity(const Config& c, const std::atomic<bool>& stop) {
     rec.max_send_lag_s = s.max_send_lag_s;
     rec.left_dispersion_s = s.left_dispersion_s;
     if (s.kept() && s.left_dispersion_s > 0) {
-      left_ratio.push_back(s.left_dispersion_s / s.reply_dispersion_s);
+      sm.left_ratio.push_back(s.left_dispersion_s / s.reply_dispersion_s);
     }
 
     // A router with a smaller MTU dropped our DF load and said so: shrink the
@@ -266,14 +339,14 @@ CapacityResult run_capacity(const Config& c, const std::atomic<bool>& stop) {
       ++measured;
       if (group == 1) long_losses = s.verdict == SampleVerdict::kLostReply ? long_losses + 1 : 0;
       if (s.kept()) {
-        kept.push_back(s.capacity_bps);
-        kept_by_group[group].push_back(s.capacity_bps);
-        disp[group].push_back(s.reply_dispersion_s);
-        group_bits[group] = s.capacity_bps * s.reply_dispersion_s;
+        sm.kept.push_back(s.capacity_bps);
+        sm.kept_by_group[group].push_back(s.capacity_bps);
+        sm.disp[group].push_back(s.reply_dispersion_s);
+        sm.group_bits[group] = s.capacity_bps * s.reply_dispersion_s;
       } else if (s.verdict == SampleVerdict::kNotCompressed) {
-        uncompressed.push_back(s.capacity_bps);
+        sm.uncompressed.push_back(s.capacity_bps);
       } else {
-        ++rejected[rec.verdict];
+        ++sm.rejected[rec.verdict];
       }
     }
     if (long_losses >= 2 && n > kMinLoadPackets) {
@@ -311,10 +384,10 @@ CapacityResult run_capacity(const Config& c, const std::atomic<bool>& stop) {
     }
 
     update_estimate();
-    const bool enough = two_lengths ? static_cast<int>(disp[0].size() + disp[1].size()) >=
+    const bool enough = two_lengths ? static_cast<int>(sm.disp[0].size() + sm.disp[1].size()) >=
                                               c.min_trains &&
-                                          disp[0].size() >= 2 && disp[1].size() >= 2
-                                    : static_cast<int>(kept.size()) >= c.min_trains;
+                                          sm.disp[0].size() >= 2 && sm.disp[1].size() >= 2
+                                    : static_cast<int>(sm.kept.size()) >= c.min_trains;
     if (enough && est.valid &&
         (est.high_bps - est.low_bps) / 2 <= c.precision * est.capacity_bps) {
       res.stop_reason = "precision";
@@ -323,76 +396,8 @@ CapacityResult run_capacity(const Config& c, const std::atomic<bool>& stop) {
   }
 
   update_estimate();
-  const CapacityEstimate& e = est;
-  res.trains_used = static_cast<int>(kept.size());
   res.dispersion_offset_s = offset_s;
-  if (!kept.empty()) res.per_train_capacity_bps = aggregate_capacity(kept).capacity_bps;
-  if (e.valid) {
-    res.valid = true;
-    res.capacity_bps = e.capacity_bps;
-    res.low_bps = e.low_bps;
-    res.high_bps = e.high_bps;
-    res.kde_bandwidth_bps = e.kde_bandwidth_bps;
-  } else if (!uncompressed.empty() && kept.empty()) {
-    // Everything we sent came back at our own sending rate: the path is at
-    // least this fast, and we cannot say more.
-    res.valid = true;
-    res.lower_bound = true;
-    res.capacity_bps = *std::max_element(uncompressed.begin(), uncompressed.end());
-    res.low_bps = res.capacity_bps;
-    res.high_bps = res.capacity_bps;
-    res.warnings.push_back({"capacity_lower_bound",
-                            "the path carried every train as fast as we could send it; the "
-                            "capacity is at least this and possibly more"});
-  } else if (!kept.empty()) {
-    // Only one train length survived: fall back to the per-train estimate.
-    const CapacityEstimate pe = aggregate_capacity(kept);
-    res.valid = true;
-    res.capacity_bps = pe.capacity_bps;
-    res.low_bps = pe.low_bps;
-    res.high_bps = pe.high_bps;
-    res.warnings.push_back({"single_length_estimate",
-                            "too few trains of one of the two lengths survived; the estimate "
-                            "includes the fixed head/tail offset"});
-  }
-  if (!uncompressed.empty() && e.valid) {
-    res.warnings.push_back(
-        {"trains_not_compressed", std::to_string(uncompressed.size()) +
-                                      " train(s) were not sent faster than the path and were "
-                                      "not used"});
-  }
-  if (!rejected.empty()) {
-    std::ostringstream m;
-    int total = 0;
-    for (const auto& [k, v] : rejected) {
-      m << (total ? ", " : "") << v << " " << k;
-      total += v;
-    }
-    res.warnings.push_back({"trains_rejected", std::to_string(total) + " train(s) rejected (" +
-                                                   m.str() + ")"});
-  }
-  if (!res.valid && res.stop_reason != "interrupted") {
-    res.warnings.push_back({"no_estimate", "no train gave a usable sample"});
-  }
-  if (two_lengths && kept_by_group[0].size() >= 2 && kept_by_group[1].size() >= 2 &&
-      median(kept_by_group[1]) > 1.1 * median(kept_by_group[0])) {
-    // Long trains carried more per second than short ones by far more than a
-    // fixed offset explains: load packets were probably lost inside the
-    // network (which shortens a train unseen). Trust the short trains only.
-    const CapacityEstimate se = aggregate_capacity(kept_by_group[0]);
-    res.capacity_bps = se.capacity_bps;
-    res.low_bps = se.low_bps;
-    res.high_bps = se.high_bps;
-    res.warnings.push_back({"load_loss_suspected",
-                            "long trains looked much faster than short ones (lost load packets "
-                            "shorten a train unseen); the estimate uses the short trains only"});
-  }
-  if (left_ratio.size() >= 2 && median(left_ratio) > 0.9) {
-    res.warnings.push_back(
-        {"local_bottleneck", "the trains were already spread to this rate when they left " +
-                                 res.interface +
-                                 ": the narrow link is this host's own interface or its qdisc"});
-  }
+  conclude(res, sm, two_lengths, est);
   const CaptureStats cs = prober.capture_stats();
   if (cs.dropped > 0) {
     res.warnings.push_back({"capture_drops", std::to_string(cs.dropped) +
