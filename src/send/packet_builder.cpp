@@ -23,7 +23,7 @@ std::vector<std::uint8_t> PacketBuilder::build(const Probe& p) {
   const std::uint32_t payload_len = p.payload_len();
   std::vector<std::uint8_t> payload(payload_len, 0);
   const std::size_t sig = std::min<std::size_t>(payload_len, std::strlen(kProbeSignature));
-  std::memcpy(payload.data(), kProbeSignature, sig);
+  if (sig > 0) std::memcpy(payload.data(), kProbeSignature, sig);
 
   libnet_clear_packet(l_);
   const std::uint16_t win = (p.flags & kSyn) ? 1024 : 0;
