@@ -52,6 +52,12 @@ Train make_capacity_train(const CapacityTrainParams& p, int train_id, SeqAllocat
   };
 
   const Nanos t_train = p.warmup ? p.warmup_lead : 0;
+  Nanos t_next = t_train;  // departure of the next packet from the head on
+  auto paced = [&] {
+    const Nanos departure = t_next;
+    t_next += p.gap;
+    return departure;
+  };
   if (p.warmup) push(syn(Role::kWarmup, 0));
   for (int i = 0; i < p.drain_packets; ++i) push(rst(Role::kDrain, t_train));
 
@@ -59,7 +65,7 @@ Train make_capacity_train(const CapacityTrainParams& p, int train_id, SeqAllocat
   double bits = 0;
   const int segments = n_markers - 1;
   for (int m = 0; m < n_markers; ++m) {
-    Probe mk = syn(Role::kMarker, t_train);
+    Probe mk = syn(Role::kMarker, paced());
     if (m > 0) bits += 8.0 * mk.ip_len;
     t.markers.push_back(static_cast<int>(t.probes.size()));
     t.bits_from_head.push_back(bits);
@@ -68,11 +74,15 @@ Train make_capacity_train(const CapacityTrainParams& p, int train_id, SeqAllocat
     const int from = p.load_packets * m / segments;
     const int to = p.load_packets * (m + 1) / segments;
     for (int i = from; i < to; ++i) {
-      push(rst(Role::kLoad, t_train));
+      push(rst(Role::kLoad, paced()));
       bits += 8.0 * p.packet_size;
     }
   }
   return t;
+}
+
+Nanos gap_for_rate(double rate_bps, int packet_size) {
+  return static_cast<Nanos>(8.0 * packet_size / rate_bps * 1e9 + 0.5);
 }
 
 }  // namespace lw

@@ -25,7 +25,14 @@ struct CapacityTrainParams {
   Nanos warmup_lead = 50 * kUs; // how long before the drain/head the warm-up SYN goes
   int markers = 2;              // head + tail; >2 puts extra markers evenly in the load
   std::uint8_t ttl = 64;
+  // Spacing between consecutive packets from the head marker on: 0 sends the
+  // train back to back (capacity); a gap g offers the rate L·8/g (the paced
+  // trains of the avail-bw search, LinkWidth §3.4 / pathload's streams).
+  Nanos gap = 0;
 };
+
+// The gap that offers `rate_bps` with `packet_size`-byte packets.
+Nanos gap_for_rate(double rate_bps, int packet_size);
 
 // Hands out unique marker sequence numbers for one run (step 2 keeps them
 // distinct even if a middlebox adds 1 to what it acknowledges).

@@ -170,3 +170,19 @@ TEST_CASE("capacity train layout: one 5-tuple, markers by sequence number", "[pl
   REQUIRE(t3.markers.size() == 3);
   CHECK(t3.bits_from_head[1] == Approx(8.0 * (5 * 1500 + 40)));
 }
+
+TEST_CASE("paced trains space every packet from the head on by the gap", "[plan]") {
+  CapacityTrainParams p;
+  p.flow = {0xC6120101, 0xC6120202, 40000, 47391};
+  p.load_packets = 6;
+  p.gap = gap_for_rate(60e6, 1500);
+  CHECK(p.gap == 200 * kUs);
+  SeqAllocator seqs(1);
+  const Train t = make_capacity_train(p, 0, seqs);
+  const Nanos head = t.probes[t.markers.front()].offset;
+  // Drain packets go back to back with the head; the rest follow at the gap.
+  CHECK(t.probes[1].offset == head);
+  for (int i = t.markers.front(); i <= t.markers.back(); ++i) {
+    CHECK(t.probes[i].offset == head + (i - t.markers.front()) * p.gap);
+  }
+}
