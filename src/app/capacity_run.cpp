@@ -179,7 +179,7 @@ nlohmann::json params_json(const Config& c) {
           {"max_time_s", c.max_time_s},
           {"max_bytes", c.max_bytes},
           {"discovery_tries", c.discovery_tries},
-          {"reply_timeout_s", c.discovery_timeout_s}};
+          {"reply_timeout_s", c.reply_timeout_s}};
 }
 
 CapacityResult run_capacity(const Config& c, const std::atomic<bool>& stop) {
@@ -207,7 +207,7 @@ CapacityResult run_capacity(const Config& c, const std::atomic<bool>& stop) {
   const std::vector<int> candidates =
       c.port > 0 ? std::vector<int>{c.port} : default_candidate_ports();
   const DiscoveryResult disc = discover_closed_port(prober, flow, candidates, c.discovery_tries,
-                                                    from_seconds(c.discovery_timeout_s), seqs);
+                                                    from_seconds(c.reply_timeout_s), seqs);
   flow.dport = static_cast<std::uint16_t>(disc.port);
   res.port = disc.port;
   res.rtt_s = disc.rtt_s;
@@ -230,7 +230,7 @@ CapacityResult run_capacity(const Config& c, const std::atomic<bool>& stop) {
     long_losses = 0;
   };
   // Reply wait: generous against the measured RTT, bounded by --reply-timeout.
-  const Nanos reply_wait = std::min(from_seconds(c.discovery_timeout_s),
+  const Nanos reply_wait = std::min(from_seconds(c.reply_timeout_s),
                                     std::max<Nanos>(100 * kMs, from_seconds(20 * disc.rtt_s)));
   res.stop_reason = "max_trains";
   Nanos next_start = mono_now();

@@ -84,7 +84,7 @@ CliResult parse_cli(const std::vector<std::string>& args) {
     ("max-time", po::value(&c.max_time_s), "hard cap on the run time, seconds (default 20)")
     ("max-bytes", po::value(&max_bytes), "hard cap on probe bytes per run, K/M/G suffixes (default 50M)")
     ("tries", po::value(&c.discovery_tries), "closed-port discovery rounds before 'filtered' (default 3)")
-    ("reply-timeout", po::value(&c.discovery_timeout_s), "seconds to wait for a reply in discovery (default 1)");
+    ("reply-timeout", po::value(&c.reply_timeout_s), "longest wait for replies, in discovery and after each train, seconds (default 1)");
   // clang-format on
   std::ostringstream help;
   help << kUsage << "\n" << opts;
@@ -125,7 +125,6 @@ CliResult parse_cli(const std::vector<std::string>& args) {
   }
   require(!c.target.empty(), "no TARGET given; usage: linkwidth " + cmd + " TARGET.");
   c.max_bytes = static_cast<std::uint64_t>(std::llround(parse_si(max_bytes, "--max-bytes")));
-  c.reply_timeout_s = std::max(c.discovery_timeout_s, 0.05);
 
   require(c.port >= 0 && c.port <= 65535, "--port must be between 1 and 65535.");
   require(c.sport >= 0 && c.sport <= 65535, "--source-port must be between 1 and 65535.");
@@ -152,7 +151,7 @@ CliResult parse_cli(const std::vector<std::string>& args) {
   require(c.max_bytes >= 10000 && c.max_bytes <= 10ull * 1000 * 1000 * 1000,
           "--max-bytes must be between 10K and 10G.");
   require(c.discovery_tries >= 1 && c.discovery_tries <= 10, "--tries must be between 1 and 10.");
-  require(c.discovery_timeout_s > 0 && c.discovery_timeout_s <= 10,
+  require(c.reply_timeout_s > 0 && c.reply_timeout_s <= 10,
           "--reply-timeout must be above 0 and at most 10 seconds.");
   return r;
 }

@@ -39,8 +39,7 @@ struct Config {
 
   // Closed-port discovery.
   int discovery_tries = 3;
-  double discovery_timeout_s = 1.0;
-  double reply_timeout_s = 1.0;  // longest wait for a train's replies
+  double reply_timeout_s = 1.0;  // longest wait for replies (discovery and trains)
 };
 
 }  // namespace lw
