@@ -183,7 +183,6 @@ void run_fleet_method(PacedRunner& runner, Session& ss, const Config& c, double 
   // One fleet at `rate`: K trains, stopped early once the verdict is settled.
   // Returns false when a cap ended the run.
   auto fleet = [&](double rate, const char* phase, FleetVerdict* fv, int* lost) {
-    const bool early_stop = std::string(phase) == "search";
     RateRecord rr;
     rr.phase = phase;
     rr.rate_bps = rate;
@@ -208,8 +207,7 @@ void run_fleet_method(PacedRunner& runner, Session& ss, const Config& c, double 
         v = train_verdict_name(verdicts.back());
       }
       rr.trains.push_back(record_of(t, s, L, v));
-      // Response fleets run whole: their median ratio is the measurement.
-      settled = early_stop && fleet_settled(verdicts, c.fleet_trains, c.fleet_fraction, fv);
+      settled = fleet_settled(verdicts, c.fleet_trains, c.fleet_fraction, fv);
       if (c.verbose) {
         std::fprintf(stderr, "%s %.4g N=%d: ratio %.5f ht %.5f pdt %.2f %s\n", phase, rate,
                      tp.load_packets, s.ratio, s.ratio_head_tail, s.pdt, v.c_str());
@@ -223,6 +221,57 @@ void run_fleet_method(PacedRunner& runner, Session& ss, const Config& c, double 
     if (!whole_fleet_lost) *lost = 0;
     res.rates.push_back(std::move(rr));
     return res.stop_reason.empty();
+  };
+
+  std::vector<ResponseSample> response;
+  // Response trains well above the bracket (see estimate_availbw), alternating
+  // halfway to C and at C, until the mean crossing's standard error is below
+  // ω/2 (at least 2K, at most 5K trains). Each train's own ratio counts.
+  auto run_response = [&](double high) {
+    const double rates[2] = {(high + C) / 2, C};
+    RateRecord rec[2];
+    CapacityTrainParams tp[2];
+    for (int j = 0; j < 2; ++j) {
+      rec[j].phase = "response";
+      rec[j].rate_bps = rates[j];
+      rec[j].at_s = to_seconds(mono_now() - t0);
+      tp[j] = search_train(c, ss.flow, L, rates[j], shorten);
+    }
+    int lost = 0;
+    const int min_n = 2 * c.fleet_trains, max_n = 5 * c.fleet_trains;
+    for (int i = 0; i < max_n; ++i) {
+      const int j = i % 2;
+      const Train t = make_capacity_train(tp[j], res.trains_sent, ss.seqs);
+      PacedSample s;
+      if (!runner.run(t, &s)) break;
+      std::string v = s.lost ? "lost" : !s.usable ? "unusable" : "";
+      if (v.empty()) {
+        response.push_back({s.offered_bps, s.ratio});
+        v = train_verdict_name(classify_train(s.ratio, false, noise));
+      }
+      lost += s.lost ? 1 : 0;
+      rec[j].trains.push_back(record_of(t, s, L, v));
+      if (c.verbose) {
+        std::fprintf(stderr, "response %.4g: ratio %.5f %s\n", rates[j], s.ratio, v.c_str());
+      }
+      if (lost > max_n / 4) {
+        res.warnings.push_back({"response_loss",
+                                "trains well above the avail-bw lost replies; the estimate "
+                                "rests on the search's bracket"});
+        response.clear();
+        break;
+      }
+      if (static_cast<int>(response.size()) >= min_n) {
+        double mean = 0, se = 0;
+        response_crossing(response, noise.baseline, C, &mean, &se);
+        if (se <= omega / 2) break;
+      }
+    }
+    for (auto& r : rec) {
+      summarize(r);
+      r.verdict = r.ratio > noise.baseline + noise.threshold ? "above" : "below";
+      if (!r.trains.empty()) res.rates.push_back(std::move(r));
+    }
   };
 
   int lost_fleets = 0;
@@ -252,20 +301,9 @@ void run_fleet_method(PacedRunner& runner, Session& ss, const Config& c, double 
       lost_fleets = 0;
     }
   }
-  std::vector<RatePoint> response;
   if (res.stop_reason.empty()) {
-    // Response fleets well above the bracket, where the tight link stays busy
-    // through each train (see estimate_availbw): halfway to C and at C.
-    if (search.high() < 0.9 * C) {
-      for (const double top : {(search.high() + C) / 2, C}) {
-        FleetVerdict fv = FleetVerdict::kGrey;
-        int lost = 0;
-        if (!fleet(top, "response", &fv, &lost)) break;
-        const RateRecord& rr = res.rates.back();
-        if (lost == 0) response.push_back({rr.offered_bps > 0 ? rr.offered_bps : top, rr.ratio, fv});
-      }
-    }
-    // A cap that cuts the response fleets short leaves the search's reason.
+    if (search.high() < 0.9 * C) run_response(search.high());
+    // A cap that cuts the response trains short leaves the search's reason.
     if (res.stop_reason.empty() || search.done()) {
       res.stop_reason = search.done() ? "resolution" : "max_fleets";
     }
@@ -279,8 +317,9 @@ void run_fleet_method(PacedRunner& runner, Session& ss, const Config& c, double 
   res.tight_link_capacity_bps = est.tight_capacity_bps;
   res.valid = !search.history().empty();
   if (c.verbose) {
-    std::fprintf(stderr, "bracket [%.4g, %.4g] line %s -> %.4g, Ct %.4g\n", search.low(),
-                 search.high(), est.basis.c_str(), est.availbw_bps, est.tight_capacity_bps);
+    std::fprintf(stderr, "bracket [%.4g, %.4g] crossing %.4g +- %.3g -> %s %.4g, Ct %.4g\n",
+                 search.low(), search.high(), est.crossing_bps, est.crossing_se_bps,
+                 est.basis.c_str(), est.availbw_bps, est.tight_capacity_bps);
   }
 }
 

@@ -203,49 +203,60 @@ void FleetSearch::observe(double rate, double ratio, FleetVerdict v) {
   }
 }
 
-AvailbwEstimate estimate_availbw(const std::vector<RatePoint>& pts, const NoiseModel& noise,
+void response_crossing(const std::vector<ResponseSample>& s, double baseline, double C,
+                       double* mean, double* se) {
+  *mean = 0;
+  *se = 0;
+  if (s.empty()) return;
+  double sum = 0;
+  for (const auto& x : s) sum += x.offered_bps - C * (x.ratio - baseline);
+  const double n = static_cast<double>(s.size());
+  *mean = sum / n;
+  if (s.size() < 2) return;
+  double ss = 0;
+  for (const auto& x : s) {
+    const double d = x.offered_bps - C * (x.ratio - baseline) - *mean;
+    ss += d * d;
+  }
+  *se = std::sqrt(ss / (n - 1) / n);
+}
+
+AvailbwEstimate estimate_availbw(const std::vector<ResponseSample>& resp, const NoiseModel& noise,
                                  double low, double high, double C) {
   AvailbwEstimate e;
-  // A fleet called "below" at O only says ratio <= baseline + threshold/2,
-  // i.e. A >= O - threshold·C/2 on the fluid line: the honest lower end.
   e.low_bps = std::max(0.0, low - noise.threshold * C / 2);
   e.high_bps = high;
   e.availbw_bps = (low + high) / 2;
   e.basis = "bracket";
-  std::vector<const RatePoint*> lin;
-  for (const auto& p : pts) {
-    if (p.verdict == FleetVerdict::kAbove && p.ratio > noise.baseline + noise.threshold &&
-        p.offered_bps > 0) {
-      lin.push_back(&p);
+  e.points = static_cast<int>(resp.size());
+  if (resp.size() < 2 || !(C > 0)) return e;
+  double mean_ratio = 0;
+  for (const auto& x : resp) mean_ratio += x.ratio / static_cast<double>(resp.size());
+  // The response rates must really be above the avail-bw.
+  if (mean_ratio <= noise.baseline + noise.threshold) return e;
+  std::vector<double> slopes;
+  for (std::size_t i = 0; i < resp.size(); ++i) {
+    for (std::size_t j = i + 1; j < resp.size(); ++j) {
+      const double dx = resp[j].offered_bps - resp[i].offered_bps;
+      if (std::fabs(dx) >= 0.05 * C) slopes.push_back((resp[j].ratio - resp[i].ratio) / dx);
     }
   }
-  e.points = static_cast<int>(lin.size());
-  if (lin.empty() || !(C > 0)) return e;
-  if (lin.size() >= 2) {
-    std::vector<double> slopes;
-    for (std::size_t i = 0; i < lin.size(); ++i) {
-      for (std::size_t j = i + 1; j < lin.size(); ++j) {
-        const double dx = lin[j]->offered_bps - lin[i]->offered_bps;
-        if (std::fabs(dx) >= 0.05 * C) slopes.push_back((lin[j]->ratio - lin[i]->ratio) / dx);
-      }
-    }
-    if (!slopes.empty()) {
-      const double b = median(slopes);
-      if (b > 0) e.tight_capacity_bps = 1.0 / b;
-    }
+  if (!slopes.empty()) {
+    const double b = median(slopes);
+    if (b > 0) e.tight_capacity_bps = 1.0 / b;
   }
-  std::vector<double> cross;
-  for (const auto* p : lin) cross.push_back(p->offered_bps - C * (p->ratio - noise.baseline));
-  const double a = std::clamp(median(cross), 0.0, C);
+  response_crossing(resp, noise.baseline, C, &e.crossing_bps, &e.crossing_se_bps);
+  const double a = std::clamp(e.crossing_bps, 0.0, C);
   // Burstiness only ever pushes the bracket below the mean avail-bw, so a
   // crossing above the bracket is its signature and the mean is the answer.
   // Inside the bracket the bracket is the finer measurement; below it the
-  // response fleets were disturbed (loss at the tight link's queue, a tight
-  // link that is not the narrow one) and the bracket stands.
+  // response trains were disturbed (a tight link that is not the narrow one,
+  // loss) and the bracket stands.
   if (a > high) {
     e.availbw_bps = a;
     e.basis = "response_curve";
-    e.high_bps = a;
+    e.low_bps = std::max(0.0, std::min(e.low_bps, a - 2 * e.crossing_se_bps));
+    e.high_bps = std::min(C, a + 2 * e.crossing_se_bps);
   }
   return e;
 }

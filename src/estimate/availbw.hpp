@@ -141,23 +141,37 @@ class FleetSearch {
 // the avail-bw lies on the time scale of one train; with CBR-like cross
 // traffic its middle is the estimate. With bursty cross traffic the bracket
 // sits below the mean avail-bw: a train near the knee sees the bursts
-// (Jensen). The "response" fleets, sent well above the bracket where the
-// tight link stays busy through the whole train, follow the fluid line
-// ratio = (O + X) / C in the mean, so each crosses the baseline at
-// O - C·(ratio - baseline). When the median crossing lies above the bracket
-// it replaces the middle and widens the range. The slope between response
-// points (Theil-Sen, rates >= 5% of C apart) gives the tight-link capacity
-// 1/slope (PRC-MT eq. 4), reported beside the narrow-link C. The range's
-// lower end is low - threshold·C/2: a "below" fleet only bounds A that far.
+// (Jensen). Response trains, sent well above the bracket where the tight link
+// stays busy through the whole train, follow the fluid line
+// ratio = (O + X) / C for the cross traffic X *during that train*, so each
+// gives a crossing O - C·(ratio - baseline); their mean (not median: bursty
+// X is skewed) estimates the mean avail-bw. When it lies above the bracket it
+// replaces the middle, and the range widens to hold it +- 2 standard errors.
+// The slope between response trains at different rates (Theil-Sen, >= 5% of
+// C apart) gives the tight-link capacity 1/slope (PRC-MT eq. 4), reported
+// beside the narrow-link C. The range's lower end is low - threshold·C/2: a
+// "below" fleet only bounds A that far.
+struct ResponseSample {
+  double offered_bps = 0;
+  double ratio = 0;
+};
+
 struct AvailbwEstimate {
   double availbw_bps = 0;
   double low_bps = 0;
   double high_bps = 0;
   double tight_capacity_bps = 0;  // 0 when not estimated from a slope
-  int points = 0;                 // response points used
+  double crossing_bps = 0;        // mean response crossing (0 = none)
+  double crossing_se_bps = 0;     // its standard error
+  int points = 0;                 // response trains used
   std::string basis;              // "response_curve" or "bracket"
 };
-AvailbwEstimate estimate_availbw(const std::vector<RatePoint>& response_points,
+
+// Mean and standard error of the crossings O - C·(ratio - baseline).
+void response_crossing(const std::vector<ResponseSample>& s, double baseline, double capacity_bps,
+                       double* mean, double* se);
+
+AvailbwEstimate estimate_availbw(const std::vector<ResponseSample>& response,
                                  const NoiseModel& noise, double low, double high,
                                  double capacity_bps);
 

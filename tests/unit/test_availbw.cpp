@@ -62,18 +62,12 @@ SearchOutcome run_fleet_search(FakeLink& link, double capacity, int k = 6, doubl
     s.observe(rate, ratios[ratios.size() / 2], decide_fleet(v, eta));
     ++fleets;
   }
-  // Response fleets halfway to C and at C, as the session sends them.
-  std::vector<RatePoint> response;
+  // Response trains alternating halfway to C and at C, as the session sends them.
+  std::vector<ResponseSample> response;
   if (s.high() < 0.9 * capacity) {
-    for (double top : {(s.high() + capacity) / 2, capacity}) {
-      std::vector<double> ratios;
-      std::vector<TrainVerdict> v;
-      for (int i = 0; i < k; ++i) {
-        ratios.push_back(link.ratio(top));
-        v.push_back(classify_train(ratios.back(), false, noise));
-      }
-      std::sort(ratios.begin(), ratios.end());
-      response.push_back({top, ratios[ratios.size() / 2], decide_fleet(v, eta)});
+    for (int i = 0; i < 2 * k; ++i) {
+      const double top = i % 2 ? capacity : (s.high() + capacity) / 2;
+      response.push_back({top, link.ratio(top)});
     }
   }
   const AvailbwEstimate e = estimate_availbw(response, noise, s.low(), s.high(), capacity);
@@ -136,33 +130,47 @@ TEST_CASE("train and fleet verdicts", "[availbw]") {
   CHECK(decide_fleet({}, 0.7) == FleetVerdict::kGrey);
 }
 
-TEST_CASE("response fleets: the mean avail-bw above a burst-biased bracket", "[availbw]") {
+TEST_CASE("response trains: the mean avail-bw above a burst-biased bracket", "[availbw]") {
   NoiseModel noise;
   noise.baseline = 1.0;
   noise.threshold = 0.004;
   // Fluid points for A = 40 on C = 100 (X = 60): ratio = (O + 60) / 100.
-  const std::vector<RatePoint> pts = {{70e6, 1.3, FleetVerdict::kAbove},
-                                      {100e6, 1.6, FleetVerdict::kAbove}};
+  const std::vector<ResponseSample> pts = {{70e6, 1.3}, {100e6, 1.6}, {70e6, 1.3}, {100e6, 1.6}};
   // Bursty traffic pushed the bracket below the mean: the crossing wins.
   AvailbwEstimate e = estimate_availbw(pts, noise, 30e6, 35e6, 100e6);
   CHECK(e.basis == "response_curve");
   CHECK(e.availbw_bps == Approx(40e6).epsilon(1e-6));
-  CHECK(e.high_bps == Approx(40e6).epsilon(1e-6));
+  CHECK(e.crossing_se_bps == Approx(0).margin(1));
   CHECK(e.low_bps == Approx(30e6 - 0.004 * 100e6 / 2));
+  CHECK(e.high_bps == Approx(40e6).epsilon(1e-6));
   CHECK(e.tight_capacity_bps == Approx(100e6).epsilon(1e-6));
-  CHECK(e.points == 2);
+  CHECK(e.points == 4);
   // Crossing inside the bracket: the bracket is the finer measurement.
   e = estimate_availbw(pts, noise, 38e6, 42e6, 100e6);
   CHECK(e.basis == "bracket");
   CHECK(e.availbw_bps == Approx(40e6));
-  // Crossing below the bracket: disturbed response fleets, bracket stands.
+  // Crossing below the bracket: disturbed response trains, bracket stands.
   e = estimate_availbw(pts, noise, 50e6, 54e6, 100e6);
   CHECK(e.basis == "bracket");
   CHECK(e.availbw_bps == Approx(52e6));
-  // Response fleets that were not above say nothing.
-  e = estimate_availbw({{70e6, 1.0, FleetVerdict::kBelow}}, noise, 30e6, 35e6, 100e6);
+  // Response rates that are not above the avail-bw say nothing.
+  e = estimate_availbw({{70e6, 1.0}, {100e6, 1.001}}, noise, 30e6, 35e6, 100e6);
   CHECK(e.basis == "bracket");
-  CHECK(e.points == 0);
+}
+
+TEST_CASE("response crossing: the mean, not the median, of skewed bursts", "[availbw]") {
+  // X per train: 40 most of the time, a burst of 160 one train in five
+  // (mean 64): crossings 100 - 100 * (ratio - 1) with ratio = (100 + X) / 100.
+  std::vector<ResponseSample> s;
+  for (int i = 0; i < 20; ++i) {
+    const double x = i % 5 == 0 ? 160e6 : 40e6;
+    s.push_back({100e6, (100e6 + x) / 100e6});
+  }
+  double mean = 0, se = 0;
+  response_crossing(s, 1.0, 100e6, &mean, &se);
+  CHECK(mean == Approx(100e6 - 64e6).epsilon(1e-9));  // A = C - mean X
+  CHECK(se > 0);
+  CHECK(se < 15e6);
 }
 
 TEST_CASE("response slope gives the tight-link capacity (PRC-MT eq. 4)", "[availbw]") {
@@ -170,14 +178,12 @@ TEST_CASE("response slope gives the tight-link capacity (PRC-MT eq. 4)", "[avail
   noise.threshold = 0.004;
   // Narrow link 100, tight link 200 carrying 150 of cross traffic (A = 50):
   // ratio = (O + 150) / 200 between 50 and 100.
-  const std::vector<RatePoint> pts = {{75e6, 1.125, FleetVerdict::kAbove},
-                                      {100e6, 1.25, FleetVerdict::kAbove}};
+  const std::vector<ResponseSample> pts = {{75e6, 1.125}, {100e6, 1.25}};
   const AvailbwEstimate e = estimate_availbw(pts, noise, 45e6, 52e6, 100e6);
   CHECK(e.tight_capacity_bps == Approx(200e6).epsilon(1e-6));
   // Points too close together give no slope.
-  const AvailbwEstimate close = estimate_availbw(
-      {{98e6, 1.24, FleetVerdict::kAbove}, {100e6, 1.25, FleetVerdict::kAbove}}, noise, 45e6,
-      52e6, 100e6);
+  const AvailbwEstimate close =
+      estimate_availbw({{98e6, 1.24}, {100e6, 1.25}}, noise, 45e6, 52e6, 100e6);
   CHECK(close.tight_capacity_bps == 0);
 }
 

@@ -1,0 +1,198 @@
+#!/usr/bin/env python3
+"""Avail-bw benchmark: both methods of `linkwidth measure` over a grid of
+capacity x utilisation x cross-traffic kind, with iperf3's TCP throughput in
+the same conditions.
+
+Lab: prober --(unshaped)-- r1 --(tbf rate R)-- target; cross traffic on the
+shaped link. Kinds: "udp" (iperf3 constant rate) and "bursty" (lw_crossgen:
+Poisson departures, IP sizes 1500/576/64 B at 40/20/40 %). Ground truth per
+run: the IP-layer capacity R x 1500/1514 minus the cross traffic measured on
+the link's counters during that run. iperf3: one TCP flow, cubic (this VM
+defaults to BBR), under the same cross traffic. Reads only linkwidth's JSON.
+Writes results/availbw_benchmark{tag}.csv and .md.
+"""
+import argparse
+import contextlib
+import csv
+import datetime
+import fcntl
+import json
+import os
+import statistics
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import lab  # noqa: E402
+from bench_capacity import iperf3_tcp  # noqa: E402
+
+
+@contextlib.contextmanager
+def held(lock_path):
+    """Holds an exclusive flock on lock_path (if given) for one condition, so
+    other lab users on a shared machine do not run at the same time."""
+    if not lock_path:
+        yield
+        return
+    with open(lock_path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def start_cross(L, kind, ip_bps, cpu):
+    if kind == "udp":
+        # iperf3 -b counts UDP payload: 1472 of every 1500 IP bytes.
+        return L.cross(2, "udp", rate=ip_bps * 1472 / 1500, cpu=cpu)
+    return L.cross(2, kind, rate=ip_bps, cpu=cpu)
+
+
+def one_run(L, binary, method, extra, pin):
+    w = L.cross_window(2)
+    cmd = [binary, "measure", L.target_ip, "--json", "--method", method, *extra]
+    if pin:
+        cmd = ["taskset", "-c", "0"] + cmd
+    p = L.run_in_prober(cmd, timeout=180)
+    cross = w.stop().bps
+    doc = json.loads(p.stdout)
+    truth = L.ground_truth_capacity(ip_len=1500) - cross
+    a = doc.get("availbw_bps")
+    lo, hi = doc.get("availbw_low_bps"), doc.get("availbw_high_bps")
+    return {
+        "method": method, "exit": p.returncode, "cross_bps": cross, "truth_bps": truth,
+        "estimate_bps": a if a is not None else "",
+        "low_bps": lo if lo is not None else "", "high_bps": hi if hi is not None else "",
+        "error_pct": 100 * (a / truth - 1) if a is not None and truth > 0 else "",
+        "range_holds_truth": (lo <= truth <= hi) if a is not None else "",
+        "range_width_pct": 100 * (hi - lo) / doc["capacity_bps"] if a is not None else "",
+        "capacity_bps": doc.get("capacity_bps") or "",
+        "tight_link_bps": doc.get("tight_link_capacity_bps") or "",
+        "elapsed_s": doc.get("elapsed_s", ""),
+        "availbw_elapsed_s": doc.get("availbw_elapsed_s", ""),
+        "probe_bytes": doc.get("probe_bytes", ""),
+        "fleets": sum(1 for r in doc.get("rates", []) if r["phase"] != "calibration"),
+        "stop_reason": doc.get("stop_reason", ""),
+        "warnings": " ".join(w["code"] for w in doc.get("warnings", [])),
+    }
+
+
+def fmt(x, scale=1e6, digits=1):
+    return "" if x in ("", None) else f"{x / scale:.{digits}f}"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rates", default="10M,50M,100M,300M")
+    ap.add_argument("--utils", default="0,30,60,80", help="cross traffic, %% of the capacity")
+    ap.add_argument("--kinds", default="udp,bursty")
+    ap.add_argument("--methods", default="fleet,linkwidth")
+    ap.add_argument("--runs", type=int, default=1, help="runs per method and condition")
+    ap.add_argument("--iperf-seconds", type=int, default=5)
+    ap.add_argument("--bin", default=os.path.join(ROOT, "build", "linkwidth"))
+    ap.add_argument("--out", default=os.path.join(ROOT, "results"))
+    ap.add_argument("--tool-args", default="", help="extra linkwidth arguments")
+    ap.add_argument("--lock", default="", help="flock this file around each condition")
+    ap.add_argument("--tag", default="")
+    ap.add_argument("--no-pin", action="store_true",
+                    help="do not pin linkwidth to CPU 0 and the cross generator to CPU 1")
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    methods = args.methods.split(",")
+    rows = []
+    for rate_text in args.rates.split(","):
+        rate = lab.parse_rate(rate_text)
+        for util in [int(u) for u in args.utils.split(",")]:
+            for kind in (["none"] if util == 0 else args.kinds.split(",")):
+                with held(args.lock), lab.Lab(lab.Spec(
+                        links=[lab.Link(rate=None), lab.Link(rate=rate)])) as L:
+                    C = L.ground_truth_capacity(ip_len=1500)
+                    cpu = None if args.no_pin else 1
+                    x = start_cross(L, kind, util / 100 * C, cpu) if util else None
+                    try:
+                        time.sleep(0.5)
+                        cond = []
+                        for run in range(args.runs):
+                            for m in methods:
+                                r = one_run(L, args.bin, m, args.tool_args.split(),
+                                            not args.no_pin)
+                                r.update({"rate_bps": rate, "util_pct": util, "kind": kind,
+                                          "run": run})
+                                cond.append(r)
+                                print(f"{rate_text} {util}% {kind} {m}: err {r['error_pct']!s:.6}% "
+                                      f"t {r['elapsed_s']!s:.5} s", flush=True)
+                        ip = iperf3_tcp(L, args.iperf_seconds)
+                    finally:
+                        if x:
+                            x.stop()
+                    for r in cond:
+                        r["iperf3_tcp_bps"] = ip
+                    rows.extend(cond)
+
+    fields = ["rate_bps", "util_pct", "kind", "run", "method", "exit", "cross_bps", "truth_bps",
+              "estimate_bps", "low_bps", "high_bps", "error_pct", "range_holds_truth",
+              "range_width_pct", "capacity_bps", "tight_link_bps", "elapsed_s",
+              "availbw_elapsed_s", "probe_bytes", "fleets", "stop_reason", "warnings",
+              "iperf3_tcp_bps"]
+    base = f"availbw_benchmark{args.tag}"
+    with open(os.path.join(args.out, base + ".csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields)
+        w.writeheader()
+        w.writerows(rows)
+
+    cmd = "python3 scripts/bench_availbw.py " + " ".join(sys.argv[1:])
+    lines = [
+        "# Available-bandwidth benchmark", "",
+        f"Produced by `{cmd.strip()}` on {datetime.date.today()} ({os.cpu_count()} cores). "
+        f"Raw rows: `{base}.csv`.", "",
+        "Lab: prober --(unshaped veth)-- r1 --(tbf rate R)-- target, cross traffic on the shaped",
+        "link: `udp` = iperf3 constant rate, `bursty` = lw_crossgen (Poisson departures, IP sizes",
+        "1500/576/64 B at 40/20/40 %). Truth = R x 1500/1514 minus the cross traffic measured on",
+        "the link's counters during the run. Error = estimate / truth - 1. Time = the whole",
+        "`linkwidth measure` (capacity phase included). iperf3: one TCP flow, cubic (this VM",
+        f"defaults to BBR), {args.iperf_seconds} s, under the same cross traffic."
+        + ("" if args.no_pin else " linkwidth ran pinned to CPU 0 and the cross-traffic "
+           "generator to CPU 1 (on this 2-core VM they otherwise compete: the generator "
+           "stalls while the prober sends)."), "",
+        "## Summary", "",
+        "| method | cross traffic | runs | median abs error | 90th pct abs error | range holds truth | "
+        "median time s | median probe kB |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for m in methods:
+        for kind in ["all"] + args.kinds.split(","):
+            rs = [r for r in rows if r["method"] == m and
+                  (kind == "all" or r["kind"] in (kind, "none"))]
+            ok = [r for r in rs if r["error_pct"] != ""]
+            if not ok:
+                continue
+            errs = sorted(abs(r["error_pct"]) for r in ok)
+            p90 = errs[min(len(errs) - 1, int(round(0.9 * (len(errs) - 1))))]
+            held_n = sum(1 for r in ok if r["range_holds_truth"] is True)
+            lines.append(
+                f"| {m} | {kind if kind != 'all' else 'all (incl. none)'} | {len(ok)}/{len(rs)} "
+                f"| {statistics.median(errs):.1f}% | {p90:.1f}% | {held_n}/{len(ok)} "
+                f"| {statistics.median(r['elapsed_s'] for r in ok):.1f} "
+                f"| {statistics.median(r['probe_bytes'] for r in ok) / 1e3:.0f} |")
+    lines += ["", "## Every condition", "",
+              "| R | util | kind | truth Mbit/s | method | estimate | range | error | time s | "
+              "probe kB | stop | iperf3 TCP |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        err = "" if r["error_pct"] == "" else f"{r['error_pct']:+.1f}%"
+        el = "" if r["elapsed_s"] == "" else f"{r['elapsed_s']:.1f}"
+        lines.append(
+            f"| {fmt(r['rate_bps'], 1e6, 0)}M | {r['util_pct']}% | {r['kind']} "
+            f"| {fmt(r['truth_bps'])} | {r['method']} | {fmt(r['estimate_bps'])} "
+            f"| {fmt(r['low_bps'])}..{fmt(r['high_bps'])} | {err} | {el} "
+            f"| {fmt(r['probe_bytes'], 1e3, 0)} | {r['stop_reason']} "
+            f"| {fmt(r['iperf3_tcp_bps'])} |")
+    with open(os.path.join(args.out, base + ".md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

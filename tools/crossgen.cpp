@@ -1,0 +1,116 @@
+// lw_crossgen: the lab's bursty cross-traffic generator (not part of the
+// tool). UDP datagrams to HOST:PORT with exponential inter-departure times (a
+// Poisson process) and IP sizes drawn from a weighted mix, at a mean IP-layer
+// rate. Sleeps to each departure (timer slack 1 ns) and sends whatever is due
+// on waking, so late wake-ups add bursts but never lower the mean rate.
+//
+//   lw_crossgen HOST PORT RATE_BPS SECONDS SEED SIZE:WEIGHT[,SIZE:WEIGHT...]
+//   SECONDS 0 = until killed.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+double now_s() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+void sleep_until_s(double t) {
+  timespec ts{};
+  ts.tv_sec = static_cast<time_t>(t);
+  ts.tv_nsec = static_cast<long>((t - static_cast<double>(ts.tv_sec)) * 1e9);
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+  }
+}
+
+int usage(const char* why) {
+  std::fprintf(stderr,
+               "lw_crossgen: %s\nusage: lw_crossgen HOST PORT RATE_BPS SECONDS SEED "
+               "SIZE:WEIGHT[,SIZE:WEIGHT...]\n",
+               why);
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 7) return usage("six arguments expected");
+  sockaddr_in dst{};
+  dst.sin_family = AF_INET;
+  if (inet_pton(AF_INET, argv[1], &dst.sin_addr) != 1) return usage("HOST must be an IPv4 address");
+  const int port = std::atoi(argv[2]);
+  const double rate = std::atof(argv[3]);
+  const double seconds = std::atof(argv[4]);
+  const unsigned seed = static_cast<unsigned>(std::strtoul(argv[5], nullptr, 10));
+  if (port < 1 || port > 65535) return usage("bad PORT");
+  if (!(rate > 0) || rate > 10e9) return usage("RATE_BPS must be in (0, 10e9]");
+  if (seconds < 0) return usage("SECONDS must be >= 0");
+  dst.sin_port = htons(static_cast<uint16_t>(port));
+
+  std::vector<int> sizes;
+  std::vector<double> weights;
+  std::string mix = argv[6];
+  for (std::size_t pos = 0; pos < mix.size();) {
+    const std::size_t end = mix.find(',', pos);
+    const std::string item = mix.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+    const std::size_t colon = item.find(':');
+    if (colon == std::string::npos) return usage("sizes are SIZE:WEIGHT");
+    const int size = std::atoi(item.substr(0, colon).c_str());
+    const double w = std::atof(item.substr(colon + 1).c_str());
+    if (size < 29 || size > 1500 || w < 0) return usage("SIZE must be 29..1500, WEIGHT >= 0");
+    sizes.push_back(size);
+    weights.push_back(w);
+    if (end == std::string::npos) break;
+    pos = end + 1;
+  }
+  double total = 0, mean = 0;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    total += weights[i];
+    mean += weights[i] * sizes[i];
+  }
+  if (!(total > 0)) return usage("the weights must not all be 0");
+  mean /= total;
+
+  const int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  if (fd < 0) {
+    std::perror("lw_crossgen: socket");
+    return 1;
+  }
+  int sndbuf = 4 << 20;
+  setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
+  prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+
+  std::mt19937_64 rng(seed);
+  std::exponential_distribution<double> gap(rate / (8.0 * mean));  // packets per second
+  std::discrete_distribution<std::size_t> pick(weights.begin(), weights.end());
+  static char buf[1500];
+  const double t0 = now_s();
+  const double end = seconds > 0 ? t0 + seconds : 1e300;
+  double next = t0;
+  for (;;) {
+    next += gap(rng);
+    if (next > end) break;
+    if (next > now_s()) sleep_until_s(next);
+    const int ip_len = sizes[pick(rng)];
+    // UDP over IPv4: 28 bytes of headers. A full socket buffer drops the
+    // datagram (as a router would); the link counters are the ground truth.
+    sendto(fd, buf, static_cast<std::size_t>(ip_len - 28), MSG_DONTWAIT,
+           reinterpret_cast<const sockaddr*>(&dst), sizeof dst);
+  }
+  close(fd);
+  return 0;
+}
