@@ -18,6 +18,10 @@ namespace {
 
 constexpr int kMinCalibrationUsable = 3;
 constexpr int kLostFleetsToStop = 3;
+// Calibration threshold above which the trains are lengthened (a ratio noise
+// of 3% hides an avail-bw step of 3% of C), and how often.
+constexpr double kNoisyThreshold = 0.03;
+constexpr int kMaxLengthening = 2;
 
 // Sends trains with the budget checks, the reply wait and the idle rule every
 // avail-bw train shares. run() returns false (stop_reason set) when a cap,
@@ -105,15 +109,16 @@ void summarize(RateRecord& rr) {
 // The default method's train at rate O: MTU-sized load (the knee then sits at
 // the avail-bw as IP-layer bits of full-size packets count it), at least
 // train_time_s and min_train_packets long.
+// `scale` lengthens (noisy path) or shortens (lossy path) it.
 CapacityTrainParams search_train(const Config& c, const FlowId& flow, int L, double rate,
-                                 double shorten) {
+                                 double scale) {
   CapacityTrainParams p;
   p.flow = flow;
   p.packet_size = static_cast<std::uint16_t>(L);
   const double n = std::ceil(c.train_time_s * rate / (8.0 * L));
-  const int n_min = std::max(2, static_cast<int>(std::lround(c.min_train_packets * shorten)));
+  const int n_min = std::max(2, static_cast<int>(std::lround(c.min_train_packets * scale)));
   p.load_packets = static_cast<int>(
-      std::clamp(n * shorten, static_cast<double>(n_min), static_cast<double>(c.max_load_packets)));
+      std::clamp(n * scale, static_cast<double>(n_min), static_cast<double>(c.max_load_packets)));
   p.gap = gap_for_rate(rate, L);
   // No drain packets: they queue ahead of the head at a busy bottleneck and
   // would bias the first segment; the ratio starts at the first marker after
@@ -125,45 +130,62 @@ CapacityTrainParams search_train(const Config& c, const FlowId& flow, int L, dou
 }
 
 void run_fleet_method(PacedRunner& runner, Session& ss, const Config& c, double C,
-                      AvailbwResult& res, Nanos t0) {
+                      AvailbwResult& res, Nanos t0, Nanos t_cap) {
   const int L = ss.packet_size;
   const double omega = res.resolution_bps;
   // Calibration: the time structure of a search train at C/2 (same gap and
   // length, so the same absolute timing noise) with packets shrunk to offer
-  // calibration_rate·C, far below any avail-bw worth measuring.
-  const CapacityTrainParams mid = search_train(c, ss.flow, L, C / 2, 1.0);
-  CapacityTrainParams cal = mid;
-  cal.packet_size = static_cast<std::uint16_t>(
-      std::clamp(std::lround(L * c.calibration_rate / 0.5), 64L, static_cast<long>(L)));
-  RateRecord calib;
-  calib.phase = "calibration";
-  calib.rate_bps = 8.0 * cal.packet_size / to_seconds(cal.gap);
-  calib.verdict = "calibration";
-  calib.at_s = to_seconds(mono_now() - t0);
-  std::vector<double> cal_ratios;
-  for (int i = 0; i < c.calibration_trains; ++i) {
-    const Train t = make_capacity_train(cal, res.trains_sent, ss.seqs);
-    PacedSample s;
-    if (!runner.run(t, &s)) break;
-    const bool ok = s.usable && !s.lost;
-    if (ok) cal_ratios.push_back(s.ratio);
-    calib.trains.push_back(record_of(t, s, cal.packet_size, ok ? "calibration" : "lost"));
-    if (c.verbose) {
-      std::fprintf(stderr, "calibration %d: ratio %.5f ht %.5f pdt %.2f replies %d/%d\n", i,
-                   s.ratio, s.ratio_head_tail, s.pdt, s.replies, s.markers);
+  // calibration_rate·C, far below any avail-bw worth measuring. Timing noise
+  // is absolute, so its share of a train's span falls as the train grows:
+  // when the path is noisy (a busy tight link), lengthen the trains and
+  // calibrate again (PRC-MT's automatic train sizing), at most twice.
+  double scale = 1.0;
+  NoiseModel noise;
+  for (int round = 0;; ++round) {
+    const CapacityTrainParams mid = search_train(c, ss.flow, L, C / 2, scale);
+    CapacityTrainParams cal = mid;
+    cal.packet_size = static_cast<std::uint16_t>(
+        std::clamp(std::lround(L * c.calibration_rate / 0.5), 64L, static_cast<long>(L)));
+    RateRecord calib;
+    calib.phase = "calibration";
+    calib.rate_bps = 8.0 * cal.packet_size / to_seconds(cal.gap);
+    calib.verdict = "calibration";
+    calib.at_s = to_seconds(mono_now() - t0);
+    std::vector<double> cal_ratios;
+    for (int i = 0; i < c.calibration_trains; ++i) {
+      const Train t = make_capacity_train(cal, res.trains_sent, ss.seqs);
+      PacedSample s;
+      if (!runner.run(t, &s)) break;
+      const bool ok = s.usable && !s.lost;
+      if (ok) cal_ratios.push_back(s.ratio);
+      calib.trains.push_back(record_of(t, s, cal.packet_size, ok ? "calibration" : "lost"));
+      if (c.verbose) {
+        std::fprintf(stderr, "calibration %d: N=%d ratio %.5f ht %.5f pdt %.2f replies %d/%d\n",
+                     i, cal.load_packets, s.ratio, s.ratio_head_tail, s.pdt, s.replies,
+                     s.markers);
+      }
     }
+    summarize(calib);
+    res.rates.push_back(calib);
+    if (!res.stop_reason.empty()) return;
+    if (static_cast<int>(cal_ratios.size()) < kMinCalibrationUsable) {
+      throw Error("availbw",
+                  "the target answered too few markers of the low-rate calibration trains (" +
+                      std::to_string(cal_ratios.size()) + " of " +
+                      std::to_string(c.calibration_trains) + " usable)",
+                  "calibration_failed");
+    }
+    noise = calibrate_noise(cal_ratios);
+    if (noise.threshold <= kNoisyThreshold || round >= kMaxLengthening ||
+        2 * mid.load_packets > c.max_load_packets) {
+      break;
+    }
+    scale *= 2;
+    res.warnings.push_back({"trains_lengthened",
+                            "timing noise on this path was high (threshold " +
+                                std::to_string(noise.threshold) +
+                                "); trains doubled in length and calibrated again"});
   }
-  summarize(calib);
-  res.rates.push_back(calib);
-  if (!res.stop_reason.empty()) return;
-  if (static_cast<int>(cal_ratios.size()) < kMinCalibrationUsable) {
-    throw Error("availbw",
-                "the target answered too few markers of the low-rate calibration trains (" +
-                    std::to_string(cal_ratios.size()) + " of " +
-                    std::to_string(c.calibration_trains) + " usable)",
-                "calibration_failed");
-  }
-  const NoiseModel noise = calibrate_noise(cal_ratios);
   res.noise_baseline = noise.baseline;
   res.noise_threshold = noise.threshold;
   if (noise.baseline > 1.05) {
@@ -177,7 +199,6 @@ void run_fleet_method(PacedRunner& runner, Session& ss, const Config& c, double 
   fp.capacity_bps = C;
   fp.resolution_bps = omega;
   FleetSearch search(fp);
-  double shorten = 1.0;
   res.stop_reason.clear();
 
   // One fleet at `rate`: K trains, stopped early once the verdict is settled.
@@ -187,7 +208,7 @@ void run_fleet_method(PacedRunner& runner, Session& ss, const Config& c, double 
     rr.phase = phase;
     rr.rate_bps = rate;
     rr.at_s = to_seconds(mono_now() - t0);
-    const CapacityTrainParams tp = search_train(c, ss.flow, L, rate, shorten);
+    const CapacityTrainParams tp = search_train(c, ss.flow, L, rate, scale);
     std::vector<TrainVerdict> verdicts;
     *lost = 0;
     bool settled = false;
@@ -235,7 +256,7 @@ void run_fleet_method(PacedRunner& runner, Session& ss, const Config& c, double 
       rec[j].phase = "response";
       rec[j].rate_bps = rates[j];
       rec[j].at_s = to_seconds(mono_now() - t0);
-      tp[j] = search_train(c, ss.flow, L, rates[j], shorten);
+      tp[j] = search_train(c, ss.flow, L, rates[j], scale);
     }
     int lost = 0;
     const int min_n = 2 * c.fleet_trains, max_n = 5 * c.fleet_trains;
@@ -275,7 +296,18 @@ void run_fleet_method(PacedRunner& runner, Session& ss, const Config& c, double 
   };
 
   int lost_fleets = 0;
+  // Keep time for the response trains: 2K of them at C, each followed by
+  // its idle time, twice over.
+  const CapacityTrainParams top = search_train(c, ss.flow, L, C, scale);
+  const double top_span = 8.0 * top.load_packets * L / C;
+  const Nanos search_deadline =
+      t_cap - from_seconds(2.0 * 2 * c.fleet_trains * top_span / c.max_load);
+  bool search_cut = false;
   for (int f = 0; f < c.max_fleets && !search.done(); ++f) {
+    if (mono_now() > search_deadline) {
+      search_cut = true;
+      break;
+    }
     const double rate = search.next_rate();
     FleetVerdict fv = FleetVerdict::kGrey;
     int lost = 0;
@@ -294,7 +326,7 @@ void run_fleet_method(PacedRunner& runner, Session& ss, const Config& c, double 
                                     " fleets in a row lost marker replies, even shortened"});
         break;
       }
-      shorten = std::max(0.25, shorten / 2);
+      scale = std::max(0.25, scale / 2);
       res.warnings.push_back({"trains_shortened",
                               "a whole fleet lost marker replies; trains shortened"});
     } else {
@@ -305,7 +337,7 @@ void run_fleet_method(PacedRunner& runner, Session& ss, const Config& c, double 
     if (search.high() < 0.9 * C) run_response(search.high());
     // A cap that cuts the response trains short leaves the search's reason.
     if (res.stop_reason.empty() || search.done()) {
-      res.stop_reason = search.done() ? "resolution" : "max_fleets";
+      res.stop_reason = search.done() ? "resolution" : search_cut ? "max_time" : "max_fleets";
     }
   }
 
@@ -391,7 +423,7 @@ AvailbwResult run_availbw_phase(Session& ss, const Config& c, const std::atomic<
   if (c.method == "linkwidth") {
     run_linkwidth_method(runner, ss, c, capacity_bps, res, t0);
   } else {
-    run_fleet_method(runner, ss, c, capacity_bps, res, t0);
+    run_fleet_method(runner, ss, c, capacity_bps, res, t0, t_cap);
   }
   res.probe_bytes = ss.prober->bytes_sent() - bytes0;
   res.probe_packets = ss.prober->packets_sent() - packets0;

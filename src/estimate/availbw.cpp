@@ -247,16 +247,18 @@ AvailbwEstimate estimate_availbw(const std::vector<ResponseSample>& resp, const 
   }
   response_crossing(resp, noise.baseline, C, &e.crossing_bps, &e.crossing_se_bps);
   const double a = std::clamp(e.crossing_bps, 0.0, C);
-  // Burstiness only ever pushes the bracket below the mean avail-bw, so a
-  // crossing above the bracket is its signature and the mean is the answer.
-  // Inside the bracket the bracket is the finer measurement; below it the
-  // response trains were disturbed (a tight link that is not the narrow one,
-  // loss) and the bracket stands.
-  if (a > high) {
+  // The crossing averages the cross traffic over every response train; the
+  // bracket reads the avail-bw on one train's time scale, through a noise
+  // threshold. Burstiness and a noisy path (wide thresholds) only ever move
+  // the bracket away from the mean, so the crossing is the point estimate
+  // wherever it is consistent with the bracket's lower end. Below that end
+  // the response trains were disturbed (loss, a tight link that is not the
+  // narrow one) and the bracket's middle stands.
+  if (a >= e.low_bps) {
     e.availbw_bps = a;
     e.basis = "response_curve";
     e.low_bps = std::max(0.0, std::min(e.low_bps, a - 2 * e.crossing_se_bps));
-    e.high_bps = std::min(C, a + 2 * e.crossing_se_bps);
+    e.high_bps = std::min(C, std::max(high, a + 2 * e.crossing_se_bps));
   }
   return e;
 }

@@ -130,7 +130,7 @@ TEST_CASE("train and fleet verdicts", "[availbw]") {
   CHECK(decide_fleet({}, 0.7) == FleetVerdict::kGrey);
 }
 
-TEST_CASE("response trains: the mean avail-bw above a burst-biased bracket", "[availbw]") {
+TEST_CASE("response trains: the mean avail-bw beside the bracket", "[availbw]") {
   NoiseModel noise;
   noise.baseline = 1.0;
   noise.threshold = 0.004;
@@ -145,10 +145,12 @@ TEST_CASE("response trains: the mean avail-bw above a burst-biased bracket", "[a
   CHECK(e.high_bps == Approx(40e6).epsilon(1e-6));
   CHECK(e.tight_capacity_bps == Approx(100e6).epsilon(1e-6));
   CHECK(e.points == 4);
-  // Crossing inside the bracket: the bracket is the finer measurement.
+  // Crossing inside the bracket: still the crossing, the bracket is the range.
   e = estimate_availbw(pts, noise, 38e6, 42e6, 100e6);
-  CHECK(e.basis == "bracket");
+  CHECK(e.basis == "response_curve");
   CHECK(e.availbw_bps == Approx(40e6));
+  CHECK(e.low_bps == Approx(37.8e6));
+  CHECK(e.high_bps == Approx(42e6));
   // Crossing below the bracket: disturbed response trains, bracket stands.
   e = estimate_availbw(pts, noise, 50e6, 54e6, 100e6);
   CHECK(e.basis == "bracket");
