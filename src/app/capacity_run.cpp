@@ -25,7 +25,8 @@ constexpr int kMinLoadPackets = 8;
 
 std::uint32_t checked_target(const Config& c) {
   const std::uint32_t addr = resolve_ipv4(c.target);
-  const std::string why = forbidden_target_reason(addr);
+  std::string why = forbidden_target_reason(addr);
+  if (why.empty()) why = local_target_reason(addr);
   if (!why.empty()) {
     throw Error("target", "refusing to probe " + format_ipv4(addr) + ": it is " + why,
                 "forbidden_target", ExitCode::kUsage);
@@ -60,6 +61,11 @@ CapacityTrainParams train_params(const Config& c, const FlowId& flow, int n, int
   p.packet_size = static_cast<std::uint16_t>(packet_size);
   p.drain_packets = c.drain_packets;
   p.markers = c.markers;
+  // Back to back (line rate) is what a capacity train wants; under --max-rate
+  // every packet waits for the previous one's bits at that rate instead. A path
+  // faster than the cap then leaves the trains uncompressed: a lower bound.
+  p.gap = p.drain_gap = min_gap_for_rate(c.max_rate_bps, packet_size);
+  p.warmup_lead = std::max(p.warmup_lead, min_gap_for_rate(c.max_rate_bps, 40));
   return p;
 }
 
@@ -178,6 +184,7 @@ nlohmann::json params_json(const Config& c) {
           {"max_load", c.max_load},
           {"max_time_s", c.max_time_s},
           {"max_bytes", c.max_bytes},
+          {"max_rate_bps", c.max_rate_bps},
           {"discovery_tries", c.discovery_tries},
           {"reply_timeout_s", c.reply_timeout_s}};
 }
@@ -199,7 +206,8 @@ CapacityResult run_capacity(const Config& c, const std::atomic<bool>& stop) {
 
   PortReservation reserved(route.source, c.sport);
   res.source_port = reserved.port();
-  Prober prober(route, dst, reserved.port(), stop);
+  Prober prober(route, dst, reserved.port(), stop, c);
+  res.params["privileges"] = prober.privileges().to_json();
   std::random_device rd;
   SeqAllocator seqs(static_cast<std::uint32_t>(rd()));
 
@@ -398,6 +406,11 @@ CapacityResult run_capacity(const Config& c, const std::atomic<bool>& stop) {
   update_estimate();
   res.dispersion_offset_s = offset_s;
   conclude(res, sm, two_lengths, est);
+  if (res.lower_bound && res.capacity_bps >= c.max_rate_bps / 1.15) {
+    res.warnings.push_back({"max_rate_limited",
+                            "trains were paced at --max-rate " + format_rate(c.max_rate_bps) +
+                                "; the path may be faster: raise --max-rate to measure it"});
+  }
   const CaptureStats cs = prober.capture_stats();
   if (cs.dropped > 0) {
     res.warnings.push_back({"capture_drops", std::to_string(cs.dropped) +
@@ -463,6 +476,7 @@ nlohmann::json plan_capacity(const Config& c) {
   plan["caps"] = {{"max_trains", c.max_trains},
                   {"max_time_s", c.max_time_s},
                   {"max_bytes", c.max_bytes},
+                  {"max_rate_bps", c.max_rate_bps},
                   {"worst_case_bytes", std::min<std::uint64_t>(
                                            c.max_bytes, static_cast<std::uint64_t>(c.max_trains) *
                                                             (c.max_load_packets + 5) * L)}};

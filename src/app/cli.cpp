@@ -58,6 +58,7 @@ CliResult parse_cli(const std::vector<std::string>& args) {
   CliResult r;
   Config& c = r.config;
   std::string max_bytes = "50M";
+  std::string max_rate = "1G";
 
   po::options_description opts("Options");
   // clang-format off
@@ -83,6 +84,7 @@ CliResult parse_cli(const std::vector<std::string>& args) {
     ("max-load", po::value(&c.max_load), "average probing rate as a fraction of the capacity (default 0.1)")
     ("max-time", po::value(&c.max_time_s), "hard cap on the run time, seconds (default 20)")
     ("max-bytes", po::value(&max_bytes), "hard cap on probe bytes per run, K/M/G suffixes (default 50M)")
+    ("max-rate", po::value(&max_rate), "peak probing rate in bit/s, K/M/G suffixes, 100K..100G; a faster path is reported as a lower bound (default 1G)")
     ("tries", po::value(&c.discovery_tries), "closed-port discovery rounds before 'filtered' (default 3)")
     ("reply-timeout", po::value(&c.reply_timeout_s), "longest wait for replies, in discovery and after each train, seconds (default 1)");
   // clang-format on
@@ -124,7 +126,12 @@ CliResult parse_cli(const std::vector<std::string>& args) {
     return r;
   }
   require(!c.target.empty(), "no TARGET given; usage: linkwidth " + cmd + " TARGET.");
-  c.max_bytes = static_cast<std::uint64_t>(std::llround(parse_si(max_bytes, "--max-bytes")));
+  const double max_bytes_v = parse_si(max_bytes, "--max-bytes");
+  require(max_bytes_v >= 10e3 && max_bytes_v <= 10e9, "--max-bytes must be between 10K and 10G.");
+  c.max_bytes = static_cast<std::uint64_t>(std::llround(max_bytes_v));
+  c.max_rate_bps = parse_si(max_rate, "--max-rate");
+  require(c.max_rate_bps >= 100e3 && c.max_rate_bps <= 100e9,
+          "--max-rate must be between 100K and 100G bit/s.");
 
   require(c.port >= 0 && c.port <= 65535, "--port must be between 1 and 65535.");
   require(c.sport >= 0 && c.sport <= 65535, "--source-port must be between 1 and 65535.");

@@ -38,7 +38,12 @@ DiscoveryResult discover_closed_port(Prober& prober, const FlowId& flow,
   std::vector<int> ports = candidates;
   std::string icmp_reason;
   std::uint32_t icmp_from = 0;
+  const auto interrupted = [] {
+    return Error("discovery", "interrupted before a closed port was found", "interrupted",
+                 ExitCode::kInterrupted);
+  };
   for (int attempt = 0; attempt < tries && !ports.empty(); ++attempt) {
+    if (prober.stopped()) throw interrupted();
     Train t;
     t.id = -1 - attempt;
     for (std::size_t i = 0; i < ports.size(); ++i) {
@@ -59,6 +64,7 @@ DiscoveryResult discover_closed_port(Prober& prober, const FlowId& flow,
     std::vector<int> all(t.probes.size());
     for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
     const TrainRun run = prober.run(t, all, timeout, /*any=*/true);
+    if (prober.stopped()) throw interrupted();
 
     int best = -1;
     for (std::size_t i = 0; i < t.probes.size(); ++i) {

@@ -59,6 +59,10 @@ int run_main(const std::vector<std::string>& args) {
     if (!r.valid) return static_cast<int>(ExitCode::kRuntime);
     return 0;
   } catch (const Error& e) {
+    if (e.exit_code() == ExitCode::kInterrupted && stop_signal() != 0) {
+      fail(c, c.command, {e.code(), e.what()}, e.exit_code());
+      return 128 + stop_signal();  // the usual code: 130 for SIGINT, 143 for SIGTERM
+    }
     return fail(c, c.command, {e.code(), e.what()}, e.exit_code());
   } catch (const std::exception& e) {
     return fail(c, c.command, {"internal", std::string("internal error: ") + e.what()},

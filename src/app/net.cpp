@@ -46,6 +46,35 @@ std::string forbidden_target_reason(std::uint32_t a) {
   return "";
 }
 
+std::string local_target_reason(std::uint32_t addr) {
+  ifaddrs* ifs = nullptr;
+  if (getifaddrs(&ifs) != 0) return "";
+  std::string why;
+  for (ifaddrs* i = ifs; i && why.empty(); i = i->ifa_next) {
+    if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET) continue;
+    const std::uint32_t a =
+        ntohl(reinterpret_cast<const sockaddr_in*>(i->ifa_addr)->sin_addr.s_addr);
+    if (a == addr) {
+      why = std::string("an address of this host (") + i->ifa_name + ")";
+      break;
+    }
+    if (!i->ifa_netmask) continue;
+    const std::uint32_t mask =
+        ntohl(reinterpret_cast<const sockaddr_in*>(i->ifa_netmask)->sin_addr.s_addr);
+    int prefix = 0;
+    for (std::uint32_t m = mask; m & 0x80000000u; m <<= 1) ++prefix;
+    if (prefix == 0 || prefix > 30) continue;
+    const std::string subnet = format_ipv4(a & mask) + "/" + std::to_string(prefix);
+    if (addr == (a | ~mask)) {
+      why = "the broadcast address of " + subnet + " on " + i->ifa_name;
+    } else if (addr == (a & mask)) {
+      why = "the network address of " + subnet + " on " + i->ifa_name;
+    }
+  }
+  freeifaddrs(ifs);
+  return why;
+}
+
 namespace {
 
 int interface_mtu(const std::string& ifname) {

@@ -1,6 +1,8 @@
 #include "plan/capacity_plan.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 namespace lw {
 
@@ -52,14 +54,15 @@ Train make_capacity_train(const CapacityTrainParams& p, int train_id, SeqAllocat
   };
 
   const Nanos t_train = p.warmup ? p.warmup_lead : 0;
-  Nanos t_next = t_train;  // departure of the next packet from the head on
+  if (p.warmup) push(syn(Role::kWarmup, 0));
+  for (int i = 0; i < p.drain_packets; ++i) push(rst(Role::kDrain, t_train + i * p.drain_gap));
+  // Departure of the next packet from the head on.
+  Nanos t_next = t_train + (p.drain_packets > 0 ? p.drain_packets * p.drain_gap : 0);
   auto paced = [&] {
     const Nanos departure = t_next;
     t_next += p.gap;
     return departure;
   };
-  if (p.warmup) push(syn(Role::kWarmup, 0));
-  for (int i = 0; i < p.drain_packets; ++i) push(rst(Role::kDrain, t_train));
 
   // Markers split the N load packets into (n_markers - 1) nearly equal segments.
   double bits = 0;
@@ -83,6 +86,20 @@ Train make_capacity_train(const CapacityTrainParams& p, int train_id, SeqAllocat
 
 Nanos gap_for_rate(double rate_bps, int packet_size) {
   return static_cast<Nanos>(8.0 * packet_size / rate_bps * 1e9 + 0.5);
+}
+
+Nanos min_gap_for_rate(double rate_bps, int packet_size) {
+  return static_cast<Nanos>(std::ceil(8.0 * packet_size * 1e9 / rate_bps));
+}
+
+double planned_peak_rate(const Train& t) {
+  double peak = 0;
+  for (std::size_t i = 1; i < t.probes.size(); ++i) {
+    const Nanos gap = t.probes[i].offset - t.probes[i - 1].offset;
+    if (gap <= 0) return std::numeric_limits<double>::infinity();
+    peak = std::max(peak, 8.0 * t.probes[i - 1].ip_len * 1e9 / static_cast<double>(gap));
+  }
+  return peak;
 }
 
 }  // namespace lw

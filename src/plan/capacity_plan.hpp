@@ -29,10 +29,21 @@ struct CapacityTrainParams {
   // train back to back (capacity); a gap g offers the rate L·8/g (the paced
   // trains of the avail-bw search, LinkWidth §3.4 / pathload's streams).
   Nanos gap = 0;
+  // Spacing of the drain packets and of the head after the last of them: 0 sends
+  // them back to back (at line rate); under a --max-rate cap, min_gap_for_rate.
+  Nanos drain_gap = 0;
 };
 
 // The gap that offers `rate_bps` with `packet_size`-byte packets.
 Nanos gap_for_rate(double rate_bps, int packet_size);
+// The same, rounded up: the smallest gap that stays at or under `rate_bps`.
+Nanos min_gap_for_rate(double rate_bps, int packet_size);
+
+// The highest rate the schedule asks for between two consecutive packets:
+// max over i of 8 * ip_len[i-1] / (offset[i] - offset[i-1]), bits/s; infinity
+// for two packets planned at the same instant (back to back = line rate), 0 for
+// fewer than two packets. The pacer refuses trains above --max-rate with it.
+double planned_peak_rate(const Train& t);
 
 // Hands out unique marker sequence numbers for one run (step 2 keeps them
 // distinct even if a middlebox adds 1 to what it acknowledges).

@@ -23,13 +23,19 @@ struct SendRecord {
 struct PacerOptions {
   Nanos spin_window = 60 * kUs;  // sleep until this long before a deadline, then spin
   Nanos lead = 200 * kUs;        // t0 = now + lead, so the first deadline is not already late
+  // Peak-rate cap in IP bits/s (0 = none). A train whose schedule asks for more
+  // (plan/capacity_plan.hpp planned_peak_rate) is refused with an Error before
+  // anything is sent, and a packet never leaves earlier than the previous one's
+  // bits at this rate after it, also when the pacer catches up after a stall.
+  double max_rate_bps = 0;
 };
 
 class Pacer {
  public:
   Pacer(RawSocket& sock, PacerOptions opt) : sock_(sock), opt_(opt) {}
   // Sends `bytes[i]` (prebuilt for train.probes[i]) on schedule. Stops early,
-  // leaving the rest unsent, if *stop becomes true.
+  // leaving the rest unsent, if *stop becomes true. Throws Error (code
+  // max_rate_exceeded) for a train above the peak-rate cap.
   std::vector<SendRecord> send(const Train& train,
                                const std::vector<std::vector<std::uint8_t>>& bytes,
                                const std::atomic<bool>* stop);

@@ -1,0 +1,59 @@
+// Safety caps: --max-rate in the plan (the pacer's refusal uses
+// planned_peak_rate), refused targets on this host's own subnets.
+#include <catch2/catch.hpp>
+#include <algorithm>
+#include <cmath>
+
+#include "app/cli.hpp"
+#include "app/net.hpp"
+#include "linkwidth/error.hpp"
+#include "plan/capacity_plan.hpp"
+
+using namespace lw;
+
+TEST_CASE("--max-rate parses with suffixes and refuses absurd values", "[cli][safety]") {
+  CHECK(parse_cli({"capacity", "x"}).config.max_rate_bps == 1e9);
+  CHECK(parse_cli({"capacity", "x", "--max-rate", "250M"}).config.max_rate_bps == 250e6);
+  CHECK(parse_cli({"capacity", "x", "--max-rate", "10G"}).config.max_rate_bps == 10e9);
+  for (const char* bad : {"0", "-5M", "50", "1T", "200G", "1e300", "inf", "fast", ""}) {
+    INFO(bad);
+    CHECK_THROWS_AS(parse_cli({"capacity", "x", "--max-rate", bad}), UsageError);
+  }
+}
+
+TEST_CASE("planned peak rate of trains", "[plan][safety]") {
+  CapacityTrainParams p;
+  p.flow = {0xC6120101, 0xC6120202, 40000, 47391};
+  p.load_packets = 20;
+  SeqAllocator seqs(1);
+  // Back to back: line rate, which no finite cap allows.
+  CHECK(std::isinf(planned_peak_rate(make_capacity_train(p, 0, seqs))));
+  // Capped: every packet waits for the previous one's bits at the cap.
+  for (double cap : {1e9, 9e8, 123.4e6, 100e3}) {
+    p.gap = p.drain_gap = min_gap_for_rate(cap, p.packet_size);
+    p.warmup_lead = std::max<Nanos>(50 * kUs, min_gap_for_rate(cap, 40));
+    const Train t = make_capacity_train(p, 1, seqs);
+    INFO(cap);
+    CHECK(planned_peak_rate(t) <= cap);
+    CHECK(planned_peak_rate(t) >= 0.999 * cap);  // and not needlessly slower
+    CHECK(t.probes[2].offset - t.probes[1].offset == p.drain_gap);  // drain packets spaced
+  }
+  // Paced avail-bw trains with back-to-back drain packets exceed any cap.
+  p.gap = gap_for_rate(60e6, 1500);
+  p.drain_gap = 0;
+  CHECK(std::isinf(planned_peak_rate(make_capacity_train(p, 2, seqs))));
+  p.drain_packets = 0;
+  CHECK(planned_peak_rate(make_capacity_train(p, 3, seqs)) == Approx(60e6).epsilon(1e-6));
+  CHECK(planned_peak_rate(Train{}) == 0);
+}
+
+TEST_CASE("this host's own addresses and subnet broadcasts are refused", "[net][safety]") {
+  // lo carries 127.0.0.1/8 on every Linux host.
+  CHECK(local_target_reason(0x7f000001).find("an address of this host (lo)") !=
+        std::string::npos);
+  CHECK(local_target_reason(0x7fffffff).find("broadcast address of 127.0.0.0/8") !=
+        std::string::npos);
+  CHECK(local_target_reason(0x7f000000).find("network address of 127.0.0.0/8") !=
+        std::string::npos);
+  CHECK(local_target_reason(0xC6130302).empty());  // 198.19.3.2: nothing local
+}
