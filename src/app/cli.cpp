@@ -30,6 +30,12 @@ void require(bool ok, const std::string& sentence) {
 
 double parse_si(const std::string& text, const std::string& what) {
   if (text.empty()) throw UsageError(what + " is empty.");
+  // Plain decimal only: stod would also take hex ("0x10"), "inf" and spaces.
+  const std::size_t sign = text[0] == '+' || text[0] == '-' ? 1 : 0;
+  if (text.find_first_not_of("0123456789.eE+-") == 0 || text.compare(sign, 2, "0x") == 0 ||
+      text.compare(sign, 2, "0X") == 0) {
+    throw UsageError(what + " '" + text + "' is not a number.");
+  }
   std::size_t pos = 0;
   double v = 0;
   try {
@@ -102,6 +108,8 @@ CliResult parse_cli(const std::vector<std::string>& args) {
     r.show_version = true;
     return r;
   }
+  require(cmd.empty() || cmd[0] != '-',
+          "no command given before '" + cmd + "'; try 'linkwidth help'.");
   require(cmd == "capacity", "unknown command '" + cmd + "'; try 'linkwidth help'.");
   c.command = cmd;
 
@@ -158,8 +166,8 @@ CliResult parse_cli(const std::vector<std::string>& args) {
   require(c.max_bytes >= 10000 && c.max_bytes <= 10ull * 1000 * 1000 * 1000,
           "--max-bytes must be between 10K and 10G.");
   require(c.discovery_tries >= 1 && c.discovery_tries <= 10, "--tries must be between 1 and 10.");
-  require(c.reply_timeout_s > 0 && c.reply_timeout_s <= 10,
-          "--reply-timeout must be above 0 and at most 10 seconds.");
+  require(c.reply_timeout_s >= 0.001 && c.reply_timeout_s <= 10,
+          "--reply-timeout must be between 0.001 and 10 seconds.");
   return r;
 }
 

@@ -13,9 +13,15 @@ namespace lw {
 
 namespace {
 
+// Invalid UTF-8 (a target given in another encoding) becomes U+FFFD instead of
+// an exception: the document stays valid JSON.
+std::string dump(const nlohmann::json& j) {
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 int fail(const Config& c, const std::string& type, const ErrorInfo& err, ExitCode code) {
   if (c.json) {
-    std::cout << error_json(type, c.target, err, nullptr).dump(2) << std::endl;
+    std::cout << dump(error_json(type, c.target, err, nullptr)) << std::endl;
   }
   std::cerr << "linkwidth: " << err.message << std::endl;
   return static_cast<int>(code);
@@ -34,6 +40,9 @@ int run_main(const std::vector<std::string>& args) {
     std::string msg = e.what();
     msg = msg.substr(msg.find(": ") + 2);
     return fail(cfg, "error", {"usage", msg}, ExitCode::kUsage);
+  } catch (const std::exception& e) {
+    return fail(cfg, "error", {"usage", std::string("cannot parse the command line: ") + e.what()},
+                ExitCode::kUsage);
   }
   if (cli.show_help) {
     std::cout << cli.help_text;
@@ -47,23 +56,25 @@ int run_main(const std::vector<std::string>& args) {
   try {
     if (c.dry_run) {
       const auto plan = plan_capacity(c);
-      if (c.json) std::cout << plan.dump(2) << std::endl;
+      if (c.json) std::cout << dump(plan) << std::endl;
       else std::cout << plan_text(plan);
       return 0;
     }
     const auto& stop = install_stop_handlers();
     const CapacityResult r = run_capacity(c, stop);
-    if (c.json) std::cout << to_json(r).dump(2) << std::endl;
+    if (c.json) std::cout << dump(to_json(r)) << std::endl;
     else std::cout << to_text(r);
     if (r.stop_reason == "interrupted") return 128 + stop_signal();
     if (!r.valid) return static_cast<int>(ExitCode::kRuntime);
     return 0;
   } catch (const Error& e) {
+    std::string msg = e.what();
+    if (e.component() == "usage") msg = msg.substr(msg.find(": ") + 2);  // as parse_cli's
     if (e.exit_code() == ExitCode::kInterrupted && stop_signal() != 0) {
-      fail(c, c.command, {e.code(), e.what()}, e.exit_code());
+      fail(c, c.command, {e.code(), msg}, e.exit_code());
       return 128 + stop_signal();  // the usual code: 130 for SIGINT, 143 for SIGTERM
     }
-    return fail(c, c.command, {e.code(), e.what()}, e.exit_code());
+    return fail(c, c.command, {e.code(), msg}, e.exit_code());
   } catch (const std::exception& e) {
     return fail(c, c.command, {"internal", std::string("internal error: ") + e.what()},
                 ExitCode::kRuntime);

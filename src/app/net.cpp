@@ -26,8 +26,10 @@ std::uint32_t resolve_ipv4(const std::string& target) {
   addrinfo* res = nullptr;
   const int rc = getaddrinfo(target.c_str(), nullptr, &hints, &res);
   if (rc != 0 || !res) {
+    // A name that does not exist is a bad command line (exit 2); a resolver
+    // that cannot answer now is a runtime failure (exit 1).
     throw Error("resolve", "cannot resolve host '" + target + "': " + gai_strerror(rc),
-                "unknown_host");
+                "unknown_host", rc == EAI_NONAME ? ExitCode::kUsage : ExitCode::kRuntime);
   }
   const auto* sin = reinterpret_cast<const sockaddr_in*>(res->ai_addr);
   const std::uint32_t out = ntohl(sin->sin_addr.s_addr);
@@ -118,6 +120,10 @@ Route find_route(std::uint32_t dst, const std::string& iface, const std::string&
       throw UsageError("--source '" + src + "' is not an IPv4 address.");
     }
     r.source = ntohl(a.s_addr);
+    // Never send with someone else's address: only one of this host's own.
+    if (r.source == 0 || !lookup_interfaces(r.source, "", nullptr, nullptr)) {
+      throw UsageError("--source " + src + " is not an address of this host.");
+    }
   }
   if (!iface.empty()) {
     if (if_nametoindex(iface.c_str()) == 0) {

@@ -57,3 +57,15 @@ TEST_CASE("this host's own addresses and subnet broadcasts are refused", "[net][
         std::string::npos);
   CHECK(local_target_reason(0xC6130302).empty());  // 198.19.3.2: nothing local
 }
+
+TEST_CASE("SI values are plain decimals", "[cli][safety]") {
+  for (const char* bad : {"0x10M", "inf", "nan", " 5M", "M", "+", "1e5e5", "5 M", "0X1"}) {
+    INFO(bad);
+    CHECK_THROWS_AS(parse_si(bad, "--max-rate"), UsageError);
+  }
+  CHECK(parse_si("1e3K", "x") == 1e6);
+  CHECK_THROWS_WITH(parse_si("5X", "x"), Catch::Contains("unknown unit"));
+  CHECK(parse_si("-2", "x") == -2);  // the caller's range check refuses it
+  CHECK_THROWS_WITH(parse_cli({"capacity", "x", "--reply-timeout", "1e-9"}),
+                    Catch::Contains("--reply-timeout must be between 0.001 and 10 seconds"));
+}
