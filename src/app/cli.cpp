@@ -91,6 +91,7 @@ CliResult parse_cli(const std::vector<std::string>& args) {
     ("max-time", po::value(&c.max_time_s), "hard cap on the run time, seconds (default 20)")
     ("max-bytes", po::value(&max_bytes), "hard cap on probe bytes per run, K/M/G suffixes (default 50M)")
     ("max-rate", po::value(&max_rate), "peak probing rate in bit/s, K/M/G suffixes, 100K..100G; a faster path is reported as a lower bound (default 1G)")
+    ("save-pcap", po::value(&c.save_pcap), "write every probe and reply of the run to this pcap file (ns timestamps)")
     ("tries", po::value(&c.discovery_tries), "closed-port discovery rounds before 'filtered' (default 3)")
     ("reply-timeout", po::value(&c.reply_timeout_s), "longest wait for replies, in discovery and after each train, seconds (default 1)");
   // clang-format on
@@ -134,6 +135,7 @@ CliResult parse_cli(const std::vector<std::string>& args) {
     return r;
   }
   require(!c.target.empty(), "no TARGET given; usage: linkwidth " + cmd + " TARGET.");
+  require(!vm.count("save-pcap") || !c.save_pcap.empty(), "--save-pcap needs a file name.");
   const double max_bytes_v = parse_si(max_bytes, "--max-bytes");
   require(max_bytes_v >= 10e3 && max_bytes_v <= 10e9, "--max-bytes must be between 10K and 10G.");
   c.max_bytes = static_cast<std::uint64_t>(std::llround(max_bytes_v));

@@ -39,6 +39,7 @@ struct Config {
   // Peak probing rate, IP bits/s: no two consecutive probes leave closer than
   // the previous one's bits at this rate (the pacer enforces it, send/pacer.hpp).
   double max_rate_bps = 1e9;
+  std::string save_pcap;  // --save-pcap FILE: every probe and reply of the run
 
   // Closed-port discovery.
   int discovery_tries = 3;

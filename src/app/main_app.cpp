@@ -1,6 +1,8 @@
 #include "app/main_app.hpp"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 
 #include "app/capacity_run.hpp"
@@ -17,6 +19,19 @@ namespace {
 // an exception: the document stays valid JSON.
 std::string dump(const nlohmann::json& j) {
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// --save-pcap names a file we create: a bad path fails before anything is
+// sent (the capture rewrites it once open).
+void require_creatable(const std::string& path) {
+  if (path.empty()) return;
+  std::FILE* f = std::fopen(path.c_str(), "ab");
+  if (!f) {
+    throw Error("usage", "--save-pcap " + path + ": cannot create the file: " +
+                             std::strerror(errno) + ".",
+                "unwritable_file", ExitCode::kUsage);
+  }
+  std::fclose(f);
 }
 
 int fail(const Config& c, const std::string& type, const ErrorInfo& err, ExitCode code) {
@@ -60,6 +75,7 @@ int run_main(const std::vector<std::string>& args) {
       else std::cout << plan_text(plan);
       return 0;
     }
+    require_creatable(c.save_pcap);
     const auto& stop = install_stop_handlers();
     const CapacityResult r = run_capacity(c, stop);
     if (c.json) std::cout << dump(to_json(r)) << std::endl;

@@ -45,6 +45,8 @@ Prober::Prober(const Route& route, std::uint32_t target, std::uint16_t sport,
       socket_(route.interface, 8 << 20),
       capture_(route.interface, capture_filter(route.source, target, sport)),
       pacer_(socket_, pacer_options(c)) {
+  // Created while we may still write where the user can (before the drop).
+  if (!c.save_pcap.empty()) capture_.save_to(c.save_pcap);
   privileges_ = drop_privileges();
   if (c.verbose) {
     std::fprintf(stderr, "privileges: dropped; running as %s (uid %u, gid %u), no capabilities%s\n",

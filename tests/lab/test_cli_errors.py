@@ -95,6 +95,10 @@ CASES = [
     (["capacity", T, "--source", "198.18.7.1"], USAGE, "--source 198.18.7.1 is not an address"),
     (["capacity", T, "--interface", "nosuchif0"], RUNTIME, "interface 'nosuchif0' does not exist"),
     (["capacity", "\udcff\udcfe"], None, "cannot resolve host"),
+    (["capacity", T, "--save-pcap", ""], USAGE, "--save-pcap needs a file name"),
+    (["capacity", T, "--save-pcap", "/nonexistent/dir/x.pcap"], USAGE,
+     "--save-pcap /nonexistent/dir/x.pcap: cannot create the file: No such file or directory"),
+    (["capacity", T, "--save-pcap", "/"], USAGE, "--save-pcap /: cannot create the file: Is a"),
 ]
 
 

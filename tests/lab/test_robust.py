@@ -186,3 +186,79 @@ def test_own_address_and_subnet_broadcast_are_refused():
             assert p.returncode == 2, (target, p.stderr)
             assert json.loads(p.stdout)["error"]["code"] == "forbidden_target"
             assert why in p.stderr, p.stderr
+
+
+def read_pcap_ns(path):
+    """(linktype, [(ts_ns, frame bytes, orig_len)]) of a nanosecond pcap file;
+    parsed here with struct so the test does not trust the tool's own reader."""
+    import struct
+    with open(path, "rb") as f:
+        data = f.read()
+    magic, = struct.unpack("<I", data[:4])
+    assert magic == 0xa1b23c4d, hex(magic)  # nanosecond timestamps, little endian
+    linktype, = struct.unpack("<I", data[20:24])
+    out, off = [], 24
+    while off + 16 <= len(data):
+        sec, nsec, caplen, orig = struct.unpack("<IIII", data[off:off + 16])
+        out.append((sec * 10**9 + nsec, data[off + 16:off + 16 + caplen], orig))
+        off += 16 + caplen
+    assert off == len(data), "trailing bytes: the file was not closed cleanly"
+    return linktype, out
+
+
+def tcp_packets(linktype, frames):
+    """Decoded (ts, src, dst, flags, ip_len, payload) of IPv4/TCP frames."""
+    import socket
+    assert linktype == 1  # Ethernet (veth)
+    out = []
+    for ts, fr, _ in frames:
+        if fr[12:14] != b"\x08\x00" or fr[23] != 6:
+            continue
+        ip = fr[14:]
+        ihl = (ip[0] & 15) * 4
+        tcp = ip[ihl:]
+        doff = (tcp[12] >> 4) * 4
+        out.append((ts, socket.inet_ntoa(ip[12:16]), socket.inet_ntoa(ip[16:20]), tcp[13],
+                    int.from_bytes(ip[2:4], "big"), tcp[doff:]))
+    return out
+
+
+def test_save_pcap_keeps_every_probe_and_reply():
+    tmp = tempfile.mkdtemp(prefix="lw-pcap-")
+    path = os.path.join(tmp, "run.pcap")
+    try:
+        with lab.Lab(lab.Spec(links=[lab.Link(rate=None), lab.Link(rate=30e6)])) as L:
+            p = L.run_in_prober([BIN, "capacity", L.target_ip, "--json", "--save-pcap", path,
+                                 "--max-rate", "200M"], timeout=60)
+            assert p.returncode == 0, p.stderr
+            doc = json.loads(p.stdout)
+            pkts = tcp_packets(*read_pcap_ns(path))
+            me, tgt = L.prober_ip, L.target_ip
+            sent = [x for x in pkts if x[1] == me and x[2] == tgt]
+            replies = [x for x in pkts if x[1] == tgt and x[2] == me]
+            # Every probe the tool counted, and its bytes, are in the file.
+            assert len(sent) == doc["probe_packets"]
+            assert sum(x[4] for x in sent) == doc["probe_bytes"]
+            # Load RSTs carry the documented signature (within the snap length).
+            loads = [x for x in sent if x[3] == 0x04]
+            assert loads and all(x[5].startswith(b"linkwidth bandwidth probe") for x in loads)
+            # Replies: an RST/ACK for at least both markers of every train used.
+            rst_acks = [x for x in replies if x[3] == 0x14]
+            assert len(rst_acks) >= 2 * doc["trains_used"] > 0
+            ts = [x[0] for x in pkts]
+            assert ts == sorted(ts) and ts[-1] - ts[0] <= (doc["elapsed_s"] + 1) * 1e9
+            # Independent of the tool's own send clock: no train left faster
+            # than --max-rate on the wire (first to last packet of a burst).
+            bursts, cur = [], [sent[0]]
+            for a, b in zip(sent, sent[1:]):
+                if b[0] - a[0] > 2_000_000:  # 2 ms apart: next train
+                    bursts.append(cur)
+                    cur = []
+                cur.append(b)
+            bursts.append(cur)
+            for b in bursts:
+                if len(b) >= 10:
+                    bits = 8 * sum(x[4] for x in b[:-1])
+                    assert bits / ((b[-1][0] - b[0][0]) / 1e9) <= 200e6 * 1.05
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
