@@ -42,6 +42,10 @@ DiscoveryResult discover_closed_port(Prober& prober, const FlowId& flow,
     return Error("discovery", "interrupted before a closed port was found", "interrupted",
                  ExitCode::kInterrupted);
   };
+  // 1 ms apart, or further under a --max-rate that 40 bytes per ms would pass.
+  const Nanos spacing = prober.max_rate_bps() > 0
+                            ? std::max<Nanos>(kMs, min_gap_for_rate(prober.max_rate_bps(), 40))
+                            : kMs;
   for (int attempt = 0; attempt < tries && !ports.empty(); ++attempt) {
     if (prober.stopped()) throw interrupted();
     Train t;
@@ -58,7 +62,7 @@ DiscoveryResult discover_closed_port(Prober& prober, const FlowId& flow,
       p.role = Role::kMarker;
       p.train = t.id;
       p.index = static_cast<int>(i);
-      p.offset = static_cast<Nanos>(i) * kMs;  // spread out: no burst at the target
+      p.offset = static_cast<Nanos>(i) * spacing;  // spread out: no burst at the target
       t.probes.push_back(p);
     }
     std::vector<int> all(t.probes.size());

@@ -50,6 +50,7 @@ class Prober {
   CaptureStats capture_stats() { return capture_.stats(); }
   std::uint32_t self() const { return route_.source; }
   bool stopped() const { return stop_.load(); }
+  double max_rate_bps() const { return max_rate_bps_; }
   // What the constructor's privilege drop left (verified).
   const PrivilegeDrop& privileges() const { return privileges_; }
 
@@ -63,6 +64,7 @@ class Prober {
   std::uint32_t target_;
   const std::atomic<bool>& stop_;
   std::uint64_t max_bytes_;
+  double max_rate_bps_;
   PrivilegeGate gate_;
   RawSocket socket_;
   LiveCapture capture_;

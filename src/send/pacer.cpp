@@ -39,10 +39,15 @@ std::vector<SendRecord> Pacer::send(const Train& train,
     if (stop && stop->load(std::memory_order_relaxed)) break;
     const Nanos deadline = std::max(t0 + train.probes[i].offset, not_before);
     Nanos now = mono_now();
-    if (deadline - now > opt_.spin_window) {
+    bool stopped = false;
+    while (deadline - now > opt_.spin_window && !stopped) {
+      // A signal ends the sleep early: stop at once instead of spinning out
+      // the gap and sending one more packet.
       sleep_until(deadline - opt_.spin_window);
+      stopped = stop && stop->load(std::memory_order_relaxed);
       now = mono_now();
     }
+    if (stopped) break;
     while (now < deadline) now = mono_now();
     rec[i].planned = t0 + train.probes[i].offset;
     rec[i].actual = now;
