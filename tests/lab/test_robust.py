@@ -104,14 +104,16 @@ def test_root_run_under_sudo_drops_to_the_invoking_user():
         assert json.loads(out)["params"]["privileges"]["uid"] == 4321
 
 
-def test_file_capabilities_are_dropped_after_open():
+@pytest.mark.parametrize("flags", ["+ep", "+p"])
+def test_file_capabilities_are_dropped_after_open(flags):
+    # +p alone: the tool raises CAP_NET_RAW from permitted to effective itself.
     tmp = tempfile.mkdtemp(prefix="lw-caps-")
     try:
         os.chmod(tmp, 0o755)
         binary = os.path.join(tmp, "linkwidth")
         shutil.copy(BIN, binary)
         os.chmod(binary, 0o755)
-        subprocess.run(["setcap", "cap_net_raw,cap_net_admin+ep", binary], check=True)
+        subprocess.run(["setcap", "cap_net_raw,cap_net_admin" + flags, binary], check=True)
         with lab.Lab(lab.Spec(links=[lab.Link(rate=None), lab.Link(rate=20e6)])) as L:
             cmd = NOBODY + [binary, "capacity", L.target_ip, *LONG_RUN, "--max-time", "2"]
             st, alive, code, out, err = watch_drop(L, cmd, clean_env(), exe=binary)

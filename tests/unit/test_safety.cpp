@@ -69,3 +69,70 @@ TEST_CASE("SI values are plain decimals", "[cli][safety]") {
   CHECK_THROWS_WITH(parse_cli({"capacity", "x", "--reply-timeout", "1e-9"}),
                     Catch::Contains("--reply-timeout must be between 0.001 and 10 seconds"));
 }
+
+#include <sched.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "send/pacer.hpp"
+#include "send/packet_builder.hpp"
+#include "send/raw_socket.hpp"
+
+namespace {
+
+// In the child: a new, empty network namespace (nothing can leave it), a raw
+// socket, and the pacer under a 100 Mbit/s cap. Returns 0 if it refused the
+// back-to-back train with max_rate_exceeded, and kept every gap of the capped
+// train at or above the previous packet's bits at the cap.
+int pacer_cap_checks() {
+  if (unshare(CLONE_NEWNET) != 0) return 10;
+  try {
+    RawSocket sock("", 1 << 20);
+    PacerOptions opt;
+    opt.max_rate_bps = 100e6;
+    Pacer pacer(sock, opt);
+    PacketBuilder builder;
+    CapacityTrainParams p;
+    p.flow = {0xC6120101, 0xC6120202, 40000, 47391};
+    p.load_packets = 30;
+    SeqAllocator seqs(1);
+    auto bytes_of = [&](const Train& t) {
+      std::vector<std::vector<std::uint8_t>> b;
+      for (const auto& q : t.probes) b.push_back(builder.build(q));
+      return b;
+    };
+    const Train fast = make_capacity_train(p, 0, seqs);
+    try {
+      pacer.send(fast, bytes_of(fast), nullptr);
+      return 11;  // sent a line-rate train under the cap
+    } catch (const Error& e) {
+      if (e.code() != "max_rate_exceeded") return 12;
+    }
+    p.gap = p.drain_gap = min_gap_for_rate(opt.max_rate_bps, p.packet_size);
+    const Train paced = make_capacity_train(p, 1, seqs);
+    const auto rec = pacer.send(paced, bytes_of(paced), nullptr);
+    for (std::size_t i = 1; i < rec.size(); ++i) {
+      const double min_gap = 8.0 * paced.probes[i - 1].ip_len * 1e9 / opt.max_rate_bps;
+      if (static_cast<double>(rec[i].actual - rec[i - 1].actual) < min_gap - 1) return 13;
+    }
+  } catch (const Error&) {
+    return 14;
+  }
+  return 0;
+}
+
+}  // namespace
+
+TEST_CASE("the pacer refuses trains above --max-rate and never sends faster", "[send][safety]") {
+  if (geteuid() != 0) {
+    WARN("skipped: needs root for a raw socket in a private network namespace");
+    return;
+  }
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) _exit(pacer_cap_checks());
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+}
