@@ -146,8 +146,10 @@ PrivilegeDrop drop_privileges() {
   if (getresgid(&rgid, &egid, &sgid) != 0) fail("getresgid");
   r.uid = euid;
   r.gid = egid;
-  if (const passwd* pw = getpwuid(euid)) r.user = pw->pw_name;
-  else r.user = std::to_string(euid);
+  if (const passwd* pw = getpwuid(euid))
+    r.user = pw->pw_name;
+  else
+    r.user = std::to_string(euid);
   bool any_bound = false;
   for (int c = 0; c <= last; ++c) any_bound = any_bound || prctl(PR_CAPBSET_READ, c, 0, 0, 0) > 0;
   r.bounding_cleared = bounding && !any_bound;
@@ -157,10 +159,14 @@ PrivilegeDrop drop_privileges() {
   }
   CapPtr now = current_caps();
   const bool caps_empty = cap_compare(now.get(), none.get()) == 0;
-  if (ruid == 0 || euid == 0 || suid == 0) r.problem = "a uid is still 0";
-  else if (r.was_root && (rgid == 0 || egid == 0 || sgid == 0)) r.problem = "a gid is still 0";
-  else if (!caps_empty) r.problem = "capabilities are still set";
-  else if (ambient) r.problem = "ambient capabilities are still set";
+  if (ruid == 0 || euid == 0 || suid == 0)
+    r.problem = "a uid is still 0";
+  else if (r.was_root && (rgid == 0 || egid == 0 || sgid == 0))
+    r.problem = "a gid is still 0";
+  else if (!caps_empty)
+    r.problem = "capabilities are still set";
+  else if (ambient)
+    r.problem = "ambient capabilities are still set";
   r.dropped = r.problem.empty();
   if (!r.dropped) {
     throw Error("privileges", "dropping privileges failed: " + r.problem, "privilege_drop_failed");

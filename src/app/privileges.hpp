@@ -19,14 +19,14 @@ namespace lw {
 void require_capture_privileges();
 
 struct PrivilegeDrop {
-  bool dropped = false;      // verified: no capability in any set, no uid 0
-  bool was_root = false;     // some uid was 0 before: we switched identity
-  unsigned uid = 0;          // real = effective = saved after the drop
+  bool dropped = false;   // verified: no capability in any set, no uid 0
+  bool was_root = false;  // some uid was 0 before: we switched identity
+  unsigned uid = 0;       // real = effective = saved after the drop
   unsigned gid = 0;
-  std::string user;          // name of uid, or its number
+  std::string user;               // name of uid, or its number
   bool bounding_cleared = false;  // needs CAP_SETPCAP (root has it, file caps do not)
   bool no_new_privs = false;      // execve can never grant privileges again
-  std::string problem;       // why `dropped` is false, empty otherwise
+  std::string problem;            // why `dropped` is false, empty otherwise
 
   nlohmann::json to_json() const;
 };

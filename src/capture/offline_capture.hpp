@@ -14,10 +14,10 @@
 namespace lw {
 
 struct OfflineRead {
-  int dlt = 0;                 // the file's link type
+  int dlt = 0;                   // the file's link type
   std::vector<Decoded> packets;  // every packet that decoded, in file order
-  unsigned undecodable = 0;    // packets that did not (other protocols, garbage)
-  bool truncated = false;      // the file ended inside a record
+  unsigned undecodable = 0;      // packets that did not (other protocols, garbage)
+  bool truncated = false;        // the file ended inside a record
 };
 
 // Reads the whole file and closes `f` in every case. `name` only labels errors.

@@ -1,7 +1,7 @@
 // Safety caps: --max-rate in the plan (the pacer's refusal uses
 // planned_peak_rate), refused targets on this host's own subnets.
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 
 #include "app/cli.hpp"
@@ -35,7 +35,7 @@ TEST_CASE("planned peak rate of trains", "[plan][safety]") {
     const Train t = make_capacity_train(p, 1, seqs);
     INFO(cap);
     CHECK(planned_peak_rate(t) <= cap);
-    CHECK(planned_peak_rate(t) >= 0.999 * cap);  // and not needlessly slower
+    CHECK(planned_peak_rate(t) >= 0.999 * cap);                     // and not needlessly slower
     CHECK(t.probes[2].offset - t.probes[1].offset == p.drain_gap);  // drain packets spaced
   }
   // Paced avail-bw trains with back-to-back drain packets exceed any cap.
@@ -49,8 +49,7 @@ TEST_CASE("planned peak rate of trains", "[plan][safety]") {
 
 TEST_CASE("this host's own addresses and subnet broadcasts are refused", "[net][safety]") {
   // lo carries 127.0.0.1/8 on every Linux host.
-  CHECK(local_target_reason(0x7f000001).find("an address of this host (lo)") !=
-        std::string::npos);
+  CHECK(local_target_reason(0x7f000001).find("an address of this host (lo)") != std::string::npos);
   CHECK(local_target_reason(0x7fffffff).find("broadcast address of 127.0.0.0/8") !=
         std::string::npos);
   CHECK(local_target_reason(0x7f000000).find("network address of 127.0.0.0/8") !=
