@@ -64,8 +64,7 @@ CapacityTrainParams train_params(const Config& c, const FlowId& flow, int n, int
   // Back to back (line rate) is what a capacity train wants; under --max-rate
   // every packet waits for the previous one's bits at that rate instead. A path
   // faster than the cap then leaves the trains uncompressed: a lower bound.
-  p.gap = p.drain_gap = min_gap_for_rate(c.max_rate_bps, packet_size);
-  p.warmup_lead = std::max(p.warmup_lead, min_gap_for_rate(c.max_rate_bps, 40));
+  apply_rate_cap(p, c.max_rate_bps);
   return p;
 }
 

@@ -92,6 +92,13 @@ Nanos min_gap_for_rate(double rate_bps, int packet_size) {
   return static_cast<Nanos>(std::ceil(8.0 * packet_size * 1e9 / rate_bps));
 }
 
+void apply_rate_cap(CapacityTrainParams& p, double max_rate_bps) {
+  const Nanos g = min_gap_for_rate(max_rate_bps, p.packet_size);
+  p.gap = std::max(p.gap, g);
+  p.drain_gap = std::max(p.drain_gap, g);
+  p.warmup_lead = std::max(p.warmup_lead, min_gap_for_rate(max_rate_bps, 40));
+}
+
 double planned_peak_rate(const Train& t) {
   double peak = 0;
   for (std::size_t i = 1; i < t.probes.size(); ++i) {

@@ -39,6 +39,12 @@ Nanos gap_for_rate(double rate_bps, int packet_size);
 // The same, rounded up: the smallest gap that stays at or under `rate_bps`.
 Nanos min_gap_for_rate(double rate_bps, int packet_size);
 
+// Spaces a train so that no packet follows the previous one faster than
+// `max_rate_bps` (the pacer refuses anything else): gap and drain_gap at least
+// min_gap_for_rate(max_rate_bps, packet_size), the warm-up SYN far enough
+// ahead. Larger gaps (a paced train below the cap) stay as they are.
+void apply_rate_cap(CapacityTrainParams& p, double max_rate_bps);
+
 // The highest rate the schedule asks for between two consecutive packets:
 // max over i of 8 * ip_len[i-1] / (offset[i] - offset[i-1]), bits/s; infinity
 // for two packets planned at the same instant (back to back = line rate), 0 for

@@ -30,18 +30,24 @@ TEST_CASE("planned peak rate of trains", "[plan][safety]") {
   CHECK(std::isinf(planned_peak_rate(make_capacity_train(p, 0, seqs))));
   // Capped: every packet waits for the previous one's bits at the cap.
   for (double cap : {1e9, 9e8, 123.4e6, 100e3}) {
-    p.gap = p.drain_gap = min_gap_for_rate(cap, p.packet_size);
-    p.warmup_lead = std::max<Nanos>(50 * kUs, min_gap_for_rate(cap, 40));
+    p.gap = p.drain_gap = 0;
+    p.warmup_lead = 50 * kUs;
+    apply_rate_cap(p, cap);
     const Train t = make_capacity_train(p, 1, seqs);
     INFO(cap);
     CHECK(planned_peak_rate(t) <= cap);
     CHECK(planned_peak_rate(t) >= 0.999 * cap);                     // and not needlessly slower
     CHECK(t.probes[2].offset - t.probes[1].offset == p.drain_gap);  // drain packets spaced
   }
-  // Paced avail-bw trains with back-to-back drain packets exceed any cap.
+  // Paced avail-bw trains with back-to-back drain packets exceed any cap;
+  // apply_rate_cap spaces the drain and keeps the slower pacing.
   p.gap = gap_for_rate(60e6, 1500);
   p.drain_gap = 0;
+  p.warmup_lead = 50 * kUs;
   CHECK(std::isinf(planned_peak_rate(make_capacity_train(p, 2, seqs))));
+  apply_rate_cap(p, 1e9);
+  CHECK(p.gap == gap_for_rate(60e6, 1500));
+  CHECK(planned_peak_rate(make_capacity_train(p, 2, seqs)) <= 1e9);
   p.drain_packets = 0;
   CHECK(planned_peak_rate(make_capacity_train(p, 3, seqs)) == Approx(60e6).epsilon(1e-6));
   CHECK(planned_peak_rate(Train{}) == 0);
@@ -107,7 +113,7 @@ int pacer_cap_checks() {
     } catch (const Error& e) {
       if (e.code() != "max_rate_exceeded") return 12;
     }
-    p.gap = p.drain_gap = min_gap_for_rate(opt.max_rate_bps, p.packet_size);
+    apply_rate_cap(p, opt.max_rate_bps);
     const Train paced = make_capacity_train(p, 1, seqs);
     const auto rec = pacer.send(paced, bytes_of(paced), nullptr);
     for (std::size_t i = 1; i < rec.size(); ++i) {
