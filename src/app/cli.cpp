@@ -165,8 +165,6 @@ CliResult parse_cli(const std::vector<std::string>& args) {
           "--max-load must be above 0 and at most 0.5 (a probe must stay a small share).");
   require(c.max_time_s > 0 && c.max_time_s <= 3600,
           "--max-time must be above 0 and at most 3600 seconds.");
-  require(c.max_bytes >= 10000 && c.max_bytes <= 10ull * 1000 * 1000 * 1000,
-          "--max-bytes must be between 10K and 10G.");
   require(c.discovery_tries >= 1 && c.discovery_tries <= 10, "--tries must be between 1 and 10.");
   require(c.reply_timeout_s >= 0.001 && c.reply_timeout_s <= 10,
           "--reply-timeout must be between 0.001 and 10 seconds.");
