@@ -1,5 +1,6 @@
 #include "app/privileges.hpp"
 
+#include <dirent.h>
 #include <grp.h>
 #include <pwd.h>
 #include <sys/capability.h>
@@ -41,6 +42,15 @@ std::string self_path() {
 [[noreturn]] void fail(const std::string& step) {
   throw Error("privileges", "dropping privileges failed at " + step + ": " + std::strerror(errno),
               "privilege_drop_failed");
+}
+
+int thread_count() {
+  DIR* d = opendir("/proc/self/task");
+  if (!d) return -1;
+  int n = 0;
+  while (const dirent* e = readdir(d)) n += e->d_name[0] != '.' ? 1 : 0;
+  closedir(d);
+  return n;
 }
 
 // Highest capability number the running kernel knows (CAP_LAST_CAP may lag).
@@ -107,6 +117,12 @@ void require_capture_privileges() {
 
 PrivilegeDrop drop_privileges() {
   PrivilegeDrop r;
+  // Capability sets belong to threads (cap_set_proc changes the caller's
+  // only): a second thread would keep everything we drop here.
+  if (const int n = thread_count(); n != 1) {
+    errno = EBUSY;
+    fail("the start (" + std::to_string(n) + " threads; drop before starting any)");
+  }
   uid_t ruid, euid, suid;
   gid_t rgid, egid, sgid;
   if (getresuid(&ruid, &euid, &suid) != 0) fail("getresuid");

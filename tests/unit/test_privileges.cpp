@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <cerrno>
 #include <fstream>
@@ -102,6 +103,33 @@ TEST_CASE("without CAP_NET_RAW the check names what is missing", "[privileges]")
       _exit(ok ? 0 : 21);
     }
     _exit(22);  // no error: the check passed without the capability
+  }
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+}
+
+#include <thread>
+
+TEST_CASE("drop_privileges refuses to run beside another thread", "[privileges]") {
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    std::atomic<bool> done{false};
+    std::thread t([&] {
+      while (!done) usleep(1000);
+    });
+    int rc = 0;
+    try {
+      drop_privileges();
+      rc = 30;  // dropped for one thread only
+    } catch (const Error& e) {
+      rc = std::string(e.what()).find("threads") != std::string::npos ? 0 : 31;
+    }
+    done = true;
+    t.join();
+    _exit(rc);
   }
   int status = 0;
   REQUIRE(waitpid(pid, &status, 0) == pid);
