@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 namespace lw {
 
@@ -93,20 +92,24 @@ Nanos min_gap_for_rate(double rate_bps, int packet_size) {
 }
 
 void apply_rate_cap(CapacityTrainParams& p, double max_rate_bps) {
-  const Nanos g = min_gap_for_rate(max_rate_bps, p.packet_size);
-  p.gap = std::max(p.gap, g);
-  p.drain_gap = std::max(p.drain_gap, g);
-  p.warmup_lead = std::max(p.warmup_lead, min_gap_for_rate(max_rate_bps, 40));
+  p.gap = std::max(p.gap, min_gap_for_rate(max_rate_bps, p.packet_size + 40));
+  if (p.drain_packets * static_cast<double>(p.packet_size) + 2 * 40 > kRateBurstBytes) {
+    p.drain_gap = std::max(p.drain_gap, min_gap_for_rate(max_rate_bps, p.packet_size));
+  }
 }
 
-double planned_peak_rate(const Train& t) {
-  double peak = 0;
-  for (std::size_t i = 1; i < t.probes.size(); ++i) {
-    const Nanos gap = t.probes[i].offset - t.probes[i - 1].offset;
-    if (gap <= 0) return std::numeric_limits<double>::infinity();
-    peak = std::max(peak, 8.0 * t.probes[i - 1].ip_len * 1e9 / static_cast<double>(gap));
+int first_over_rate(const Train& t, double rate_bps, double burst_bytes) {
+  double tokens = burst_bytes;  // bytes
+  for (std::size_t i = 0; i < t.probes.size(); ++i) {
+    if (i > 0) {
+      const double dt = static_cast<double>(t.probes[i].offset - t.probes[i - 1].offset);
+      tokens = std::min(burst_bytes, tokens + std::max(0.0, dt) * rate_bps / 8e9);
+    }
+    // A millibyte of slack for the rounding of gaps to whole nanoseconds.
+    if (tokens + 1e-3 < t.probes[i].ip_len) return static_cast<int>(i);
+    tokens -= t.probes[i].ip_len;
   }
-  return peak;
+  return -1;
 }
 
 }  // namespace lw

@@ -16,14 +16,14 @@ std::vector<SendRecord> Pacer::send(const Train& train,
   std::vector<SendRecord> rec(train.probes.size());
   const double cap = opt_.max_rate_bps;
   if (cap > 0) {
-    // A safety net independent of the session logic: 1 ppm for float rounding.
-    const double peak = planned_peak_rate(train);
-    if (peak > cap * (1 + 1e-6)) {
-      char buf[160];
+    // A safety net independent of the session logic.
+    const int over = first_over_rate(train, cap);
+    if (over >= 0) {
+      char buf[200];
       std::snprintf(buf, sizeof buf,
-                    "train %d plans a peak rate of %.4g bit/s, above --max-rate %.4g bit/s; "
-                    "nothing sent",
-                    train.id, peak, cap);
+                    "train %d: packet %d is planned faster than --max-rate %.4g bit/s allows "
+                    "(bursts up to %.0f bytes); nothing sent",
+                    train.id, over, cap, kRateBurstBytes);
       throw Error("send", buf, "max_rate_exceeded");
     }
   }
@@ -34,10 +34,17 @@ std::vector<SendRecord> Pacer::send(const Train& train,
   const Nanos real_minus_mono = r0 - (m0 + m1) / 2;
 
   const Nanos t0 = mono_now() + opt_.lead;
-  Nanos not_before = 0;  // under the cap: previous send + its bits at the cap
   for (std::size_t i = 0; i < train.probes.size(); ++i) {
     if (stop && stop->load(std::memory_order_relaxed)) break;
-    const Nanos deadline = std::max(t0 + train.probes[i].offset, not_before);
+    Nanos deadline = t0 + train.probes[i].offset;
+    const double len = static_cast<double>(bytes[i].size());
+    if (cap > 0 && last_ >= 0) {
+      // Not before the bucket holds this packet's bytes again.
+      const double missing = len - tokens_;
+      if (missing > 0) {
+        deadline = std::max(deadline, last_ + static_cast<Nanos>(std::ceil(missing * 8e9 / cap)));
+      }
+    }
     Nanos now = mono_now();
     bool stopped = false;
     while (deadline - now > opt_.spin_window && !stopped) {
@@ -54,7 +61,11 @@ std::vector<SendRecord> Pacer::send(const Train& train,
     rec[i].actual_real = now + real_minus_mono;
     rec[i].sent = sock_.send(bytes[i], train.probes[i].dst);
     if (cap > 0) {
-      not_before = now + static_cast<Nanos>(std::ceil(8.0 * static_cast<double>(bytes[i].size()) * 1e9 / cap));
+      tokens_ = last_ < 0 ? kRateBurstBytes
+                          : std::min(kRateBurstBytes,
+                                     tokens_ + static_cast<double>(now - last_) * cap / 8e9);
+      tokens_ -= len;
+      last_ = now;
     }
   }
   return rec;

@@ -23,10 +23,11 @@ struct SendRecord {
 struct PacerOptions {
   Nanos spin_window = 60 * kUs;  // sleep until this long before a deadline, then spin
   Nanos lead = 200 * kUs;        // t0 = now + lead, so the first deadline is not already late
-  // Peak-rate cap in IP bits/s (0 = none). A train whose schedule asks for more
-  // (plan/capacity_plan.hpp planned_peak_rate) is refused with an Error before
-  // anything is sent, and a packet never leaves earlier than the previous one's
-  // bits at this rate after it, also when the pacer catches up after a stall.
+  // --max-rate in IP bits/s (0 = none), a token bucket with bursts of up to
+  // kRateBurstBytes (plan/capacity_plan.hpp). A train whose schedule does not
+  // fit a full bucket is refused with an Error before anything is sent; at run
+  // time a packet waits for its tokens, so catching up after a stall never
+  // goes faster either. The bucket lasts across trains.
   double max_rate_bps = 0;
 };
 
@@ -43,6 +44,8 @@ class Pacer {
  private:
   RawSocket& sock_;
   PacerOptions opt_;
+  double tokens_ = 0;    // bytes in the --max-rate bucket at last_
+  Nanos last_ = -1;      // CLOCK_MONOTONIC of the last send, -1 = none yet (bucket full)
 };
 
 }  // namespace lw

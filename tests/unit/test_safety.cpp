@@ -1,5 +1,5 @@
 // Safety caps: --max-rate in the plan (the pacer's refusal uses
-// planned_peak_rate), refused targets on this host's own subnets.
+// first_over_rate), refused targets on this host's own subnets.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -21,36 +21,64 @@ TEST_CASE("--max-rate parses with suffixes and refuses absurd values", "[cli][sa
   }
 }
 
-TEST_CASE("planned peak rate of trains", "[plan][safety]") {
+TEST_CASE("--max-rate as a token bucket over planned schedules", "[plan][safety]") {
   CapacityTrainParams p;
   p.flow = {0xC6120101, 0xC6120202, 40000, 47391};
   p.load_packets = 20;
   SeqAllocator seqs(1);
-  // Back to back: line rate, which no finite cap allows.
-  CHECK(std::isinf(planned_peak_rate(make_capacity_train(p, 0, seqs))));
-  // Capped: every packet waits for the previous one's bits at the cap.
+  // Back to back (line rate): the warm-up, the drain pair and the head fit
+  // the burst; the first load packet (index 4) does not.
+  CHECK(first_over_rate(make_capacity_train(p, 0, seqs), 1e9) == 4);
   for (double cap : {1e9, 9e8, 123.4e6, 100e3}) {
-    p.gap = p.drain_gap = 0;
-    p.warmup_lead = 50 * kUs;
-    apply_rate_cap(p, cap);
-    const Train t = make_capacity_train(p, 1, seqs);
+    CapacityTrainParams q = p;
+    apply_rate_cap(q, cap);
+    const Train t = make_capacity_train(q, 1, seqs);
     INFO(cap);
-    CHECK(planned_peak_rate(t) <= cap);
-    CHECK(planned_peak_rate(t) >= 0.999 * cap);                     // and not needlessly slower
-    CHECK(t.probes[2].offset - t.probes[1].offset == p.drain_gap);  // drain packets spaced
+    CHECK(first_over_rate(t, cap) == -1);
+    // Not needlessly slower: the load leaves at >= 97% of the cap.
+    CHECK(8.0 * q.packet_size / to_seconds(q.gap) >= 0.97 * cap);
+    CHECK(q.drain_gap == 0);  // two drain packets fit the burst
   }
-  // Paced avail-bw trains with back-to-back drain packets exceed any cap;
-  // apply_rate_cap spaces the drain and keeps the slower pacing.
-  p.gap = gap_for_rate(60e6, 1500);
-  p.drain_gap = 0;
-  p.warmup_lead = 50 * kUs;
-  CHECK(std::isinf(planned_peak_rate(make_capacity_train(p, 2, seqs))));
+  // Many drain packets do not fit: apply_rate_cap spaces them.
+  p.drain_packets = 16;
+  CHECK(first_over_rate(make_capacity_train(p, 2, seqs), 1e9) == 3);
   apply_rate_cap(p, 1e9);
-  CHECK(p.gap == gap_for_rate(60e6, 1500));
-  CHECK(planned_peak_rate(make_capacity_train(p, 2, seqs)) <= 1e9);
-  p.drain_packets = 0;
-  CHECK(planned_peak_rate(make_capacity_train(p, 3, seqs)) == Approx(60e6).epsilon(1e-6));
-  CHECK(planned_peak_rate(Train{}) == 0);
+  CHECK(p.drain_gap > 0);
+  CHECK(first_over_rate(make_capacity_train(p, 3, seqs), 1e9) == -1);
+  // Sustained 1% over the cap lives on the burst for a while (no warm-up, no
+  // drain: the bucket starts full), then is caught.
+  CapacityTrainParams s = p;
+  s.warmup = false;
+  s.drain_packets = 0;
+  s.drain_gap = 0;
+  s.load_packets = 2000;
+  s.gap = static_cast<Nanos>(0.99 * static_cast<double>(min_gap_for_rate(1e9, 1500)));
+  const int over = first_over_rate(make_capacity_train(s, 4, seqs), 1e9);
+  CHECK(over > 100);
+  CHECK(over < 500);
+  // Paced avail-bw trains slower than the cap need nothing (the drain pair is
+  // a burst the bucket allows), and apply_rate_cap keeps their gap.
+  CapacityTrainParams a = p;
+  a.drain_packets = 2;
+  a.drain_gap = 0;
+  a.gap = gap_for_rate(60e6, 1500);
+  CHECK(first_over_rate(make_capacity_train(a, 5, seqs), 1e9) == -1);
+  apply_rate_cap(a, 1e9);
+  CHECK(a.gap == gap_for_rate(60e6, 1500));
+  // A marker riding right behind a load packet fits the 40 bytes of slack.
+  Train r;
+  for (int i = 0; i < 200; ++i) {
+    Probe q;
+    q.ip_len = 1500;
+    q.offset = i * min_gap_for_rate(1e9, 1540);
+    r.probes.push_back(q);
+    if (i % 50 == 49) {
+      q.ip_len = 40;
+      r.probes.push_back(q);
+    }
+  }
+  CHECK(first_over_rate(r, 1e9) == -1);
+  CHECK(first_over_rate(Train{}, 1e9) == -1);
 }
 
 TEST_CASE("this host's own addresses and subnet broadcasts are refused", "[net][safety]") {
@@ -87,14 +115,15 @@ namespace {
 
 // In the child: a new, empty network namespace (nothing can leave it), a raw
 // socket, and the pacer under a 100 Mbit/s cap. Returns 0 if it refused the
-// back-to-back train with max_rate_exceeded, and kept every gap of the capped
-// train at or above the previous packet's bits at the cap.
+// back-to-back train with max_rate_exceeded, and sent the capped train (twice
+// in a row) at times that fit the bucket.
 int pacer_cap_checks() {
   if (unshare(CLONE_NEWNET) != 0) return 10;
   try {
     RawSocket sock("", 1 << 20);
     PacerOptions opt;
     opt.max_rate_bps = 100e6;
+    opt.lead = 1 * kUs;  // trains right after each other: the bucket carries over
     Pacer pacer(sock, opt);
     PacketBuilder builder;
     CapacityTrainParams p;
@@ -114,12 +143,23 @@ int pacer_cap_checks() {
       if (e.code() != "max_rate_exceeded") return 12;
     }
     apply_rate_cap(p, opt.max_rate_bps);
+    p.warmup = false;  // its 50 us lead would refill the bucket between the trains
     const Train paced = make_capacity_train(p, 1, seqs);
-    const auto rec = pacer.send(paced, bytes_of(paced), nullptr);
-    for (std::size_t i = 1; i < rec.size(); ++i) {
-      const double min_gap = 8.0 * paced.probes[i - 1].ip_len * 1e9 / opt.max_rate_bps;
-      if (static_cast<double>(rec[i].actual - rec[i - 1].actual) < min_gap - 1) return 13;
+    // Twice in a row: the second train starts with the bucket the first left,
+    // which only the pacer's run-time bucket knows. The actual send times of
+    // both, as one schedule, must fit the bucket.
+    Train actual;
+    const auto paced_bytes = bytes_of(paced);
+    for (int k = 0; k < 2; ++k) {
+      const auto rec = pacer.send(paced, paced_bytes, nullptr);
+      for (std::size_t i = 0; i < rec.size(); ++i) {
+        Probe q;
+        q.ip_len = paced.probes[i].ip_len;
+        q.offset = rec[i].actual;
+        actual.probes.push_back(q);
+      }
     }
+    if (first_over_rate(actual, opt.max_rate_bps) != -1) return 13;
   } catch (const Error&) {
     return 14;
   }
