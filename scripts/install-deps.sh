@@ -21,7 +21,7 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake ninja-build pkg-config util-linux libcap2-bin
   libnet1-dev libpcap-dev libboost-program-options-dev catch2
-  nlohmann-json3-dev libcap-dev clang-format
+  nlohmann-json3-dev libcap-dev clang-format clang libclang-rt-dev
   iproute2 ethtool iperf3 tcpdump iputils-ping procps nftables
   python3 python3-pytest python3-matplotlib
 )

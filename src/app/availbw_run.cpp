@@ -126,6 +126,9 @@ CapacityTrainParams search_train(const Config& c, const FlowId& flow, int L, dou
   // bucket's burst).
   p.drain_packets = 0;
   p.markers = std::min(c.avail_markers, 1 + p.load_packets / 2);
+  // Never above --max-rate (the pacer refuses such a train): the offered rate
+  // is measured from the send times, so the search sees the capped rate.
+  apply_rate_cap(p, c.max_rate_bps);
   return p;
 }
 
@@ -412,6 +415,12 @@ AvailbwResult run_availbw_phase(Session& ss, const Config& c, const std::atomic<
                                 double capacity_bps, Nanos t_cap) {
   AvailbwResult res;
   res.method = c.method;
+  if (capacity_bps > c.max_rate_bps) {
+    res.warnings.push_back({"max_rate_limited",
+                            "the search stops at --max-rate, below the capacity; an avail-bw "
+                            "above it reads as the cap"});
+    capacity_bps = c.max_rate_bps;
+  }
   res.search_capacity_bps = capacity_bps;
   const Nanos t0 = mono_now();
   const std::uint64_t bytes0 = ss.prober->bytes_sent();
@@ -441,6 +450,7 @@ MeasureResult run_measure(const Config& c, const std::atomic<bool>& stop) {
     m.capacity_given = true;
     describe_endpoints(*session, c, m.capacity);
     m.capacity.params = params_json(c);
+    m.capacity.params["privileges"] = session->prober->privileges().to_json();
     m.capacity.valid = true;
     m.capacity.capacity_bps = m.capacity.low_bps = m.capacity.high_bps = C;
     m.capacity.stop_reason = "given";

@@ -39,6 +39,10 @@ CapacityTrainParams train_params(const Config& c, const FlowId& flow, int n, int
   p.packet_size = static_cast<std::uint16_t>(packet_size);
   p.drain_packets = c.drain_packets;
   p.markers = c.markers;
+  // Back to back (line rate) is what a capacity train wants; under --max-rate
+  // every packet waits for the previous one's bits at that rate instead. A path
+  // faster than the cap then leaves the trains uncompressed: a lower bound.
+  apply_rate_cap(p, c.max_rate_bps);
   return p;
 }
 
@@ -157,6 +161,7 @@ nlohmann::json params_json(const Config& c) {
           {"max_load", c.max_load},
           {"max_time_s", c.max_time_s},
           {"max_bytes", c.max_bytes},
+          {"max_rate_bps", c.max_rate_bps},
           {"discovery_tries", c.discovery_tries},
           {"reply_timeout_s", c.reply_timeout_s}};
 }
@@ -177,6 +182,7 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
   int L = ss.packet_size;
   res.params["packet_size"] = L;
   Prober& prober = *ss.prober;
+  res.params["privileges"] = prober.privileges().to_json();
   SeqAllocator& seqs = ss.seqs;
   const FlowId flow = ss.flow;
   const DiscoveryResult& disc = ss.disc;
@@ -364,6 +370,11 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
   update_estimate();
   res.dispersion_offset_s = offset_s;
   conclude(res, sm, two_lengths, est);
+  if (res.lower_bound && res.capacity_bps >= c.max_rate_bps / 1.15) {
+    res.warnings.push_back({"max_rate_limited",
+                            "trains were paced at --max-rate " + format_rate(c.max_rate_bps) +
+                                "; the path may be faster: raise --max-rate to measure it"});
+  }
   const CaptureStats cs = prober.capture_stats();
   if (cs.dropped > 0) {
     res.warnings.push_back({"capture_drops", std::to_string(cs.dropped) +
@@ -430,6 +441,7 @@ nlohmann::json plan_capacity(const Config& c) {
   plan["caps"] = {{"max_trains", c.max_trains},
                   {"max_time_s", c.max_time_s},
                   {"max_bytes", c.max_bytes},
+                  {"max_rate_bps", c.max_rate_bps},
                   {"worst_case_bytes", std::min<std::uint64_t>(
                                            c.max_bytes, static_cast<std::uint64_t>(c.max_trains) *
                                                             (c.max_load_packets + 5) * L)}};

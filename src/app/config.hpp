@@ -36,6 +36,10 @@ struct Config {
   // Hard caps.
   double max_time_s = 20;  // capacity; availbw and measure default to 30
   std::uint64_t max_bytes = 50ull * 1000 * 1000;
+  // Peak probing rate, IP bits/s: no two consecutive probes leave closer than
+  // the previous one's bits at this rate (the pacer enforces it, send/pacer.hpp).
+  double max_rate_bps = 1e9;
+  std::string save_pcap;  // --save-pcap FILE: every probe and reply of the run
 
   // Available bandwidth (availbw, measure).
   std::string method = "fleet";  // "fleet" (default) or "linkwidth" (the paper's)

@@ -38,7 +38,16 @@ DiscoveryResult discover_closed_port(Prober& prober, const FlowId& flow,
   std::vector<int> ports = candidates;
   std::string icmp_reason;
   std::uint32_t icmp_from = 0;
+  const auto interrupted = [] {
+    return Error("discovery", "interrupted before a closed port was found", "interrupted",
+                 ExitCode::kInterrupted);
+  };
+  // 1 ms apart, or further under a --max-rate that 40 bytes per ms would pass.
+  const Nanos spacing = prober.max_rate_bps() > 0
+                            ? std::max<Nanos>(kMs, min_gap_for_rate(prober.max_rate_bps(), 40))
+                            : kMs;
   for (int attempt = 0; attempt < tries && !ports.empty(); ++attempt) {
+    if (prober.stopped()) throw interrupted();
     Train t;
     t.id = -1 - attempt;
     for (std::size_t i = 0; i < ports.size(); ++i) {
@@ -53,12 +62,13 @@ DiscoveryResult discover_closed_port(Prober& prober, const FlowId& flow,
       p.role = Role::kMarker;
       p.train = t.id;
       p.index = static_cast<int>(i);
-      p.offset = static_cast<Nanos>(i) * kMs;  // spread out: no burst at the target
+      p.offset = static_cast<Nanos>(i) * spacing;  // spread out: no burst at the target
       t.probes.push_back(p);
     }
     std::vector<int> all(t.probes.size());
     for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
     const TrainRun run = prober.run(t, all, timeout, /*any=*/true);
+    if (prober.stopped()) throw interrupted();
 
     int best = -1;
     for (std::size_t i = 0; i < t.probes.size(); ++i) {

@@ -1,6 +1,8 @@
 #include "app/main_app.hpp"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 
 #include "app/availbw_run.hpp"
@@ -14,9 +16,28 @@ namespace lw {
 
 namespace {
 
+// Invalid UTF-8 (a target given in another encoding) becomes U+FFFD instead of
+// an exception: the document stays valid JSON.
+std::string dump(const nlohmann::json& j) {
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// --save-pcap names a file we create: a bad path fails before anything is
+// sent (the capture rewrites it once open).
+void require_creatable(const std::string& path) {
+  if (path.empty()) return;
+  std::FILE* f = std::fopen(path.c_str(), "ab");
+  if (!f) {
+    throw Error("usage", "--save-pcap " + path + ": cannot create the file: " +
+                             std::strerror(errno) + ".",
+                "unwritable_file", ExitCode::kUsage);
+  }
+  std::fclose(f);
+}
+
 int fail(const Config& c, const std::string& type, const ErrorInfo& err, ExitCode code) {
   if (c.json) {
-    std::cout << error_json(type, c.target, err, nullptr).dump(2) << std::endl;
+    std::cout << dump(error_json(type, c.target, err, nullptr)) << std::endl;
   }
   std::cerr << "linkwidth: " << err.message << std::endl;
   return static_cast<int>(code);
@@ -35,6 +56,9 @@ int run_main(const std::vector<std::string>& args) {
     std::string msg = e.what();
     msg = msg.substr(msg.find(": ") + 2);
     return fail(cfg, "error", {"usage", msg}, ExitCode::kUsage);
+  } catch (const std::exception& e) {
+    return fail(cfg, "error", {"usage", std::string("cannot parse the command line: ") + e.what()},
+                ExitCode::kUsage);
   }
   if (cli.show_help) {
     std::cout << cli.help_text;
@@ -48,14 +72,15 @@ int run_main(const std::vector<std::string>& args) {
   try {
     if (c.dry_run) {
       const auto plan = plan_capacity(c);
-      if (c.json) std::cout << plan.dump(2) << std::endl;
+      if (c.json) std::cout << dump(plan) << std::endl;
       else std::cout << plan_text(plan);
       return 0;
     }
+    require_creatable(c.save_pcap);
     const auto& stop = install_stop_handlers();
     if (c.command != "capacity") {
       const MeasureResult m = run_measure(c, stop);
-      if (c.json) std::cout << to_json(m).dump(2) << std::endl;
+      if (c.json) std::cout << dump(to_json(m)) << std::endl;
       else std::cout << to_text(m);
       if (m.availbw.stop_reason == "interrupted" || m.capacity.stop_reason == "interrupted") {
         return 128 + stop_signal();
@@ -64,13 +89,19 @@ int run_main(const std::vector<std::string>& args) {
       return 0;
     }
     const CapacityResult r = run_capacity(c, stop);
-    if (c.json) std::cout << to_json(r).dump(2) << std::endl;
+    if (c.json) std::cout << dump(to_json(r)) << std::endl;
     else std::cout << to_text(r);
     if (r.stop_reason == "interrupted") return 128 + stop_signal();
     if (!r.valid) return static_cast<int>(ExitCode::kRuntime);
     return 0;
   } catch (const Error& e) {
-    return fail(c, c.command, {e.code(), e.what()}, e.exit_code());
+    std::string msg = e.what();
+    if (e.component() == "usage") msg = msg.substr(msg.find(": ") + 2);  // as parse_cli's
+    if (e.exit_code() == ExitCode::kInterrupted && stop_signal() != 0) {
+      fail(c, c.command, {e.code(), msg}, e.exit_code());
+      return 128 + stop_signal();  // the usual code: 130 for SIGINT, 143 for SIGTERM
+    }
+    return fail(c, c.command, {e.code(), msg}, e.exit_code());
   } catch (const std::exception& e) {
     return fail(c, c.command, {"internal", std::string("internal error: ") + e.what()},
                 ExitCode::kRuntime);

@@ -26,8 +26,10 @@ std::uint32_t resolve_ipv4(const std::string& target) {
   addrinfo* res = nullptr;
   const int rc = getaddrinfo(target.c_str(), nullptr, &hints, &res);
   if (rc != 0 || !res) {
+    // A name that does not exist is a bad command line (exit 2); a resolver
+    // that cannot answer now is a runtime failure (exit 1).
     throw Error("resolve", "cannot resolve host '" + target + "': " + gai_strerror(rc),
-                "unknown_host");
+                "unknown_host", rc == EAI_NONAME ? ExitCode::kUsage : ExitCode::kRuntime);
   }
   const auto* sin = reinterpret_cast<const sockaddr_in*>(res->ai_addr);
   const std::uint32_t out = ntohl(sin->sin_addr.s_addr);
@@ -44,6 +46,35 @@ std::string forbidden_target_reason(std::uint32_t a) {
   if (a == 0xffffffffu) return "the broadcast address";
   if (top >= 240) return "a reserved (240.0.0.0/4) address";
   return "";
+}
+
+std::string local_target_reason(std::uint32_t addr) {
+  ifaddrs* ifs = nullptr;
+  if (getifaddrs(&ifs) != 0) return "";
+  std::string why;
+  for (ifaddrs* i = ifs; i && why.empty(); i = i->ifa_next) {
+    if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET) continue;
+    const std::uint32_t a =
+        ntohl(reinterpret_cast<const sockaddr_in*>(i->ifa_addr)->sin_addr.s_addr);
+    if (a == addr) {
+      why = std::string("an address of this host (") + i->ifa_name + ")";
+      break;
+    }
+    if (!i->ifa_netmask) continue;
+    const std::uint32_t mask =
+        ntohl(reinterpret_cast<const sockaddr_in*>(i->ifa_netmask)->sin_addr.s_addr);
+    int prefix = 0;
+    for (std::uint32_t m = mask; m & 0x80000000u; m <<= 1) ++prefix;
+    if (prefix == 0 || prefix > 30) continue;
+    const std::string subnet = format_ipv4(a & mask) + "/" + std::to_string(prefix);
+    if (addr == (a | ~mask)) {
+      why = "the broadcast address of " + subnet + " on " + i->ifa_name;
+    } else if (addr == (a & mask)) {
+      why = "the network address of " + subnet + " on " + i->ifa_name;
+    }
+  }
+  freeifaddrs(ifs);
+  return why;
 }
 
 namespace {
@@ -89,6 +120,10 @@ Route find_route(std::uint32_t dst, const std::string& iface, const std::string&
       throw UsageError("--source '" + src + "' is not an IPv4 address.");
     }
     r.source = ntohl(a.s_addr);
+    // Never send with someone else's address: only one of this host's own.
+    if (r.source == 0 || !lookup_interfaces(r.source, "", nullptr, nullptr)) {
+      throw UsageError("--source " + src + " is not an address of this host.");
+    }
   }
   if (!iface.empty()) {
     if (if_nametoindex(iface.c_str()) == 0) {

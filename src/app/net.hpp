@@ -13,6 +13,11 @@ std::uint32_t resolve_ipv4(const std::string& target);
 // (loopback, multicast, broadcast, unspecified, ...).
 std::string forbidden_target_reason(std::uint32_t addr);
 
+// The same for this host's interfaces: one of its own addresses (traffic to it
+// never leaves the host), or the directed broadcast or network address of a
+// subnet it is on (prefixes up to /30). Empty string if fine.
+std::string local_target_reason(std::uint32_t addr);
+
 struct Route {
   std::uint32_t source = 0;
   std::string interface;

@@ -1,6 +1,31 @@
 #include "app/prober.hpp"
 
+#include <cstdio>
+
+#include "linkwidth/error.hpp"
+
 namespace lw {
+
+namespace {
+
+PacerOptions pacer_options(const Config& c) {
+  PacerOptions o;
+  o.max_rate_bps = c.max_rate_bps;
+  return o;
+}
+
+}  // namespace
+
+Prober::PrivilegeGate::PrivilegeGate(std::uint32_t target) {
+  // Refused again here, whatever the session checked: nothing below sends to them.
+  std::string why = forbidden_target_reason(target);
+  if (why.empty()) why = local_target_reason(target);
+  if (!why.empty()) {
+    throw Error("target", "refusing to probe " + format_ipv4(target) + ": it is " + why,
+                "forbidden_target", ExitCode::kUsage);
+  }
+  require_capture_privileges();
+}
 
 std::string capture_filter(std::uint32_t self, std::uint32_t target, std::uint16_t sport) {
   const std::string s = format_ipv4(self), t = format_ipv4(target), p = std::to_string(sport);
@@ -11,19 +36,42 @@ std::string capture_filter(std::uint32_t self, std::uint32_t target, std::uint16
 }
 
 Prober::Prober(const Route& route, std::uint32_t target, std::uint16_t sport,
-               const std::atomic<bool>& stop)
+               const std::atomic<bool>& stop, const Config& c)
     : route_(route),
       target_(target),
       stop_(stop),
+      max_bytes_(c.max_bytes),
+      max_rate_bps_(c.max_rate_bps),
+      gate_(target),
       socket_(route.interface, 8 << 20),
       capture_(route.interface, capture_filter(route.source, target, sport)),
-      pacer_(socket_, PacerOptions{}) {}
+      pacer_(socket_, pacer_options(c)) {
+  // Created while we may still write where the user can (before the drop).
+  if (!c.save_pcap.empty()) capture_.save_to(c.save_pcap);
+  privileges_ = drop_privileges();
+  if (c.verbose) {
+    std::fprintf(stderr, "privileges: dropped; running as %s (uid %u, gid %u), no capabilities%s\n",
+                 privileges_.user.c_str(), privileges_.uid, privileges_.gid,
+                 privileges_.bounding_cleared ? ", bounding set cleared" : "");
+  }
+}
 
 TrainRun Prober::run(const Train& train, const std::vector<int>& wait_for, Nanos reply_timeout,
                      bool any, Nanos busy_wait) {
   std::vector<std::vector<std::uint8_t>> bytes;
   bytes.reserve(train.probes.size());
-  for (const auto& p : train.probes) bytes.push_back(builder_.build(p));
+  std::uint64_t total = 0;
+  for (const auto& p : train.probes) {
+    bytes.push_back(builder_.build(p));
+    total += bytes.back().size();
+  }
+  if (bytes_ + total > max_bytes_) {
+    // The session stops before this; reaching it is a bug we must not act on.
+    throw Error("send", "train " + std::to_string(train.id) + " would pass --max-bytes (" +
+                            std::to_string(bytes_ + total) + " > " + std::to_string(max_bytes_) +
+                            " bytes); nothing sent",
+                "max_bytes_exceeded");
+  }
 
   captured_.clear();
   capture_.drain(captured_);  // stale packets of earlier trains

@@ -1,12 +1,22 @@
 #pragma once
 // Wires send -> capture -> match for one train at a time. Owns the raw socket,
 // the capture and the packet builder for a run; counts what it sent.
+//
+// A run opens one Prober, after route lookup and port reservation: its
+// constructor checks privileges first (a clear message naming what is missing),
+// opens the socket and the capture, then drops every capability and any root
+// identity of the process (app/privileges.hpp). Nothing after it needs them;
+// a second Prober in the same process would fail with a privilege error. It
+// also enforces the hard caps of Config in one place: the pacer refuses trains
+// above --max-rate and run() refuses a train that would pass --max-bytes.
 #include <atomic>
 #include <cstdint>
 #include <memory>
 #include <vector>
 
+#include "app/config.hpp"
 #include "app/net.hpp"
+#include "app/privileges.hpp"
 #include "capture/live_capture.hpp"
 #include "match/match.hpp"
 #include "plan/probe.hpp"
@@ -26,7 +36,7 @@ struct TrainRun {
 class Prober {
  public:
   Prober(const Route& route, std::uint32_t target, std::uint16_t sport,
-         const std::atomic<bool>& stop);
+         const std::atomic<bool>& stop, const Config& c);
 
   // Sends the train on its schedule and waits until every probe in `wait_for`
   // (with `any`: one of them) has a reply, or `reply_timeout` has passed since
@@ -39,11 +49,23 @@ class Prober {
   std::uint64_t bytes_sent() const { return bytes_; }
   CaptureStats capture_stats() { return capture_.stats(); }
   std::uint32_t self() const { return route_.source; }
+  bool stopped() const { return stop_.load(); }
+  double max_rate_bps() const { return max_rate_bps_; }
+  // What the constructor's privilege drop left (verified).
+  const PrivilegeDrop& privileges() const { return privileges_; }
 
  private:
+  // Runs the privilege check before any member opens a socket.
+  struct PrivilegeGate {
+    explicit PrivilegeGate(std::uint32_t target);
+  };
+
   Route route_;
   std::uint32_t target_;
   const std::atomic<bool>& stop_;
+  std::uint64_t max_bytes_;
+  double max_rate_bps_;
+  PrivilegeGate gate_;
   RawSocket socket_;
   LiveCapture capture_;
   PacketBuilder builder_;
@@ -51,6 +73,7 @@ class Prober {
   std::vector<Decoded> captured_;
   std::uint64_t packets_ = 0;
   std::uint64_t bytes_ = 0;
+  PrivilegeDrop privileges_;
 };
 
 std::string capture_filter(std::uint32_t self, std::uint32_t target, std::uint16_t sport);

@@ -9,7 +9,8 @@ namespace lw {
 
 std::uint32_t checked_target(const Config& c) {
   const std::uint32_t addr = resolve_ipv4(c.target);
-  const std::string why = forbidden_target_reason(addr);
+  std::string why = forbidden_target_reason(addr);
+  if (why.empty()) why = local_target_reason(addr);
   if (!why.empty()) {
     throw Error("target", "refusing to probe " + format_ipv4(addr) + ": it is " + why,
                 "forbidden_target", ExitCode::kUsage);
@@ -32,7 +33,7 @@ std::unique_ptr<Session> open_session(const Config& c, const std::atomic<bool>& 
   s->route = find_route(s->dst, c.interface, c.source);
   s->packet_size = effective_packet_size(c, s->route, s->warnings);
   s->reserved = std::make_unique<PortReservation>(s->route.source, c.sport);
-  s->prober = std::make_unique<Prober>(s->route, s->dst, s->reserved->port(), stop);
+  s->prober = std::make_unique<Prober>(s->route, s->dst, s->reserved->port(), stop, c);
   std::random_device rd;
   s->seqs = SeqAllocator(static_cast<std::uint32_t>(rd()));
   s->flow = FlowId{s->route.source, s->dst, s->reserved->port(), 0};

@@ -14,10 +14,12 @@ struct DrainCtx {
   int dlt;
   unsigned* undecodable;
   bool nano;
+  pcap_dumper_t* dumper;
 };
 
 void on_packet(u_char* user, const pcap_pkthdr* h, const u_char* bytes) {
   auto* ctx = reinterpret_cast<DrainCtx*>(user);
+  if (ctx->dumper) pcap_dump(reinterpret_cast<u_char*>(ctx->dumper), h, bytes);
   Decoded d;
   if (decode_frame(ctx->dlt, bytes, h->caplen, d) != DecodeStatus::kOk) {
     ++*ctx->undecodable;
@@ -73,13 +75,24 @@ LiveCapture::LiveCapture(const std::string& ifname, const std::string& filter, i
 }
 
 LiveCapture::~LiveCapture() {
+  if (dumper_) pcap_dump_close(dumper_);
   if (p_) pcap_close(p_);
+}
+
+void LiveCapture::save_to(const std::string& path) {
+  pcap_dumper_t* d = pcap_dump_open(p_, path.c_str());
+  if (!d) {
+    throw Error("capture", "cannot write --save-pcap " + path + ": " + pcap_geterr(p_),
+                "unwritable_file", ExitCode::kUsage);
+  }
+  if (dumper_) pcap_dump_close(dumper_);
+  dumper_ = d;
 }
 
 std::size_t LiveCapture::drain(std::vector<Decoded>& out) {
   const std::size_t before = out.size();
   DrainCtx ctx{&out, dlt_, &undecodable_,
-               pcap_get_tstamp_precision(p_) == PCAP_TSTAMP_PRECISION_NANO};
+               pcap_get_tstamp_precision(p_) == PCAP_TSTAMP_PRECISION_NANO, dumper_};
   for (;;) {
     const int n = pcap_dispatch(p_, -1, on_packet, reinterpret_cast<u_char*>(&ctx));
     if (n <= 0) break;

@@ -9,6 +9,7 @@
 #include "capture/decode.hpp"
 
 struct pcap;
+struct pcap_dumper;
 
 namespace lw {
 
@@ -27,6 +28,12 @@ class LiveCapture {
   LiveCapture(const LiveCapture&) = delete;
   LiveCapture& operator=(const LiveCapture&) = delete;
 
+  // From now on also writes every captured packet (both directions, as the
+  // filter passes them, snapped to the snaplen) to a pcap file with nanosecond
+  // timestamps; flushed and closed with the capture. Throws Error
+  // ("unwritable_file") if the file cannot be created.
+  void save_to(const std::string& path);
+
   // Appends every packet available now, without blocking. Returns how many.
   std::size_t drain(std::vector<Decoded>& out);
   // Blocks until something may be readable or `timeout` passes.
@@ -36,6 +43,7 @@ class LiveCapture {
 
  private:
   pcap* p_ = nullptr;
+  pcap_dumper* dumper_ = nullptr;
   int dlt_ = 0;
   int fd_ = -1;
   unsigned undecodable_ = 0;

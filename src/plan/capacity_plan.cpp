@@ -1,6 +1,7 @@
 #include "plan/capacity_plan.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace lw {
 
@@ -53,7 +54,9 @@ Train make_capacity_train(const CapacityTrainParams& p, int train_id, SeqAllocat
 
   const Nanos t_train = p.warmup ? p.warmup_lead : 0;
   if (p.warmup) push(syn(Role::kWarmup, 0));
-  for (int i = 0; i < p.drain_packets; ++i) push(rst(Role::kDrain, t_train));
+  for (int i = 0; i < p.drain_packets; ++i) push(rst(Role::kDrain, t_train + i * p.drain_gap));
+  // The head leaves after the drain packets (at once when they go back to back).
+  const Nanos t_head = t_train + p.drain_packets * p.drain_gap;
 
   // Markers split the N load packets into (n_markers - 1) nearly equal
   // segments. Paced: load packet i leaves (i + 1) gaps after the head, and a
@@ -63,7 +66,7 @@ Train make_capacity_train(const CapacityTrainParams& p, int train_id, SeqAllocat
   const int segments = n_markers - 1;
   for (int m = 0; m < n_markers; ++m) {
     const int before = p.load_packets * m / segments;  // load packets ahead of marker m
-    Probe mk = syn(Role::kMarker, t_train + before * p.gap);
+    Probe mk = syn(Role::kMarker, t_head + before * p.gap);
     if (m > 0) bits += 8.0 * mk.ip_len;
     t.markers.push_back(static_cast<int>(t.probes.size()));
     t.bits_from_head.push_back(bits);
@@ -71,7 +74,7 @@ Train make_capacity_train(const CapacityTrainParams& p, int train_id, SeqAllocat
     if (m == segments) break;
     const int to = p.load_packets * (m + 1) / segments;
     for (int i = before; i < to; ++i) {
-      push(rst(Role::kLoad, t_train + (i + 1) * p.gap));
+      push(rst(Role::kLoad, t_head + (i + 1) * p.gap));
       bits += 8.0 * p.packet_size;
     }
   }
@@ -135,6 +138,31 @@ PairGaps pair_gaps_for_rate(double rate_bps, int pairs, int packet_size, Nanos i
 
 Nanos gap_for_rate(double rate_bps, int packet_size) {
   return static_cast<Nanos>(8.0 * packet_size / rate_bps * 1e9 + 0.5);
+}
+
+Nanos min_gap_for_rate(double rate_bps, int packet_size) {
+  return static_cast<Nanos>(std::ceil(8.0 * packet_size * 1e9 / rate_bps));
+}
+
+void apply_rate_cap(CapacityTrainParams& p, double max_rate_bps) {
+  p.gap = std::max(p.gap, min_gap_for_rate(max_rate_bps, p.packet_size + 40));
+  if (p.drain_packets * static_cast<double>(p.packet_size) + 2 * 40 > kRateBurstBytes) {
+    p.drain_gap = std::max(p.drain_gap, min_gap_for_rate(max_rate_bps, p.packet_size));
+  }
+}
+
+int first_over_rate(const Train& t, double rate_bps, double burst_bytes) {
+  double tokens = burst_bytes;  // bytes
+  for (std::size_t i = 0; i < t.probes.size(); ++i) {
+    if (i > 0) {
+      const double dt = static_cast<double>(t.probes[i].offset - t.probes[i - 1].offset);
+      tokens = std::min(burst_bytes, tokens + std::max(0.0, dt) * rate_bps / 8e9);
+    }
+    // A millibyte of slack for the rounding of gaps to whole nanoseconds.
+    if (tokens + 1e-3 < t.probes[i].ip_len) return static_cast<int>(i);
+    tokens -= t.probes[i].ip_len;
+  }
+  return -1;
 }
 
 }  // namespace lw

@@ -29,10 +29,34 @@ struct CapacityTrainParams {
   // train back to back (capacity); a gap g offers the rate L·8/g (the paced
   // trains of the avail-bw search, LinkWidth §3.4 / pathload's streams).
   Nanos gap = 0;
+  // Spacing of the drain packets and of the head after the last of them: 0 sends
+  // them back to back (at line rate). apply_rate_cap sets it only when the drain
+  // burst would not fit the --max-rate bucket (more than two drain packets).
+  Nanos drain_gap = 0;
 };
 
 // The gap that offers `rate_bps` with `packet_size`-byte packets.
 Nanos gap_for_rate(double rate_bps, int packet_size);
+// The same, rounded up: the smallest gap that stays at or under `rate_bps`.
+Nanos min_gap_for_rate(double rate_bps, int packet_size);
+
+// --max-rate is a token bucket: `rate_bps` over time, bursts of up to
+// kRateBurstBytes: two full-size packets and two SYNs (the warm-up SYN, the
+// drain pair and the head marker of a capacity train; or load packets with
+// markers riding right behind them).
+constexpr double kRateBurstBytes = 2 * 1500 + 2 * 40;
+
+// Index of the first probe that a bucket of (rate_bps, burst_bytes), full at
+// the train's start, could not let go at its planned offset; -1 if the whole
+// schedule fits. The pacer refuses trains that do not fit (send/pacer.hpp).
+int first_over_rate(const Train& t, double rate_bps, double burst_bytes = kRateBurstBytes);
+
+// Spaces a capacity-style train to fit the bucket of `max_rate_bps`: the gap
+// from the head on at least min_gap_for_rate(max_rate_bps, packet_size + 40)
+// (40 bytes of slack per gap for markers riding behind load packets), and the
+// drain packets spaced only if they do not fit the burst. A slower paced train
+// keeps its gap.
+void apply_rate_cap(CapacityTrainParams& p, double max_rate_bps);
 
 // Hands out unique marker sequence numbers for one run (step 2 keeps them
 // distinct even if a middlebox adds 1 to what it acknowledges).

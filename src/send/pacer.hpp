@@ -23,13 +23,20 @@ struct SendRecord {
 struct PacerOptions {
   Nanos spin_window = 60 * kUs;  // sleep until this long before a deadline, then spin
   Nanos lead = 200 * kUs;        // t0 = now + lead, so the first deadline is not already late
+  // --max-rate in IP bits/s (0 = none), a token bucket with bursts of up to
+  // kRateBurstBytes (plan/capacity_plan.hpp). A train whose schedule does not
+  // fit a full bucket is refused with an Error before anything is sent; at run
+  // time a packet waits for its tokens, so catching up after a stall never
+  // goes faster either. The bucket lasts across trains.
+  double max_rate_bps = 0;
 };
 
 class Pacer {
  public:
   Pacer(RawSocket& sock, PacerOptions opt) : sock_(sock), opt_(opt) {}
   // Sends `bytes[i]` (prebuilt for train.probes[i]) on schedule. Stops early,
-  // leaving the rest unsent, if *stop becomes true.
+  // leaving the rest unsent, if *stop becomes true. Throws Error (code
+  // max_rate_exceeded) for a train above the peak-rate cap.
   std::vector<SendRecord> send(const Train& train,
                                const std::vector<std::vector<std::uint8_t>>& bytes,
                                const std::atomic<bool>* stop);
@@ -37,6 +44,8 @@ class Pacer {
  private:
   RawSocket& sock_;
   PacerOptions opt_;
+  double tokens_ = 0;    // bytes in the --max-rate bucket at last_
+  Nanos last_ = -1;      // CLOCK_MONOTONIC of the last send, -1 = none yet (bucket full)
 };
 
 }  // namespace lw

@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""Writes the seed corpus of fuzz_decode into tests/fuzz/corpus/ (committed).
+
+Input format (see fuzz_decode.cpp): first byte even = a frame, its second byte
+picks the link type (0 Ethernet, 1 Linux cooked, 2 raw IP, 3 IPv4); odd = a
+pcap or pcapng savefile. The packets are real reply shapes: RST/ACK from a
+closed port, an ICMP time-exceeded quoting our SYN, a fragmentation-needed.
+"""
+import os
+import struct
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(HERE, "corpus")
+
+ETH = bytes([2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2, 0x08, 0x00])
+RST_ACK = bytes([0x45, 0, 0, 0x28, 0, 0, 0x40, 0, 0x40, 6, 0, 0,
+                 0xc6, 0x12, 2, 2, 0xc6, 0x12, 1, 1,
+                 0xb9, 0x1f, 0x9c, 0x40, 0, 0, 0, 0, 0x89, 0xab, 0xcd, 0xf0,
+                 0x50, 0x14, 0, 0, 0, 0, 0, 0])
+SYN = bytes([0x45, 0, 0, 0x28, 0, 1, 0x40, 0, 0x40, 6, 0, 0,
+             0xc6, 0x12, 1, 1, 0xc6, 0x12, 2, 2,
+             0x9c, 0x40, 0xb9, 0x1f, 0x89, 0xab, 0xcd, 0xef, 0, 0, 0, 0,
+             0x50, 0x02, 4, 0, 0, 0, 0, 0])
+ICMP_TE = bytes([0x45, 0xc0, 0, 0x3c, 0x12, 0x34, 0, 0, 0x40, 1, 0, 0,
+                 0xc6, 0x12, 1, 2, 0xc6, 0x12, 1, 1,
+                 11, 0, 0, 0, 0, 0, 0, 0,
+                 0x46, 0, 0, 0x2c, 0x4c, 0x57, 0x40, 0, 1, 6, 0, 0,
+                 0xc6, 0x12, 1, 1, 0xc6, 0x12, 2, 2, 1, 0, 0, 0,
+                 0x9c, 0x40, 0xb9, 0x1f, 0x89, 0xab, 0xcd, 0xef])
+FRAG_NEEDED = bytes([0x45, 0, 0, 0x38, 0, 2, 0, 0, 0x40, 1, 0, 0,
+                     0xc6, 0x12, 1, 2, 0xc6, 0x12, 1, 1,
+                     3, 4, 0, 0, 0, 0, 0x05, 0x78,
+                     0x45, 0, 0x05, 0xdc, 0, 3, 0x40, 0, 0x3f, 6, 0, 0,
+                     0xc6, 0x12, 1, 1, 0xc6, 0x12, 2, 2,
+                     0x9c, 0x40, 0xb9, 0x1f, 0x89, 0xab, 0xcd, 0xf1])
+SLL = bytes([0, 0, 0, 1, 0, 6, 2, 0, 0, 0, 0, 2, 0, 0, 0x08, 0x00])
+VLAN = ETH[:12] + bytes([0x81, 0, 0, 5, 0x08, 0])
+
+
+def pcap(dlt, packets, nano=False, big=False):
+    e = ">" if big else "<"
+    magic = 0xa1b23c4d if nano else 0xa1b2c3d4
+    out = struct.pack(e + "IHHiIII", magic, 2, 4, 0, 0, 65535, dlt)
+    for i, p in enumerate(packets):
+        out += struct.pack(e + "IIII", 1700000000 + i, 123456 + i, len(p), len(p)) + p
+    return out
+
+
+def pcapng(dlt, packets):
+    def block(btype, body):
+        body += b"\0" * (-len(body) % 4)
+        n = len(body) + 12
+        return struct.pack("<II", btype, n) + body + struct.pack("<I", n)
+    out = block(0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1))
+    out += block(1, struct.pack("<HHI", dlt, 0, 65535))
+    for i, p in enumerate(packets):
+        ts = (1700000000 + i) * 1000000
+        out += block(6, struct.pack("<IIIII", 0, ts >> 32, ts & 0xffffffff, len(p), len(p)) + p)
+    return out
+
+
+SEEDS = {
+    "frame_eth_rst_ack": b"\0\0" + ETH + RST_ACK,
+    "frame_eth_vlan_syn": b"\0\0" + VLAN + SYN,
+    "frame_sll_rst_ack": b"\0\1" + SLL + RST_ACK,
+    "frame_raw_icmp_time_exceeded": b"\0\2" + ICMP_TE,
+    "frame_ipv4_frag_needed": b"\0\3" + FRAG_NEEDED,
+    "pcap_eth_us": b"\1" + pcap(1, [ETH + SYN, ETH + RST_ACK]),
+    "pcap_raw_ns": b"\1" + pcap(101, [ICMP_TE, FRAG_NEEDED], nano=True),
+    "pcap_sll_big_endian": b"\1" + pcap(113, [SLL + RST_ACK], big=True),
+    "pcap_truncated": b"\1" + pcap(1, [ETH + SYN, ETH + RST_ACK])[:-10],
+    "pcapng_eth": b"\1" + pcapng(1, [ETH + SYN, ETH + RST_ACK]),
+}
+
+if __name__ == "__main__":
+    os.makedirs(OUT, exist_ok=True)
+    for name, data in SEEDS.items():
+        with open(os.path.join(OUT, name), "wb") as f:
+            f.write(data)
+    print(f"wrote {len(SEEDS)} seeds to {OUT}")
