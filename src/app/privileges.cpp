@@ -130,6 +130,9 @@ PrivilegeDrop drop_privileges() {
   if (getresgid(&rgid, &egid, &sgid) != 0) fail("getresgid");
   r.was_root = ruid == 0 || euid == 0 || suid == 0;
 
+  // 0. No execve may grant privileges again (set-uid, file capabilities). First,
+  // so nobody who sees the capabilities gone sees this still open.
+  r.no_new_privs = prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0;
   // 1. Bounding set: only with CAP_SETPCAP, so before the permitted set goes.
   const int last = last_cap();
   bool bounding = true;
@@ -155,10 +158,8 @@ PrivilegeDrop drop_privileges() {
   // 4. Whatever file capabilities gave us (or root kept): every set empty.
   CapPtr none(cap_init(), cap_free);
   if (!none || cap_set_proc(none.get()) != 0) fail("cap_set_proc");
-  // 5. No execve may grant privileges again (set-uid, file capabilities).
-  r.no_new_privs = prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0;
 
-  // 6. Read everything back.
+  // 5. Read everything back.
   if (getresuid(&ruid, &euid, &suid) != 0) fail("getresuid");
   if (getresgid(&rgid, &egid, &sgid) != 0) fail("getresgid");
   r.uid = euid;
