@@ -1,6 +1,7 @@
 #include "app/cli.hpp"
 
 #include <boost/program_options.hpp>
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -17,6 +18,7 @@ const char kUsage[] =
     "\n"
     "Commands:\n"
     "  capacity TARGET   capacity of the path to TARGET (SYN-RST-SYN trains)\n"
+    "  hops TARGET       which hop is the bottleneck (recursive trains; default 8 trains)\n"
     "  help              this text;  version  the version\n"
     "\n"
     "TARGET is an IPv4 address or host name. Needs root or\n"
@@ -84,7 +86,12 @@ CliResult parse_cli(const std::vector<std::string>& args) {
     ("max-time", po::value(&c.max_time_s), "hard cap on the run time, seconds (default 20)")
     ("max-bytes", po::value(&max_bytes), "hard cap on probe bytes per run, K/M/G suffixes (default 50M)")
     ("tries", po::value(&c.discovery_tries), "closed-port discovery rounds before 'filtered' (default 3)")
-    ("reply-timeout", po::value(&c.reply_timeout_s), "longest wait for replies, in discovery and after each train, seconds (default 1)");
+    ("reply-timeout", po::value(&c.reply_timeout_s), "longest wait for replies, in discovery and after each train, seconds (default 1)")
+    ("hop-markers", po::value(&c.hop_markers), "hops: auto (per hop: router's own address if it answers TCP, else TTL), ttl or addr (default auto)")
+    ("max-hops", po::value(&c.max_hops), "hops: longest path to discover, 1..64 (default 30)")
+    ("icmp-rate", po::value(&c.icmp_rate), "hops: ICMP errors per second a router sends us (default 1, Linux icmp_ratelimit)")
+    ("icmp-burst", po::value(&c.icmp_burst), "hops: ICMP errors a router sends in a burst (default 6)")
+    ("min-step", po::value(&c.min_step), "hops: relative dispersion rise that makes a choke point (default 0.15)");
   // clang-format on
   std::ostringstream help;
   help << kUsage << "\n" << opts;
@@ -100,7 +107,7 @@ CliResult parse_cli(const std::vector<std::string>& args) {
     r.show_version = true;
     return r;
   }
-  require(cmd == "capacity", "unknown command '" + cmd + "'; try 'linkwidth help'.");
+  require(cmd == "capacity" || cmd == "hops", "unknown command '" + cmd + "'; try 'linkwidth help'.");
   c.command = cmd;
 
   po::options_description all;
@@ -125,6 +132,9 @@ CliResult parse_cli(const std::vector<std::string>& args) {
   }
   require(!c.target.empty(), "no TARGET given; usage: linkwidth " + cmd + " TARGET.");
   c.max_bytes = static_cast<std::uint64_t>(std::llround(parse_si(max_bytes, "--max-bytes")));
+  // hops: fewer trains by default (each costs every router two ICMP errors).
+  if (cmd == "hops" && !vm.count("trains")) c.max_trains = 8;
+  if (cmd == "hops" && !vm.count("min-trains")) c.min_trains = std::min(3, c.max_trains);
 
   require(c.port >= 0 && c.port <= 65535, "--port must be between 1 and 65535.");
   require(c.sport >= 0 && c.sport <= 65535, "--source-port must be between 1 and 65535.");
@@ -153,6 +163,14 @@ CliResult parse_cli(const std::vector<std::string>& args) {
   require(c.discovery_tries >= 1 && c.discovery_tries <= 10, "--tries must be between 1 and 10.");
   require(c.reply_timeout_s > 0 && c.reply_timeout_s <= 10,
           "--reply-timeout must be above 0 and at most 10 seconds.");
+  require(c.hop_markers == "auto" || c.hop_markers == "ttl" || c.hop_markers == "addr",
+          "--hop-markers must be auto, ttl or addr.");
+  require(c.max_hops >= 1 && c.max_hops <= 64, "--max-hops must be between 1 and 64.");
+  require(c.icmp_rate > 0 && c.icmp_rate <= 10000,
+          "--icmp-rate must be above 0 and at most 10000 per second.");
+  require(c.icmp_burst >= 2 && c.icmp_burst <= 10000,
+          "--icmp-burst must be between 2 and 10000 (a train needs two replies per hop).");
+  require(c.min_step > 0 && c.min_step <= 10, "--min-step must be above 0 and at most 10.");
   return r;
 }
 

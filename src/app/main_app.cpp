@@ -5,8 +5,10 @@
 
 #include "app/capacity_run.hpp"
 #include "app/cli.hpp"
+#include "app/hops_run.hpp"
 #include "app/signals.hpp"
 #include "linkwidth/error.hpp"
+#include "report/hops_writers.hpp"
 #include "report/writers.hpp"
 
 namespace lw {
@@ -19,6 +21,21 @@ int fail(const Config& c, const std::string& type, const ErrorInfo& err, ExitCod
   }
   std::cerr << "linkwidth: " << err.message << std::endl;
   return static_cast<int>(code);
+}
+
+int run_hops_main(const Config& c) {
+  if (c.dry_run) {
+    const auto plan = plan_hops(c);
+    if (c.json) std::cout << plan.dump(2) << std::endl;
+    else std::cout << plan_text(plan);
+    return 0;
+  }
+  const HopsResult r = run_hops(c, install_stop_handlers());
+  if (c.json) std::cout << to_json(r).dump(2) << std::endl;
+  else std::cout << to_text(r);
+  if (r.stop_reason == "interrupted") return 128 + stop_signal();
+  if (r.bottleneck_hop == 0) return static_cast<int>(ExitCode::kRuntime);
+  return 0;
 }
 
 }  // namespace
@@ -45,6 +62,7 @@ int run_main(const std::vector<std::string>& args) {
   }
   const Config& c = cli.config;
   try {
+    if (c.command == "hops") return run_hops_main(c);
     if (c.dry_run) {
       const auto plan = plan_capacity(c);
       if (c.json) std::cout << plan.dump(2) << std::endl;

@@ -2,8 +2,10 @@
 
 namespace lw {
 
-std::string capture_filter(std::uint32_t self, std::uint32_t target, std::uint16_t sport) {
+std::string capture_filter(std::uint32_t self, std::uint32_t target, std::uint16_t sport,
+                           bool any_peer) {
   const std::string s = format_ipv4(self), t = format_ipv4(target), p = std::to_string(sport);
+  if (any_peer) return "(tcp and host " + s + " and port " + p + ") or (icmp and dst host " + s + ")";
   // Our probes and the target's replies in one 5-tuple family, plus ICMP errors
   // addressed to us (they quote the probe that caused them).
   return "(tcp and host " + t + " and host " + s + " and port " + p + ") or (icmp and dst host " +
@@ -11,12 +13,12 @@ std::string capture_filter(std::uint32_t self, std::uint32_t target, std::uint16
 }
 
 Prober::Prober(const Route& route, std::uint32_t target, std::uint16_t sport,
-               const std::atomic<bool>& stop)
+               const std::atomic<bool>& stop, bool any_peer)
     : route_(route),
       target_(target),
       stop_(stop),
       socket_(route.interface, 8 << 20),
-      capture_(route.interface, capture_filter(route.source, target, sport)),
+      capture_(route.interface, capture_filter(route.source, target, sport, any_peer)),
       pacer_(socket_, PacerOptions{}) {}
 
 TrainRun Prober::run(const Train& train, const std::vector<int>& wait_for, Nanos reply_timeout,

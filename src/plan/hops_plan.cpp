@@ -41,14 +41,14 @@ void push(Train& t, Probe q) {
 
 }  // namespace
 
-Train make_ttl_sweep(const FlowId& flow, int max_ttl, Nanos spacing, int train_id,
-                     SeqAllocator& seqs) {
+Train make_ttl_sweep(const FlowId& flow, const std::vector<int>& ttls, Nanos spacing,
+                     int train_id, SeqAllocator& seqs) {
   Train t;
   t.id = train_id;
-  for (int ttl = 1; ttl <= max_ttl; ++ttl) {
+  for (std::size_t i = 0; i < ttls.size(); ++i) {
     Probe q = syn_probe(flow, train_id, seqs);
-    q.ttl = static_cast<std::uint8_t>(ttl);
-    q.offset = static_cast<Nanos>(ttl - 1) * spacing;
+    q.ttl = static_cast<std::uint8_t>(ttls[i]);
+    q.offset = static_cast<Nanos>(i) * spacing;
     t.markers.push_back(static_cast<int>(t.probes.size()));
     push(t, q);
   }

@@ -33,10 +33,10 @@ struct HopMarker {
   MarkerKind kind = MarkerKind::kTtl;
 };
 
-// One SYN per TTL in [1, max_ttl], all in `flow`, `spacing` apart: the replies
-// (ICMP time exceeded quoting the probe, RST/ACK from the target) name the path.
-Train make_ttl_sweep(const FlowId& flow, int max_ttl, Nanos spacing, int train_id,
-                     SeqAllocator& seqs);
+// One SYN per TTL in `ttls`, all in `flow`, `spacing` apart: the replies (ICMP
+// time exceeded quoting the probe, RST/ACK from the target) name the path.
+Train make_ttl_sweep(const FlowId& flow, const std::vector<int>& ttls, Nanos spacing,
+                     int train_id, SeqAllocator& seqs);
 
 // One SYN to each address, from flow.sport to flow.dport: does that router
 // answer TCP on its own address?
