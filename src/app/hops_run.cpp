@@ -233,16 +233,16 @@ HopsResult run_hops(const Config& c, const std::atomic<bool>& stop) {
     tm.bits = rt.bits;
     tm.head_reply.assign(H, 0);
     tm.tail_reply.assign(H, 0);
-    tm.head_left.assign(H, 0);
-    tm.tail_left.assign(H, 0);
+    tm.head_sent.assign(H, 0);
+    tm.tail_sent.assign(H, 0);
     int any = 0;
     for (int k = 0; k < H; ++k) {
       const ProbeOutcome& h = run.outcome.probes[rt.head[k]];
       const ProbeOutcome& t = run.outcome.probes[rt.tail[k]];
       tm.head_reply[k] = reply_time(h, kind[k]);
       tm.tail_reply[k] = reply_time(t, kind[k]);
-      tm.head_left[k] = h.left;
-      tm.tail_left[k] = t.left;
+      tm.head_sent[k] = h.sent;
+      tm.tail_sent[k] = t.sent;
       const bool got = tm.head_reply[k] != 0 || tm.tail_reply[k] != 0;
       any += got ? 1 : 0;
       ++asked[k];

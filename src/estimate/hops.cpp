@@ -14,13 +14,13 @@ double hop_dispersion(const HopTrainTiming& t, int k) {
 
 namespace {
 
-// The train's spacing per bit as it left us: median over hops of the left
-// dispersion of that hop's markers (they all leave at our sending rate).
-double left_level(const HopTrainTiming& t) {
+// The train's offered spacing per bit: median over hops of the send-time
+// dispersion of that hop's markers (they are all sent at one rate).
+double sent_level(const HopTrainTiming& t) {
   std::vector<double> v;
   for (std::size_t k = 0; k < t.bits.size(); ++k) {
-    if (t.head_left[k] == 0 || t.tail_left[k] <= t.head_left[k] || t.bits[k] <= 0) continue;
-    v.push_back(to_seconds(t.tail_left[k] - t.head_left[k]) / t.bits[k]);
+    if (t.head_sent[k] == 0 || t.tail_sent[k] <= t.head_sent[k] || t.bits[k] <= 0) continue;
+    v.push_back(to_seconds(t.tail_sent[k] - t.head_sent[k]) / t.bits[k]);
   }
   return v.empty() ? 0.0 : median(v);
 }
@@ -35,7 +35,7 @@ TrainChokes train_chokes(const HopTrainTiming& t, const std::vector<bool>& use,
   c.valid = true;
   // Without a hop-0 level the first used hop always counts as a step: the
   // train reached it slower than nothing.
-  double level = left_level(t);
+  double level = sent_level(t);
   for (int k = 0; k < H; ++k) {
     if (!use[k]) continue;
     const double d = hop_dispersion(t, k);

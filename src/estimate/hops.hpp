@@ -14,9 +14,10 @@ namespace lw {
 // One train, per hop (index 0 = hop 1, last = target). Times in ns; 0 = missing.
 struct HopTrainTiming {
   std::vector<Nanos> head_reply, tail_reply;
-  // When hop k's head and tail markers left our interface (capture): the
-  // train's dispersion at "hop 0". 0 = not seen.
-  std::vector<Nanos> head_left, tail_left;
+  // When hop k's head and tail markers were handed to the kernel: the offered
+  // dispersion, "hop 0". Not the capture's departure times: those come after
+  // our own qdisc and interface, which belong to link 1. 0 = not sent.
+  std::vector<Nanos> head_sent, tail_sent;
   std::vector<double> bits;  // bits between hop k's head and tail (see RecursiveTrain::bits)
 };
 

@@ -35,16 +35,16 @@ HopTrainTiming simulate(const RecursiveTrain& rt, const Chain& chain, double sen
   out.bits = rt.bits;
   out.head_reply.assign(H, 0);
   out.tail_reply.assign(H, 0);
-  out.head_left.assign(H, 0);
-  out.tail_left.assign(H, 0);
+  out.head_sent.assign(H, 0);
+  out.tail_sent.assign(H, 0);
   const Nanos t0 = 5 * kSec;
   for (int i = 0; i < n; ++i) {
     s += 8.0 * probes[i].ip_len / send_bps;
     t[i] = s;
   }
   for (int k = 0; k < H; ++k) {
-    out.head_left[k] = t0 + static_cast<Nanos>(t[rt.head[k]] * 1e9);
-    out.tail_left[k] = t0 + static_cast<Nanos>(t[rt.tail[k]] * 1e9);
+    out.head_sent[k] = t0 + static_cast<Nanos>(t[rt.head[k]] * 1e9);
+    out.tail_sent[k] = t0 + static_cast<Nanos>(t[rt.tail[k]] * 1e9);
   }
   std::normal_distribution<double> noise(0.0, static_cast<double>(chain.jitter_ns));
   std::exponential_distribution<double> gap(1.0);
