@@ -204,10 +204,11 @@ HopsResult run_hops(const Config& c, const std::atomic<bool>& stop) {
       break;
     }
     // Wait for the idle time and for every TTL-marked router to have the two
-    // ICMP errors this train asks of it.
+    // ICMP errors this train asks of it (a hop that never answered is not
+    // waited for: it would only slow the others down).
     Nanos start = std::max(next_start, mono_now());
     for (int k = 0; k < H; ++k) {
-      if (kind[k] != MarkerKind::kTtl) continue;
+      if (kind[k] != MarkerKind::kTtl || path[k].addr == 0) continue;
       const Nanos ready = budget[k].ready_at(2, start);
       if (ready > start) start = ready + kBudgetSlack;
     }
@@ -244,6 +245,10 @@ HopsResult run_hops(const Config& c, const std::atomic<bool>& stop) {
       tm.head_sent[k] = h.sent;
       tm.tail_sent[k] = t.sent;
       const bool got = tm.head_reply[k] != 0 || tm.tail_reply[k] != 0;
+      if (kind[k] == MarkerKind::kTtl && path[k].addr != 0 &&
+          (tm.head_reply[k] == 0 || tm.tail_reply[k] == 0)) {
+        budget[k].drain(run.start_mono);  // a known router left a reply out: out of tokens
+      }
       any += got ? 1 : 0;
       ++asked[k];
       answered[k] += got ? 1 : 0;

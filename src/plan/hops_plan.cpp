@@ -135,4 +135,10 @@ void IcmpBudget::spend(double n, Nanos now) {
   started_ = true;
 }
 
+void IcmpBudget::drain(Nanos now) {
+  tokens_ = 0;
+  last_ = now;
+  started_ = true;
+}
+
 }  // namespace lw

@@ -75,6 +75,9 @@ class IcmpBudget {
   // Earliest time >= now at which `need` tokens are available.
   Nanos ready_at(double need, Nanos now) const;
   void spend(double n, Nanos now);
+  // The router left a reply out: its real bucket is empty (another prober, or
+  // an earlier run, spent it), so the model starts again from zero.
+  void drain(Nanos now);
   double tokens(Nanos now) const;
 
  private:

@@ -249,4 +249,7 @@ TEST_CASE("ICMP budget: burst, then one token per second") {
   CHECK(b.ready_at(2, t0) == t0 + 2 * kSec);
   CHECK(b.tokens(t0 + 500 * kMs) == Approx(0.5));
   CHECK(b.tokens(t0 + 60 * kSec) == Approx(6));  // never more than the burst
+  IcmpBudget fresh(1.0, 6);
+  fresh.drain(t0);  // the router said no: its bucket is empty whatever we thought
+  CHECK(fresh.ready_at(2, t0) == t0 + 2 * kSec);
 }
