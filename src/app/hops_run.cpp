@@ -111,7 +111,16 @@ HopsResult run_hops(const Config& c, const std::atomic<bool>& stop) {
   int H = 0;
   std::vector<int> ask(c.max_hops);
   for (int i = 0; i < c.max_hops; ++i) ask[i] = i + 1;
+  Nanos last_sweep = 0;
   for (int round = 0; round < c.discovery_tries && !ask.empty(); ++round) {
+    if (round > 0) {
+      // Ask again only once a rate-limited router has a new token: right after
+      // another traceroute (or our own last run) its bucket may be empty.
+      const Nanos again = last_sweep + from_seconds(1.0 / c.icmp_rate) + kBudgetSlack;
+      if (again + reply_wait > t_cap) break;
+      while (mono_now() < again && !stop.load()) sleep_until(again);
+    }
+    last_sweep = mono_now();
     const Train sweep = make_ttl_sweep(flow, ask, kSweepSpacing, -100 - round, seqs);
     const TrainRun run = prober.run(sweep, sweep.markers, reply_wait);
     for (int ttl : ask) budget[ttl - 1].spend(1, run.start_mono);
@@ -252,9 +261,10 @@ HopsResult run_hops(const Config& c, const std::atomic<bool>& stop) {
       any += got ? 1 : 0;
       ++asked[k];
       answered[k] += got ? 1 : 0;
-      if (kind[k] == MarkerKind::kTtl && path[k].addr != 0 && tm.head_reply[k] != 0 &&
-          h.reply_from != path[k].addr) {
-        ++path_changes;
+      if (kind[k] == MarkerKind::kTtl && (tm.head_reply[k] != 0 || tm.tail_reply[k] != 0)) {
+        const std::uint32_t from = tm.head_reply[k] != 0 ? h.reply_from : t.reply_from;
+        if (path[k].addr == 0) path[k].addr = from;  // silent in discovery, answers now
+        else if (from != path[k].addr) ++path_changes;
       }
     }
     silent_trains = any == 0 ? silent_trains + 1 : 0;
@@ -358,11 +368,17 @@ HopsResult run_hops(const Config& c, const std::atomic<bool>& stop) {
     res.bottleneck_addr = res.hops[est.bottleneck].addr;
     res.bottleneck_confidence = est.confidence;
     res.bottleneck_rate_bps = res.hops[est.bottleneck].rate_bps;
-    if (est.bottleneck > 0 && !res.hops[est.bottleneck - 1].used) {
+    // Hops right before it that gave nothing usable hide where the step
+    // happened: the narrow link is one of the links into hops earliest..k.
+    int earliest = est.bottleneck;
+    while (earliest > 0 && !res.hops[earliest - 1].used) --earliest;
+    res.bottleneck_earliest_hop = earliest + 1;
+    if (earliest < est.bottleneck) {
       res.warnings.push_back(
           {"bottleneck_after_silent_hop",
-           "hop " + std::to_string(est.bottleneck) +
-               " gave no usable replies, so the narrow link may also be the one into it"});
+           "hop(s) " + std::to_string(earliest + 1) + ".." + std::to_string(est.bottleneck) +
+               " gave no usable replies, so the narrow link may be any link into hops " +
+               std::to_string(earliest + 1) + ".." + std::to_string(est.bottleneck + 1)});
     }
     if (est.confidence < 0.5) {
       res.warnings.push_back({"low_confidence", "the bottleneck hop was the last choke point in "

@@ -37,6 +37,10 @@ struct HopsResult {
   bool target_reached = false;
   std::vector<HopRecord> hops;
   int bottleneck_hop = 0;  // 0 = none named; k = the link arriving at hop k
+  // Hops before bottleneck_hop that gave no usable replies hide where the
+  // dispersion rose: the narrow link is one of the links into hops
+  // bottleneck_earliest_hop..bottleneck_hop (equal when nothing is hidden).
+  int bottleneck_earliest_hop = 0;
   std::string bottleneck_addr;
   double bottleneck_confidence = 0;
   double bottleneck_rate_bps = 0;

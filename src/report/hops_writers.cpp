@@ -29,6 +29,8 @@ nlohmann::json hops_json(const HopsResult& r) {
   }
   return {{"hops", hops},
           {"bottleneck_hop", r.bottleneck_hop > 0 ? nlohmann::json(r.bottleneck_hop) : nullptr},
+          {"bottleneck_earliest_hop",
+           r.bottleneck_hop > 0 ? nlohmann::json(r.bottleneck_earliest_hop) : nullptr},
           {"bottleneck_addr",
            r.bottleneck_addr.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.bottleneck_addr)},
           {"bottleneck_confidence", r.bottleneck_confidence},
@@ -95,6 +97,10 @@ std::string to_text(const HopsResult& r) {
                   format_rate(r.bottleneck_rate_bps).c_str(), 100 * r.bottleneck_confidence,
                   r.trains_voting);
     o << buf;
+    if (r.bottleneck_earliest_hop > 0 && r.bottleneck_earliest_hop < r.bottleneck_hop) {
+      o << "              (hops before it did not answer: it may be any link into hops "
+        << r.bottleneck_earliest_hop << ".." << r.bottleneck_hop << ")\n";
+    }
   } else {
     o << "  bottleneck: none named\n";
   }

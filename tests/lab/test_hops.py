@@ -102,6 +102,7 @@ def test_silent_router_is_unknown_and_the_rest_works(lab_factory):
     assert "silent_hops" in [w["code"] for w in doc["warnings"]]
     assert [h["addr"] for h in doc["hops"][1:]] == [L.node_ip(2), L.node_ip(3), L.target_ip]
     assert doc["bottleneck_hop"] == 3
+    assert doc["bottleneck_earliest_hop"] == 3  # hop 2 answered: nothing hidden
     assert abs(doc["hops"][2]["rate_bps"] / truth - 1) <= 0.10
 
 

@@ -76,6 +76,7 @@ TEST_CASE("hops result: JSON fields and the text table", "[hops]") {
   t.choke_fraction = 0;
   r.hops = {a, b, t};
   r.bottleneck_hop = 2;
+  r.bottleneck_earliest_hop = 1;  // hop 1 was silent
   r.bottleneck_addr = "198.18.2.2";
   r.bottleneck_confidence = 0.875;
   r.bottleneck_rate_bps = 49.5e6;
@@ -91,6 +92,8 @@ TEST_CASE("hops result: JSON fields and the text table", "[hops]") {
   CHECK(j["hops"][1]["choke_fraction"] == 1.0);
   CHECK(j["bottleneck_hop"] == 2);
   CHECK(j["bottleneck_addr"] == "198.18.2.2");
+  CHECK(j["bottleneck_earliest_hop"] == 1);
+  CHECK(to_text(r).find("any link into hops 1..2") != std::string::npos);
   CHECK(j["bottleneck_confidence"] == 0.875);
   const std::string text = to_text(r);
   CHECK(text.find(">   2  198.18.2.2") != std::string::npos);
@@ -100,5 +103,6 @@ TEST_CASE("hops result: JSON fields and the text table", "[hops]") {
   const auto none = to_json(r);
   CHECK(none["bottleneck_hop"].is_null());
   CHECK(none["bottleneck_addr"].is_null());
+  CHECK(none["bottleneck_earliest_hop"].is_null());
   CHECK(to_text(r).find("none named") != std::string::npos);
 }
