@@ -84,15 +84,15 @@ def summarize(csv_path, md_path, cmds_path):
            "A run is right when `bottleneck_hop` equals the narrow link's index. Rate error: the "
            "rate reported at the narrow hop against R*1500/1514. Time: linkwidth's own "
            "`elapsed_s`; bytes: `probe_bytes`.", "",
-           "| links | cross traffic | right | runs | per position (right/runs) | "
+           "| narrow link (IP) | links | cross traffic | right | runs | per position (right/runs) | "
            "median abs rate error | median time s | median probe bytes |",
-           "|---|---|---|---|---|---|---|---|"]
+           "|---|---|---|---|---|---|---|---|---|"]
     groups = {}
     for r in rows:
-        key = (int(r["chain_links"]), bool(r["cross_link"]))
+        key = (round(float(r["truth_bps"]) / 1e6, 1), int(r["chain_links"]), bool(r["cross_link"]))
         groups.setdefault(key, []).append(r)
     total_right = total = 0
-    for (H, cross), rs in sorted(groups.items()):
+    for (truth, H, cross), rs in sorted(groups.items()):
         right = sum(int(r["right"]) for r in rs)
         total_right += right
         total += len(rs)
@@ -106,9 +106,10 @@ def summarize(csv_path, md_path, cmds_path):
         xs = [float(r["cross_bps_measured"]) for r in rs if r["cross_bps_measured"]]
         cross_txt = f"Poisson, {statistics.median(xs) / 1e6:.0f} Mbit/s measured" if xs else "none"
         out.append(
-            f"| {H} | {cross_txt} | {right / len(rs):.0%} | {len(rs)} | {', '.join(pos)} | "
+            f"| {truth} Mbit/s | {H} | {cross_txt} | {right / len(rs):.0%} | {len(rs)} | {', '.join(pos)} | "
             f"{statistics.median(errs):.1%} | " if errs else
-            f"| {H} | {cross_txt} | {right / len(rs):.0%} | {len(rs)} | {', '.join(pos)} | - | ")
+            f"| {truth} Mbit/s | {H} | {cross_txt} | {right / len(rs):.0%} | {len(rs)} | "
+            f"{', '.join(pos)} | - | ")
         out[-1] += (f"{statistics.median(times):.2f} | " if times else "- | ")
         out[-1] += (f"{statistics.median(nbytes):.0f} |" if nbytes else "- |")
     if total:
@@ -131,12 +132,17 @@ def main():
     ap.add_argument("--tool-args", default="", help="extra linkwidth arguments")
     ap.add_argument("--tag", default="", help="suffix for the output file names")
     ap.add_argument("--append", action="store_true", help="add to an existing CSV")
+    ap.add_argument("--summarize-only", action="store_true",
+                    help="only regenerate the .md from the CSV")
     args = ap.parse_args()
     tool_args = shlex.split(args.tool_args)
     os.makedirs(args.out, exist_ok=True)
     csv_path = os.path.join(args.out, f"hops_benchmark{args.tag}.csv")
     md_path = os.path.join(args.out, f"hops_benchmark{args.tag}.md")
     cmds_path = os.path.join(args.out, f"hops_benchmark{args.tag}.commands")
+    if args.summarize_only:
+        summarize(csv_path, md_path, cmds_path)
+        return
     new = not (args.append and os.path.exists(csv_path))
     with open(cmds_path, "w" if new else "a") as f:
         f.write("python3 scripts/bench_hops.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])

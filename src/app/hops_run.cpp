@@ -162,7 +162,9 @@ HopsResult run_hops(const Config& c, const std::atomic<bool>& stop) {
   std::vector<int> check_hop;
   if (c.hop_markers != "ttl") {
     for (int k = 0; k + 1 < H; ++k) {
-      if (path[k].addr != 0 && path[k].addr != dst) {
+      // Only addresses we would accept as a target (an ICMP source can be anything).
+      if (path[k].addr != 0 && path[k].addr != dst &&
+          forbidden_target_reason(path[k].addr).empty()) {
         check.push_back(path[k].addr);
         check_hop.push_back(k);
       }
@@ -179,7 +181,8 @@ HopsResult run_hops(const Config& c, const std::atomic<bool>& stop) {
 
   std::vector<MarkerKind> kind(H, MarkerKind::kTtl);
   for (int k = 0; k + 1 < H; ++k) {
-    const bool addressable = path[k].addr != 0 && path[k].addr != dst;
+    const bool addressable = path[k].addr != 0 && path[k].addr != dst &&
+                             forbidden_target_reason(path[k].addr).empty();
     if (c.hop_markers == "addr") kind[k] = addressable ? MarkerKind::kAddr : MarkerKind::kTtl;
     if (c.hop_markers == "auto") kind[k] = path[k].tcp ? MarkerKind::kAddr : MarkerKind::kTtl;
   }
@@ -309,7 +312,7 @@ HopsResult run_hops(const Config& c, const std::atomic<bool>& stop) {
         if (switched[k] || asked[k] < 2 || answered[k] > 0) continue;
         if (kind[k] == MarkerKind::kAddr) {
           kind[k] = MarkerKind::kTtl;
-        } else if (path[k].addr != 0 && path[k].addr != dst) {
+        } else if (path[k].tcp) {
           kind[k] = MarkerKind::kAddr;
         } else {
           continue;
