@@ -22,6 +22,7 @@ import json
 import os
 import shlex
 import statistics
+import subprocess
 import sys
 import time
 
@@ -144,9 +145,14 @@ def main():
         summarize(csv_path, md_path, cmds_path)
         return
     new = not (args.append and os.path.exists(csv_path))
+    try:
+        commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+                                capture_output=True, text=True).stdout.strip()
+    except OSError:
+        commit = "?"
     with open(cmds_path, "w" if new else "a") as f:
         f.write("python3 scripts/bench_hops.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-                + "\n")
+                + f"    # at commit {commit or '?'}\n")
     with open(csv_path, "w" if new else "a", newline="") as f:
         w = csv.DictWriter(f, fieldnames=FIELDS)
         if new:
