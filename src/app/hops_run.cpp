@@ -77,9 +77,8 @@ HopsResult run_hops(const Config& c, const std::atomic<bool>& stop) {
   res.interface = route.interface;
   int L = c.packet_size;
   if (L > route.mtu) {
-    res.warnings.push_back({"packet_size_clamped", "packet size lowered from " +
-                                                       std::to_string(L) + " to the MTU of " +
-                                                       route.interface + " (" +
+    res.warnings.push_back({"packet_size_clamped", "packet size lowered from " + std::to_string(L) +
+                                                       " to the MTU of " + route.interface + " (" +
                                                        std::to_string(route.mtu) + ")"});
     L = route.mtu;
   }
@@ -181,8 +180,8 @@ HopsResult run_hops(const Config& c, const std::atomic<bool>& stop) {
 
   std::vector<MarkerKind> kind(H, MarkerKind::kTtl);
   for (int k = 0; k + 1 < H; ++k) {
-    const bool addressable = path[k].addr != 0 && path[k].addr != dst &&
-                             forbidden_target_reason(path[k].addr).empty();
+    const bool addressable =
+        path[k].addr != 0 && path[k].addr != dst && forbidden_target_reason(path[k].addr).empty();
     if (c.hop_markers == "addr") kind[k] = addressable ? MarkerKind::kAddr : MarkerKind::kTtl;
     if (c.hop_markers == "auto") kind[k] = path[k].tcp ? MarkerKind::kAddr : MarkerKind::kTtl;
   }
@@ -266,8 +265,10 @@ HopsResult run_hops(const Config& c, const std::atomic<bool>& stop) {
       answered[k] += got ? 1 : 0;
       if (kind[k] == MarkerKind::kTtl && (tm.head_reply[k] != 0 || tm.tail_reply[k] != 0)) {
         const std::uint32_t from = tm.head_reply[k] != 0 ? h.reply_from : t.reply_from;
-        if (path[k].addr == 0) path[k].addr = from;  // silent in discovery, answers now
-        else if (from != path[k].addr) ++path_changes;
+        if (path[k].addr == 0)
+          path[k].addr = from;  // silent in discovery, answers now
+        else if (from != path[k].addr)
+          ++path_changes;
       }
     }
     silent_trains = any == 0 ? silent_trains + 1 : 0;
@@ -320,11 +321,10 @@ HopsResult run_hops(const Config& c, const std::atomic<bool>& stop) {
         switched[k] = true;
         asked[k] = answered[k] = 0;
         res.warnings.push_back(
-            {"marker_kind_switched", "hop " + std::to_string(k + 1) + " did not answer its " +
-                                         std::string(kind[k] == MarkerKind::kTtl ? "addressed"
-                                                                                 : "TTL-limited") +
-                                         " markers; switched to " + marker_kind_name(kind[k]) +
-                                         " markers"});
+            {"marker_kind_switched",
+             "hop " + std::to_string(k + 1) + " did not answer its " +
+                 std::string(kind[k] == MarkerKind::kTtl ? "addressed" : "TTL-limited") +
+                 " markers; switched to " + marker_kind_name(kind[k]) + " markers"});
       }
     }
     if (silent_trains >= 3) {
@@ -334,8 +334,8 @@ HopsResult run_hops(const Config& c, const std::atomic<bool>& stop) {
     }
     // Idle so the average probing rate stays under max_load of the slowest hop.
     const double rate = slowest_bps > 0 ? slowest_bps : 0;
-    const double train_time = rate > 0 ? train_bits / rate
-                                       : to_seconds(run.end_mono - run.start_mono);
+    const double train_time =
+        rate > 0 ? train_bits / rate : to_seconds(run.end_mono - run.start_mono);
     next_start = std::max(run.end_mono, run.start_mono + from_seconds(train_time / c.max_load));
   }
   res.load_packets = n;
@@ -362,8 +362,10 @@ HopsResult run_hops(const Config& c, const std::atomic<bool>& stop) {
       h.choke_fraction = e.choke_fraction;
       h.bottleneck_fraction = e.bottleneck_fraction;
     }
-    if (path[k].addr == 0) unknown.push_back(k + 1);
-    else if (!h.used || h.replies < static_cast<int>(timings.size())) few.push_back(k + 1);
+    if (path[k].addr == 0)
+      unknown.push_back(k + 1);
+    else if (!h.used || h.replies < static_cast<int>(timings.size()))
+      few.push_back(k + 1);
     res.hops.push_back(h);
   }
   if (est.bottleneck >= 0) {
@@ -384,8 +386,9 @@ HopsResult run_hops(const Config& c, const std::atomic<bool>& stop) {
                std::to_string(earliest + 1) + ".." + std::to_string(est.bottleneck + 1)});
     }
     if (est.confidence < 0.5) {
-      res.warnings.push_back({"low_confidence", "the bottleneck hop was the last choke point in "
-                                                "fewer than half of the trains"});
+      res.warnings.push_back({"low_confidence",
+                              "the bottleneck hop was the last choke point in "
+                              "fewer than half of the trains"});
     }
   } else if (est.trains_voting >= f.min_trains && est.no_choke_fraction >= 0.5) {
     res.warnings.push_back({"no_bottleneck",
@@ -397,8 +400,8 @@ HopsResult run_hops(const Config& c, const std::atomic<bool>& stop) {
                                                  std::to_string(timings.size()) + ")"});
   }
   if (!unknown.empty()) {
-    res.warnings.push_back({"silent_hops", "hop(s) " + hop_list(unknown) +
-                                               " never answered; kept as unknown"});
+    res.warnings.push_back(
+        {"silent_hops", "hop(s) " + hop_list(unknown) + " never answered; kept as unknown"});
   }
   if (!few.empty()) {
     res.warnings.push_back(
@@ -413,8 +416,8 @@ HopsResult run_hops(const Config& c, const std::atomic<bool>& stop) {
   }
   const CaptureStats cs = prober.capture_stats();
   if (cs.dropped > 0) {
-    res.warnings.push_back({"capture_drops", std::to_string(cs.dropped) +
-                                                 " packets dropped by the capture buffer"});
+    res.warnings.push_back(
+        {"capture_drops", std::to_string(cs.dropped) + " packets dropped by the capture buffer"});
   }
   res.probe_packets = prober.packets_sent();
   res.probe_bytes = prober.bytes_sent();
@@ -481,12 +484,12 @@ nlohmann::json plan_hops(const Config& c) {
       {"markers", "hop-markers " + c.hop_markers +
                       ": ttl = TTL-limited SYNs (ICMP time exceeded), addr = SYNs to the "
                       "router's own address (RST/ACK)"},
-      {"pacing", "each TTL-marked router gets 2 ICMP per train within --icmp-rate/--icmp-burst; "
-                 "idle = train time at the slowest hop / max_load"},
+      {"pacing",
+       "each TTL-marked router gets 2 ICMP per train within --icmp-rate/--icmp-burst; "
+       "idle = train time at the slowest hop / max_load"},
       {"stop", "max_trains / max_time / max_bytes"}};
-  plan["caps"] = {{"max_trains", c.max_trains},
-                  {"max_time_s", c.max_time_s},
-                  {"max_bytes", c.max_bytes}};
+  plan["caps"] = {
+      {"max_trains", c.max_trains}, {"max_time_s", c.max_time_s}, {"max_bytes", c.max_bytes}};
   plan["warnings"] = w;
   return plan;
 }

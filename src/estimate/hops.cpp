@@ -73,8 +73,8 @@ HopsEstimate estimate_hops(const std::vector<HopTrainTiming>& trains, const Hops
       h.dispersion_s = median(disp);
       h.rate_bps = median(rate);
     }
-    h.used = h.replies > 0 &&
-             h.replies >= f.min_reply_fraction * static_cast<double>(trains.size());
+    h.used =
+        h.replies > 0 && h.replies >= f.min_reply_fraction * static_cast<double>(trains.size());
     use[k] = h.used;
   }
 
@@ -85,8 +85,10 @@ HopsEstimate estimate_hops(const std::vector<HopTrainTiming>& trains, const Hops
     if (!c.valid) continue;
     ++e.trains_voting;
     for (int k = 0; k < H; ++k) chokes[k] += c.choke[k] ? 1 : 0;
-    if (c.last >= 0) ++lasts[c.last];
-    else ++none;
+    if (c.last >= 0)
+      ++lasts[c.last];
+    else
+      ++none;
   }
   if (e.trains_voting == 0) return e;
   const double n = e.trains_voting;

@@ -41,8 +41,8 @@ void push(Train& t, Probe q) {
 
 }  // namespace
 
-Train make_ttl_sweep(const FlowId& flow, const std::vector<int>& ttls, Nanos spacing,
-                     int train_id, SeqAllocator& seqs) {
+Train make_ttl_sweep(const FlowId& flow, const std::vector<int>& ttls, Nanos spacing, int train_id,
+                     SeqAllocator& seqs) {
   Train t;
   t.id = train_id;
   for (std::size_t i = 0; i < ttls.size(); ++i) {

@@ -35,8 +35,8 @@ struct HopMarker {
 
 // One SYN per TTL in `ttls`, all in `flow`, `spacing` apart: the replies (ICMP
 // time exceeded quoting the probe, RST/ACK from the target) name the path.
-Train make_ttl_sweep(const FlowId& flow, const std::vector<int>& ttls, Nanos spacing,
-                     int train_id, SeqAllocator& seqs);
+Train make_ttl_sweep(const FlowId& flow, const std::vector<int>& ttls, Nanos spacing, int train_id,
+                     SeqAllocator& seqs);
 
 // One SYN to each address, from flow.sport to flow.dport: does that router
 // answer TCP on its own address?

@@ -13,13 +13,13 @@ namespace lw {
 
 struct HopRecord {
   int ttl = 0;
-  std::string addr;         // empty = unknown (never answered the TTL sweep)
-  std::string marker_kind;  // "ttl", "addr" or "target": what its markers were in the last train
-  bool answers_tcp = false; // answered a SYN to its own address with RST/ACK
-  int replies = 0;          // trains in which both of its markers were answered
-  bool used = false;        // answered often enough to take part in the vote
-  double dispersion_s = 0;  // median head-to-tail reply gap (0 = none)
-  double rate_bps = 0;      // median train bits / dispersion (0 = none)
+  std::string addr;          // empty = unknown (never answered the TTL sweep)
+  std::string marker_kind;   // "ttl", "addr" or "target": what its markers were in the last train
+  bool answers_tcp = false;  // answered a SYN to its own address with RST/ACK
+  int replies = 0;           // trains in which both of its markers were answered
+  bool used = false;         // answered often enough to take part in the vote
+  double dispersion_s = 0;   // median head-to-tail reply gap (0 = none)
+  double rate_bps = 0;       // median train bits / dispersion (0 = none)
   double choke_fraction = 0;
   double bottleneck_fraction = 0;
 };

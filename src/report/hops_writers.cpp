@@ -86,16 +86,15 @@ std::string to_text(const HopsResult& r) {
     std::snprintf(buf, sizeof buf, "%s %3d  %-15s  %-7s  %7d  %-12s  %-13s  %3.0f%%%s\n",
                   mark ? ">" : " ", h.ttl, h.addr.empty() ? "unknown" : h.addr.c_str(),
                   h.marker_kind.c_str(), h.replies, disp.c_str(),
-                  h.rate_bps > 0 ? format_rate(h.rate_bps).c_str() : "-",
-                  100 * h.choke_fraction, h.used ? "" : "  (too few replies)");
+                  h.rate_bps > 0 ? format_rate(h.rate_bps).c_str() : "-", 100 * h.choke_fraction,
+                  h.used ? "" : "  (too few replies)");
     o << buf;
   }
   if (r.bottleneck_hop > 0) {
-    std::snprintf(buf, sizeof buf,
-                  "  bottleneck: the link into hop %d (%s), %s, in %.0f%% of %d trains\n",
-                  r.bottleneck_hop, r.bottleneck_addr.empty() ? "unknown" : r.bottleneck_addr.c_str(),
-                  format_rate(r.bottleneck_rate_bps).c_str(), 100 * r.bottleneck_confidence,
-                  r.trains_voting);
+    std::snprintf(
+        buf, sizeof buf, "  bottleneck: the link into hop %d (%s), %s, in %.0f%% of %d trains\n",
+        r.bottleneck_hop, r.bottleneck_addr.empty() ? "unknown" : r.bottleneck_addr.c_str(),
+        format_rate(r.bottleneck_rate_bps).c_str(), 100 * r.bottleneck_confidence, r.trains_voting);
     o << buf;
     if (r.bottleneck_earliest_hop > 0 && r.bottleneck_earliest_hop < r.bottleneck_hop) {
       o << "              (hops before it did not answer: it may be any link into hops "
@@ -104,7 +103,8 @@ std::string to_text(const HopsResult& r) {
   } else {
     o << "  bottleneck: none named\n";
   }
-  std::snprintf(buf, sizeof buf, "  probing    %d trains of %d load packets, %llu packets, %.2f MB in %.2f s (%s)\n",
+  std::snprintf(buf, sizeof buf,
+                "  probing    %d trains of %d load packets, %llu packets, %.2f MB in %.2f s (%s)\n",
                 r.trains_sent, r.load_packets, static_cast<unsigned long long>(r.probe_packets),
                 static_cast<double>(r.probe_bytes) / 1e6, r.elapsed_s, r.stop_reason.c_str());
   o << buf;

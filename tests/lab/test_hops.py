@@ -115,3 +115,21 @@ def test_hops_caps_and_text_table(lab_factory):
     assert p.returncode == 0, p.stderr
     marked = [l for l in p.stdout.splitlines() if l.startswith(">")]
     assert len(marked) == 1 and L.node_ip(2) in marked[0]
+
+
+def test_hops_dry_run_needs_no_privileges(lab_factory):
+    L = lab_factory([None, "50M", None])
+    drop = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"]
+    p = L.exec("prober", drop + [BIN, "hops", L.target_ip, "--dry-run", "--json",
+                                 "-n", "4"], timeout=30)
+    assert p.returncode == 0, p.stderr
+    plan = json.loads(p.stdout)
+    ttls = [q["ttl"] for q in plan["first_train"]["packets"] if q["role"] == "marker"]
+    # Example path of 4 hops: head TTL 1, 2, 3, target; tail target, 3, 2, 1.
+    assert ttls == [1, 2, 3, 64, 64, 3, 2, 1]
+    loads = [q for q in plan["first_train"]["packets"] if q["role"] == "load"]
+    assert len(loads) == 4 and all(q["flags"] == "R" for q in loads)
+    # Unprivileged and not a dry run: a clear refusal, exit code 3.
+    p = L.exec("prober", drop + [BIN, "hops", L.target_ip, "--json"], timeout=30)
+    assert p.returncode == 3, p.stdout
+    assert json.loads(p.stdout)["error"]["code"]

@@ -28,10 +28,10 @@ TEST_CASE("hops command lines", "[cli][hops]") {
   CHECK(d.min_trains == 3);
   CHECK(d.max_hops == 30);
   CHECK(parse_cli({"capacity", "198.18.4.2"}).config.max_trains == 40);
-  const auto c = parse_cli({"hops", "198.18.4.2", "--hop-markers", "ttl", "--trains", "2",
-                            "--max-hops", "12", "--icmp-rate", "10", "--icmp-burst", "50",
-                            "--min-step", "0.3"})
-                     .config;
+  const auto c =
+      parse_cli({"hops", "198.18.4.2", "--hop-markers", "ttl", "--trains", "2", "--max-hops", "12",
+                 "--icmp-rate", "10", "--icmp-burst", "50", "--min-step", "0.3"})
+          .config;
   CHECK(c.hop_markers == "ttl");
   CHECK(c.max_trains == 2);
   CHECK(c.min_trains == 2);
@@ -105,4 +105,78 @@ TEST_CASE("hops result: JSON fields and the text table", "[hops]") {
   CHECK(none["bottleneck_addr"].is_null());
   CHECK(none["bottleneck_earliest_hop"].is_null());
   CHECK(to_text(r).find("none named") != std::string::npos);
+}
+
+#include "app/prober.hpp"
+#include "match/match.hpp"
+#include "plan/hops_plan.hpp"
+
+TEST_CASE("recursive train replies: ICMP from routers, RST/ACK from addressed routers",
+          "[hops][match]") {
+  constexpr std::uint32_t self = 0xC6120101, r1 = 0xC6120102, r2 = 0xC6120202, target = 0xC6120302;
+  RecursiveTrainParams p;
+  p.flow = {self, target, 40000, 47391};
+  p.hops = {{1, r1, MarkerKind::kTtl}, {2, r2, MarkerKind::kAddr}, {3, 0, MarkerKind::kTarget}};
+  p.load_packets = 3;
+  SeqAllocator seqs(900);
+  const RecursiveTrain rt = make_recursive_train(p, 0, seqs);
+  std::vector<SendRecord> sent(rt.train.probes.size());
+  for (auto& s : sent) s.sent = true;
+
+  auto icmp_from = [&](std::uint32_t router, const Probe& q, Nanos ts) {
+    Decoded d;  // time exceeded quoting our probe
+    d.ts = ts;
+    d.src = router;
+    d.dst = self;
+    d.proto = 1;
+    d.icmp_type = 11;
+    d.quote.present = true;
+    d.quote.src = q.src;
+    d.quote.dst = q.dst;
+    d.quote.proto = 6;
+    d.quote.sport = q.sport;
+    d.quote.dport = q.dport;
+    d.quote.seq = q.seq;
+    return d;
+  };
+  auto rst_from = [&](const Probe& q, Nanos ts) {
+    Decoded d;
+    d.ts = ts;
+    d.src = q.dst;
+    d.dst = self;
+    d.proto = 6;
+    d.sport = q.dport;
+    d.dport = q.sport;
+    d.ack = q.expected_ack();
+    d.tcp_flags = kRst | kAck;
+    return d;
+  };
+  const auto& pr = rt.train.probes;
+  std::vector<Decoded> cap = {
+      icmp_from(r1, pr[rt.head[0]], 100), rst_from(pr[rt.head[1]], 110),
+      rst_from(pr[rt.head[2]], 120),      rst_from(pr[rt.tail[2]], 500),
+      rst_from(pr[rt.tail[1]], 510),      icmp_from(r1, pr[rt.tail[0]], 520)};
+  // A reply from the wrong host for hop 2's marker is not taken.
+  Decoded stray = rst_from(pr[rt.tail[1]], 505);
+  stray.src = target;
+  cap.insert(cap.begin() + 4, stray);
+  const TrainOutcome o = match_train(rt.train, sent, cap, self);
+  CHECK(o.probes[rt.head[0]].kind == ReplyKind::kIcmp);
+  CHECK(o.probes[rt.head[0]].reply_from == r1);
+  CHECK(o.probes[rt.tail[0]].reply == 520);
+  CHECK(o.probes[rt.head[1]].kind == ReplyKind::kRstAck);
+  CHECK(o.probes[rt.head[1]].reply_from == r2);
+  CHECK(o.probes[rt.tail[1]].reply == 510);
+  CHECK(o.probes[rt.tail[1]].replies == 1);
+  CHECK(o.probes[rt.head[2]].reply_from == target);
+  CHECK(o.markers_lost == 0);
+}
+
+TEST_CASE("capture filter: every peer's TCP on our port for addressed markers", "[hops]") {
+  const std::string narrow = capture_filter(0xC6120101, 0xC6120302, 40000);
+  const std::string wide = capture_filter(0xC6120101, 0xC6120302, 40000, true);
+  CHECK(narrow.find("host 198.18.3.2") != std::string::npos);
+  CHECK(wide.find("198.18.3.2") == std::string::npos);
+  CHECK(wide.find("tcp and host 198.18.1.1 and port 40000") != std::string::npos);
+  CHECK(wide.find("icmp and dst host 198.18.1.1") != std::string::npos);
 }
