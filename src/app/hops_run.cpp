@@ -178,16 +178,15 @@ HopsResult run_hops(const Config& c, const std::atomic<bool>& stop) {
     }
   }
 
-  std::vector<MarkerKind> kind(H, MarkerKind::kTtl);
-  for (int k = 0; k + 1 < H; ++k) {
+  std::vector<MarkerKind> kind(H);
+  std::vector<MarkerChoice> choice(H);
+  for (int k = 0; k < H; ++k) {
     const bool addressable =
         path[k].addr != 0 && path[k].addr != dst && forbidden_target_reason(path[k].addr).empty();
-    if (c.hop_markers == "addr") kind[k] = addressable ? MarkerKind::kAddr : MarkerKind::kTtl;
-    if (c.hop_markers == "auto") kind[k] = path[k].tcp ? MarkerKind::kAddr : MarkerKind::kTtl;
+    if (k + 1 < H) path[k].tcp = path[k].tcp && addressable;
+    kind[k] = initial_marker_kind(c.hop_markers, k + 1 == H, addressable, path[k].tcp);
+    choice[k].kind = kind[k];
   }
-  kind[H - 1] = MarkerKind::kTarget;
-  std::vector<int> asked(H, 0), answered(H, 0);  // with the current kind (auto switching)
-  std::vector<bool> switched(H, false);
   int path_changes = 0;
 
   // Recursive trains.
@@ -261,8 +260,6 @@ HopsResult run_hops(const Config& c, const std::atomic<bool>& stop) {
         budget[k].drain(run.start_mono);  // a known router left a reply out: out of tokens
       }
       any += got ? 1 : 0;
-      ++asked[k];
-      answered[k] += got ? 1 : 0;
       if (kind[k] == MarkerKind::kTtl && (tm.head_reply[k] != 0 || tm.tail_reply[k] != 0)) {
         const std::uint32_t from = tm.head_reply[k] != 0 ? h.reply_from : t.reply_from;
         if (path[k].addr == 0)
@@ -310,16 +307,9 @@ HopsResult run_hops(const Config& c, const std::atomic<bool>& stop) {
     // the other kind, once.
     if (c.hop_markers == "auto") {
       for (int k = 0; k + 1 < H; ++k) {
-        if (switched[k] || asked[k] < 2 || answered[k] > 0) continue;
-        if (kind[k] == MarkerKind::kAddr) {
-          kind[k] = MarkerKind::kTtl;
-        } else if (path[k].tcp) {
-          kind[k] = MarkerKind::kAddr;
-        } else {
-          continue;
-        }
-        switched[k] = true;
-        asked[k] = answered[k] = 0;
+        const bool got = tm.head_reply[k] != 0 || tm.tail_reply[k] != 0;
+        if (!choice[k].record(got, path[k].tcp)) continue;
+        kind[k] = choice[k].kind;
         res.warnings.push_back(
             {"marker_kind_switched",
              "hop " + std::to_string(k + 1) + " did not answer its " +

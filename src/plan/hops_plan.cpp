@@ -41,6 +41,30 @@ void push(Train& t, Probe q) {
 
 }  // namespace
 
+MarkerKind initial_marker_kind(const std::string& mode, bool last, bool addressable,
+                               bool answers_tcp) {
+  if (last) return MarkerKind::kTarget;
+  if (mode == "addr" && addressable) return MarkerKind::kAddr;
+  if (mode == "auto" && addressable && answers_tcp) return MarkerKind::kAddr;
+  return MarkerKind::kTtl;
+}
+
+bool MarkerChoice::record(bool got_reply, bool answers_tcp, int patience) {
+  ++asked;
+  answered += got_reply ? 1 : 0;
+  if (switched || kind == MarkerKind::kTarget || asked < patience || answered > 0) return false;
+  if (kind == MarkerKind::kAddr) {
+    kind = MarkerKind::kTtl;
+  } else if (answers_tcp) {
+    kind = MarkerKind::kAddr;
+  } else {
+    return false;
+  }
+  switched = true;
+  asked = answered = 0;
+  return true;
+}
+
 Train make_ttl_sweep(const FlowId& flow, const std::vector<int>& ttls, Nanos spacing, int train_id,
                      SeqAllocator& seqs) {
   Train t;

@@ -33,6 +33,26 @@ struct HopMarker {
   MarkerKind kind = MarkerKind::kTtl;
 };
 
+// Which markers a hop starts with. `mode`: "ttl" (every router TTL-limited),
+// "addr" (addressed wherever the address is usable), "auto" (addressed where
+// the router answered a SYN on its own address, TTL-limited elsewhere). The
+// last hop (the target) always gets kTarget.
+MarkerKind initial_marker_kind(const std::string& mode, bool last, bool addressable,
+                               bool answers_tcp);
+
+// Auto mode, per hop: the state that decides when a hop whose markers of one
+// kind draw nothing switches to the other kind (once; never flapping).
+struct MarkerChoice {
+  MarkerKind kind = MarkerKind::kTtl;
+  int asked = 0;     // trains with the current kind
+  int answered = 0;  // of those, trains with at least one reply
+  bool switched = false;
+  // Records one train; returns true if the hop switched kind just now: after
+  // `patience` trains of its kind with no reply at all, a TTL-marked hop goes
+  // to kAddr if it answers TCP, an addressed one goes to kTtl.
+  bool record(bool got_reply, bool answers_tcp, int patience = 2);
+};
+
 // One SYN per TTL in `ttls`, all in `flow`, `spacing` apart: the replies (ICMP
 // time exceeded quoting the probe, RST/ACK from the target) name the path.
 Train make_ttl_sweep(const FlowId& flow, const std::vector<int>& ttls, Nanos spacing, int train_id,

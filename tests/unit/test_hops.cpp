@@ -253,3 +253,46 @@ TEST_CASE("ICMP budget: burst, then one token per second") {
   fresh.drain(t0);  // the router said no: its bucket is empty whatever we thought
   CHECK(fresh.ready_at(2, t0) == t0 + 2 * kSec);
 }
+
+TEST_CASE("marker kinds: initial choice per mode") {
+  CHECK(initial_marker_kind("auto", true, false, false) == MarkerKind::kTarget);
+  CHECK(initial_marker_kind("ttl", false, true, true) == MarkerKind::kTtl);
+  CHECK(initial_marker_kind("addr", false, true, false) == MarkerKind::kAddr);
+  CHECK(initial_marker_kind("addr", false, false, false) == MarkerKind::kTtl);  // unknown addr
+  CHECK(initial_marker_kind("auto", false, true, true) == MarkerKind::kAddr);
+  CHECK(initial_marker_kind("auto", false, true, false) == MarkerKind::kTtl);
+  CHECK(initial_marker_kind("auto", false, false, true) == MarkerKind::kTtl);
+}
+
+TEST_CASE("marker kinds: a hop silent to one kind switches to the other once") {
+  MarkerChoice a;  // addressed router that stops answering TCP
+  a.kind = MarkerKind::kAddr;
+  CHECK_FALSE(a.record(false, true));
+  CHECK(a.record(false, true));
+  CHECK(a.kind == MarkerKind::kTtl);
+  CHECK_FALSE(a.record(false, true));  // silent to both: no flapping back
+  CHECK_FALSE(a.record(false, true));
+  CHECK(a.kind == MarkerKind::kTtl);
+
+  MarkerChoice t;  // ICMP-silent router that answers TCP on its address
+  CHECK_FALSE(t.record(false, true));
+  CHECK(t.record(false, true));
+  CHECK(t.kind == MarkerKind::kAddr);
+
+  MarkerChoice n;  // answers sometimes: keeps its kind
+  CHECK_FALSE(n.record(true, true));
+  CHECK_FALSE(n.record(false, true));
+  CHECK_FALSE(n.record(false, true));
+  CHECK(n.kind == MarkerKind::kTtl);
+
+  MarkerChoice q;  // ICMP-silent and no TCP: nothing to switch to
+  CHECK_FALSE(q.record(false, false));
+  CHECK_FALSE(q.record(false, false));
+  CHECK(q.kind == MarkerKind::kTtl);
+
+  MarkerChoice tg;
+  tg.kind = MarkerKind::kTarget;
+  CHECK_FALSE(tg.record(false, true));
+  CHECK_FALSE(tg.record(false, true));
+  CHECK(tg.kind == MarkerKind::kTarget);
+}
