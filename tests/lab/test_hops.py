@@ -56,6 +56,9 @@ def test_four_hop_chain_bottleneck_hop(lab_factory, narrow):
         code, doc = hops(L)
         check_doc(L, doc)
         runs.append(doc)
+    # Non-intrusive: the average probing rate stays well under the narrow link.
+    for d in runs:
+        assert 8 * d["probe_bytes"] / d["elapsed_s"] < 0.15 * truth, d["elapsed_s"]
     found = [d["bottleneck_hop"] for d in runs]
     assert sum(b == narrow for b in found) >= 4, f"bottleneck hops reported: {found}"
     for d in runs:
