@@ -3,12 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <random>
 #include <sstream>
 
-#include "app/discovery.hpp"
-#include "app/net.hpp"
-#include "app/prober.hpp"
+#include "app/session.hpp"
 #include "estimate/capacity.hpp"
 #include "estimate/stats.hpp"
 #include "linkwidth/error.hpp"
@@ -22,24 +19,6 @@ namespace {
 
 constexpr int kSizingLoadPackets = 16;
 constexpr int kMinLoadPackets = 8;
-
-std::uint32_t checked_target(const Config& c) {
-  const std::uint32_t addr = resolve_ipv4(c.target);
-  const std::string why = forbidden_target_reason(addr);
-  if (!why.empty()) {
-    throw Error("target", "refusing to probe " + format_ipv4(addr) + ": it is " + why,
-                "forbidden_target", ExitCode::kUsage);
-  }
-  return addr;
-}
-
-int effective_packet_size(const Config& c, const Route& r, std::vector<Warning>& w) {
-  if (c.packet_size <= r.mtu) return c.packet_size;
-  w.push_back({"packet_size_clamped", "packet size lowered from " +
-                                          std::to_string(c.packet_size) + " to the MTU of " +
-                                          r.interface + " (" + std::to_string(r.mtu) + ")"});
-  return r.mtu;
-}
 
 // The longest short train: the long one (ratio × N) stays within max_load_packets.
 int max_short_packets(const Config& c) {
@@ -183,35 +162,24 @@ nlohmann::json params_json(const Config& c) {
 }
 
 CapacityResult run_capacity(const Config& c, const std::atomic<bool>& stop) {
-  const Nanos t_begin = mono_now();
-  const Nanos t_cap = t_begin + from_seconds(c.max_time_s);
+  auto session = open_session(c, stop);
+  return run_capacity_phase(*session, c, stop,
+                            session->t_begin + from_seconds(c.max_time_s));
+}
+
+CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomic<bool>& stop,
+                                  Nanos t_cap) {
+  const Nanos t_begin = ss.t_begin;
   CapacityResult res;
-  res.target = c.target;
   res.params = params_json(c);
-
-  const std::uint32_t dst = checked_target(c);
-  res.target_addr = format_ipv4(dst);
-  const Route route = find_route(dst, c.interface, c.source);
-  res.source = format_ipv4(route.source);
-  res.interface = route.interface;
-  int L = effective_packet_size(c, route, res.warnings);
+  describe_endpoints(ss, c, res);
+  res.warnings = ss.warnings;
+  int L = ss.packet_size;
   res.params["packet_size"] = L;
-
-  PortReservation reserved(route.source, c.sport);
-  res.source_port = reserved.port();
-  Prober prober(route, dst, reserved.port(), stop);
-  std::random_device rd;
-  SeqAllocator seqs(static_cast<std::uint32_t>(rd()));
-
-  FlowId flow{route.source, dst, reserved.port(), 0};
-  const std::vector<int> candidates =
-      c.port > 0 ? std::vector<int>{c.port} : default_candidate_ports();
-  const DiscoveryResult disc = discover_closed_port(prober, flow, candidates, c.discovery_tries,
-                                                    from_seconds(c.reply_timeout_s), seqs);
-  flow.dport = static_cast<std::uint16_t>(disc.port);
-  res.port = disc.port;
-  res.rtt_s = disc.rtt_s;
-  res.warnings.insert(res.warnings.end(), disc.warnings.begin(), disc.warnings.end());
+  Prober& prober = *ss.prober;
+  SeqAllocator& seqs = ss.seqs;
+  const FlowId flow = ss.flow;
+  const DiscoveryResult& disc = ss.disc;
 
   const CapacityFilter filter;
   const bool auto_size = c.load_packets == 0;
@@ -229,9 +197,7 @@ CapacityResult run_capacity(const Config& c, const std::atomic<bool>& stop) {
     measured = 0;
     long_losses = 0;
   };
-  // Reply wait: generous against the measured RTT, bounded by --reply-timeout.
-  const Nanos reply_wait = std::min(from_seconds(c.reply_timeout_s),
-                                    std::max<Nanos>(100 * kMs, from_seconds(20 * disc.rtt_s)));
+  const Nanos reply_wait = lw::reply_wait(ss, c);
   res.stop_reason = "max_trains";
   Nanos next_start = mono_now();
   double best_rate = 0;  // highest per-train rate seen: a bound for idle budgeting
@@ -406,6 +372,7 @@ CapacityResult run_capacity(const Config& c, const std::atomic<bool>& stop) {
   res.probe_packets = prober.packets_sent();
   res.probe_bytes = prober.bytes_sent();
   res.elapsed_s = to_seconds(mono_now() - t_begin);
+  ss.packet_size = L;  // a path-MTU shrink holds for later phases too
   return res;
 }
 

@@ -5,6 +5,7 @@
 #include <atomic>
 
 #include "app/config.hpp"
+#include "linkwidth/time.hpp"
 #include "nlohmann/json.hpp"
 #include "report/result.hpp"
 
@@ -15,6 +16,12 @@ nlohmann::json params_json(const Config& c);
 // Throws lw::Error on setup failures (privileges, filtered target, ...).
 // On interruption returns what it has, with stop_reason "interrupted".
 CapacityResult run_capacity(const Config& c, const std::atomic<bool>& stop);
+
+// The capacity measurement on an open session (used by `measure`), ending
+// by t_cap (CLOCK_MONOTONIC) at the latest.
+struct Session;
+CapacityResult run_capacity_phase(Session& s, const Config& c, const std::atomic<bool>& stop,
+                                  Nanos t_cap);
 
 // --dry-run: the planned packets and schedule, without privileges or sending.
 nlohmann::json plan_capacity(const Config& c);

@@ -18,6 +18,8 @@ const char kUsage[] =
     "\n"
     "Commands:\n"
     "  capacity TARGET   capacity of the path to TARGET (SYN-RST-SYN trains)\n"
+    "  availbw TARGET    available bandwidth (capacity first, unless --capacity)\n"
+    "  measure TARGET    capacity and available bandwidth in one result\n"
     "  hops TARGET       which hop is the bottleneck (recursive trains; default 8 trains)\n"
     "  help              this text;  version  the version\n"
     "\n"
@@ -60,6 +62,7 @@ CliResult parse_cli(const std::vector<std::string>& args) {
   CliResult r;
   Config& c = r.config;
   std::string max_bytes = "50M";
+  std::string capacity, theta;
 
   po::options_description opts("Options");
   // clang-format off
@@ -83,16 +86,36 @@ CliResult parse_cli(const std::vector<std::string>& args) {
     ("trains,t", po::value(&c.max_trains), "at most this many trains (default 40)")
     ("precision", po::value(&c.precision), "stop when the 95% interval is within +-this fraction (default 0.01)")
     ("max-load", po::value(&c.max_load), "average probing rate as a fraction of the capacity (default 0.1)")
-    ("max-time", po::value(&c.max_time_s), "hard cap on the run time, seconds (default 20)")
     ("max-bytes", po::value(&max_bytes), "hard cap on probe bytes per run, K/M/G suffixes (default 50M)")
     ("tries", po::value(&c.discovery_tries), "closed-port discovery rounds before 'filtered' (default 3)")
-    ("reply-timeout", po::value(&c.reply_timeout_s), "longest wait for replies, in discovery and after each train, seconds (default 1)")
-    ("hop-markers", po::value(&c.hop_markers), "hops: auto (per hop: router's own address if it answers TCP, else TTL), ttl or addr (default auto)")
-    ("max-hops", po::value(&c.max_hops), "hops: longest path to discover, 1..64 (default 30)")
-    ("icmp-rate", po::value(&c.icmp_rate), "hops: ICMP errors per second a router sends us (default 1, Linux icmp_ratelimit)")
-    ("icmp-burst", po::value(&c.icmp_burst), "hops: ICMP errors a router sends in a burst (default 6)")
-    ("min-step", po::value(&c.min_step), "hops: relative dispersion rise that makes a choke point (default 0.15)");
+    ("reply-timeout", po::value(&c.reply_timeout_s), "longest wait for replies, in discovery and after each train, seconds (default 1)");
+  po::options_description avail("Available bandwidth (availbw, measure)");
+  avail.add_options()
+    ("method", po::value(&c.method), "fleet (default): fleets of paced trains, noise-derived thresholds, grey region, response-curve fit; linkwidth: the paper's binary search as published")
+    ("capacity", po::value(&capacity), "skip the capacity phase and search up to this rate (K/M/G)")
+    ("max-time", po::value(&c.max_time_s), "hard cap on the run time, seconds (default 20 for capacity, 30 otherwise)")
+    ("resolution", po::value(&c.resolution), "fleet: stop when the avail-bw range is narrower than this fraction of the capacity (default 0.03)")
+    ("fleet", po::value(&c.fleet_trains), "fleet: trains per tested rate (default 6)")
+    ("fleet-fraction", po::value(&c.fleet_fraction), "fleet: share of agreeing trains that decides a rate, above 0.5 (default 0.66)")
+    ("train-time", po::value(&c.train_time_s), "fleet: shortest paced train, seconds (default 0.005)")
+    ("min-train-packets", po::value(&c.min_train_packets), "fleet: fewest load packets per paced train (default 10)")
+    ("search-markers", po::value(&c.avail_markers), "fleet: SYN markers per paced train, 2..16 (default 6)")
+    ("calibration-trains", po::value(&c.calibration_trains), "fleet: low-rate trains that measure the timing noise (default 8)")
+    ("epsilon", po::value(&c.epsilon), "linkwidth: convergence parameter ε (default 0.1)")
+    ("theta", po::value(&theta), "linkwidth: granularity θ in bit/s, K/M/G (default 1% of the capacity)")
+    ("pairs", po::value(&c.pairs), "linkwidth: packet pairs per train (npackets/2, default 10)")
+    ("pair-gap", po::value(&c.pair_gap_s), "linkwidth: fixed inter-pair gap Δr_t, seconds (default 0.0001)")
+    ("train-delay", po::value(&c.train_delay_s), "linkwidth: inter-train delay, seconds; never below the 10% load rule (default 0)");
+  po::options_description hops_opts("Bottleneck hop (hops)");
+  hops_opts.add_options()
+    ("hop-markers", po::value(&c.hop_markers), "auto (per hop: router's own address if it answers TCP, else TTL), ttl or addr (default auto)")
+    ("max-hops", po::value(&c.max_hops), "longest path to discover, 1..64 (default 30)")
+    ("icmp-rate", po::value(&c.icmp_rate), "ICMP errors per second a router sends us (default 1, Linux icmp_ratelimit)")
+    ("icmp-burst", po::value(&c.icmp_burst), "ICMP errors a router sends in a burst (default 6)")
+    ("min-step", po::value(&c.min_step), "relative dispersion rise that makes a choke point (default 0.15)");
   // clang-format on
+  opts.add(avail);
+  opts.add(hops_opts);
   std::ostringstream help;
   help << kUsage << "\n" << opts;
   r.help_text = help.str();
@@ -107,7 +130,8 @@ CliResult parse_cli(const std::vector<std::string>& args) {
     r.show_version = true;
     return r;
   }
-  require(cmd == "capacity" || cmd == "hops", "unknown command '" + cmd + "'; try 'linkwidth help'.");
+  require(cmd == "capacity" || cmd == "availbw" || cmd == "measure" || cmd == "hops",
+          "unknown command '" + cmd + "'; try 'linkwidth help'.");
   c.command = cmd;
 
   po::options_description all;
@@ -132,6 +156,37 @@ CliResult parse_cli(const std::vector<std::string>& args) {
   }
   require(!c.target.empty(), "no TARGET given; usage: linkwidth " + cmd + " TARGET.");
   c.max_bytes = static_cast<std::uint64_t>(std::llround(parse_si(max_bytes, "--max-bytes")));
+  if (!vm.count("max-time") && cmd != "capacity") c.max_time_s = 30;
+  if (!capacity.empty()) {
+    require(cmd == "availbw", "--capacity only applies to 'availbw' (measure measures it).");
+    c.capacity_bps = parse_si(capacity, "--capacity");
+    require(c.capacity_bps >= 1e5 && c.capacity_bps <= 1e11,
+            "--capacity must be between 100K and 100G bit/s.");
+  }
+  if (!theta.empty()) {
+    c.theta_bps = parse_si(theta, "--theta");
+    require(c.theta_bps > 0, "--theta must be above 0 bit/s.");
+  }
+  require(c.method == "fleet" || c.method == "linkwidth",
+          "--method must be 'fleet' or 'linkwidth'.");
+  require(c.resolution >= 0.001 && c.resolution <= 0.5,
+          "--resolution must be between 0.001 and 0.5 (a fraction of the capacity).");
+  require(c.fleet_trains >= 1 && c.fleet_trains <= 50, "--fleet must be between 1 and 50.");
+  require(c.fleet_fraction > 0.5 && c.fleet_fraction <= 1,
+          "--fleet-fraction must be above 0.5 and at most 1.");
+  require(c.train_time_s >= 0.0005 && c.train_time_s <= 1,
+          "--train-time must be between 0.0005 and 1 second.");
+  require(c.min_train_packets >= 2 && c.min_train_packets <= 10000,
+          "--min-train-packets must be between 2 and 10000.");
+  require(c.avail_markers >= 2 && c.avail_markers <= 16,
+          "--search-markers must be between 2 and 16.");
+  require(c.calibration_trains >= 3 && c.calibration_trains <= 100,
+          "--calibration-trains must be between 3 and 100.");
+  require(c.epsilon > 0 && c.epsilon < 1, "--epsilon must be between 0 and 1.");
+  require(c.pairs >= 1 && c.pairs <= 5000, "--pairs must be between 1 and 5000.");
+  require(c.pair_gap_s >= 0 && c.pair_gap_s <= 0.1, "--pair-gap must be between 0 and 0.1 s.");
+  require(c.train_delay_s >= 0 && c.train_delay_s <= 60,
+          "--train-delay must be between 0 and 60 s.");
   // hops: fewer trains by default (each costs every router two ICMP errors).
   if (cmd == "hops" && !vm.count("trains")) c.max_trains = 8;
   if (cmd == "hops" && !vm.count("min-trains")) c.min_trains = std::min(3, c.max_trains);

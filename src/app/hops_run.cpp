@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <random>
 #include <sstream>
 
 #include "app/capacity_run.hpp"
 #include "app/discovery.hpp"
 #include "app/net.hpp"
 #include "app/prober.hpp"
+#include "app/session.hpp"
 #include "estimate/hops.hpp"
 #include "linkwidth/error.hpp"
 #include "plan/hops_plan.hpp"
@@ -24,16 +24,6 @@ constexpr int kMinLoadPackets = 16;
 constexpr Nanos kSweepSpacing = 200 * kUs;
 // Slack on top of the modelled ICMP bucket: Linux counts tokens in jiffies.
 constexpr Nanos kBudgetSlack = 30 * kMs;
-
-std::uint32_t checked_target(const Config& c) {
-  const std::uint32_t addr = resolve_ipv4(c.target);
-  const std::string why = forbidden_target_reason(addr);
-  if (!why.empty()) {
-    throw Error("target", "refusing to probe " + format_ipv4(addr) + ": it is " + why,
-                "forbidden_target", ExitCode::kUsage);
-  }
-  return addr;
-}
 
 struct PathHop {
   std::uint32_t addr = 0;  // 0 = unknown
@@ -58,7 +48,12 @@ Nanos reply_time(const ProbeOutcome& o, MarkerKind kind) {
 }  // namespace
 
 HopsResult run_hops(const Config& c, const std::atomic<bool>& stop) {
-  const Nanos t_begin = mono_now();
+  const std::unique_ptr<Session> s = open_session(c, stop, /*any_peer=*/true);
+  return run_hops(*s, c, stop);
+}
+
+HopsResult run_hops(Session& s, const Config& c, const std::atomic<bool>& stop) {
+  const Nanos t_begin = s.t_begin;
   const Nanos t_cap = t_begin + from_seconds(c.max_time_s);
   HopsResult res;
   res.target = c.target;
@@ -70,37 +65,21 @@ HopsResult run_hops(const Config& c, const std::atomic<bool>& stop) {
   res.params["icmp_burst"] = c.icmp_burst;
   res.params["min_step"] = c.min_step;
 
-  const std::uint32_t dst = checked_target(c);
+  const std::uint32_t dst = s.dst;
   res.target_addr = format_ipv4(dst);
-  const Route route = find_route(dst, c.interface, c.source);
-  res.source = format_ipv4(route.source);
-  res.interface = route.interface;
-  int L = c.packet_size;
-  if (L > route.mtu) {
-    res.warnings.push_back({"packet_size_clamped", "packet size lowered from " + std::to_string(L) +
-                                                       " to the MTU of " + route.interface + " (" +
-                                                       std::to_string(route.mtu) + ")"});
-    L = route.mtu;
-  }
+  res.source = format_ipv4(s.route.source);
+  res.interface = s.route.interface;
+  res.source_port = s.reserved->port();
+  const int L = s.packet_size;
   res.params["packet_size"] = L;
-
-  PortReservation reserved(route.source, c.sport);
-  res.source_port = reserved.port();
-  Prober prober(route, dst, reserved.port(), stop, /*any_peer=*/true);
-  std::random_device rd;
-  SeqAllocator seqs(static_cast<std::uint32_t>(rd()));
-
-  FlowId flow{route.source, dst, reserved.port(), 0};
-  const std::vector<int> candidates =
-      c.port > 0 ? std::vector<int>{c.port} : default_candidate_ports();
-  const DiscoveryResult disc = discover_closed_port(prober, flow, candidates, c.discovery_tries,
-                                                    from_seconds(c.reply_timeout_s), seqs);
-  flow.dport = static_cast<std::uint16_t>(disc.port);
-  res.port = disc.port;
-  res.rtt_s = disc.rtt_s;
-  res.warnings.insert(res.warnings.end(), disc.warnings.begin(), disc.warnings.end());
-  const Nanos reply_wait = std::min(from_seconds(c.reply_timeout_s),
-                                    std::max<Nanos>(100 * kMs, from_seconds(20 * disc.rtt_s)));
+  res.port = s.disc.port;
+  res.rtt_s = s.disc.rtt_s;
+  res.warnings = s.warnings;
+  Prober& prober = *s.prober;
+  SeqAllocator& seqs = s.seqs;
+  const FlowId flow = s.flow;
+  const DiscoveryResult& disc = s.disc;
+  const Nanos reply_wait = lw::reply_wait(s, c);
 
   // Path discovery: TTL 1..max_hops in the train's 5-tuple; the smallest TTL
   // the target answers is the path length H. Silent TTLs below it are asked

@@ -15,6 +15,12 @@ namespace lw {
 // than --max-hops). On interruption returns what it has ("interrupted").
 HopsResult run_hops(const Config& c, const std::atomic<bool>& stop);
 
+struct Session;
+// The same on an open session (e.g. inside `measure`). The session's prober
+// must capture every peer's TCP (open_session(..., any_peer = true)) for
+// markers addressed to routers; without it those hops fall back to TTL markers.
+HopsResult run_hops(Session& s, const Config& c, const std::atomic<bool>& stop);
+
 // --dry-run: the TTL sweep and an example recursive train (4 hops), in the
 // same shape as plan_capacity() so plan_text() renders it.
 nlohmann::json plan_hops(const Config& c);

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "app/availbw_run.hpp"
 #include "app/capacity_run.hpp"
 #include "app/cli.hpp"
 #include "app/hops_run.hpp"
@@ -70,6 +71,16 @@ int run_main(const std::vector<std::string>& args) {
       return 0;
     }
     const auto& stop = install_stop_handlers();
+    if (c.command != "capacity") {
+      const MeasureResult m = run_measure(c, stop);
+      if (c.json) std::cout << to_json(m).dump(2) << std::endl;
+      else std::cout << to_text(m);
+      if (m.availbw.stop_reason == "interrupted" || m.capacity.stop_reason == "interrupted") {
+        return 128 + stop_signal();
+      }
+      if (!m.availbw.valid) return static_cast<int>(ExitCode::kRuntime);
+      return 0;
+    }
     const CapacityResult r = run_capacity(c, stop);
     if (c.json) std::cout << to_json(r).dump(2) << std::endl;
     else std::cout << to_text(r);

@@ -3,9 +3,77 @@
 #include <algorithm>
 #include <cmath>
 
+#include "estimate/capacity.hpp"
 #include "estimate/stats.hpp"
 
 namespace lw {
+
+
+PacedSample evaluate_paced_train(const TrainTiming& t) {
+  PacedSample s;
+  const std::size_t n = t.bits.size();
+  if (n < 2 || t.sent.size() != n || t.reply.size() != n || t.marker.size() != n) return s;
+  for (Nanos x : t.sent) {
+    if (x == 0) return s;  // unsent: nothing to say about the path
+  }
+  bool all_left = t.left.size() == n;
+  std::vector<std::size_t> idx;  // markers with a reply, in send order
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!t.marker[i]) continue;
+    ++s.markers;
+    if (t.reply[i] == 0) {
+      s.lost = true;
+      continue;
+    }
+    idx.push_back(i);
+    if (all_left && t.left[i] == 0) all_left = false;
+  }
+  s.replies = static_cast<int>(idx.size());
+  for (std::size_t k = 1; k < idx.size(); ++k) {
+    if (t.reply[idx[k]] < t.reply[idx[k - 1]]) s.reordered = true;
+  }
+  const std::vector<Nanos>& sent = all_left ? t.left : t.sent;
+  double bits_after_head = 0;
+  for (std::size_t i = 1; i < n; ++i) bits_after_head += t.bits[i];
+  const Nanos span = sent.back() - sent.front();
+  s.send_span_s = to_seconds(span);
+  if (span > 0) s.offered_bps = bits_after_head / s.send_span_s;
+  if (idx.size() < 2 || span <= 0) return s;
+
+  auto ratio_between = [&](std::size_t a, std::size_t b) {
+    const Nanos so = sent[b] - sent[a];
+    const Nanos ro = t.reply[b] - t.reply[a];
+    return so > 0 ? static_cast<double>(ro) / static_cast<double>(so) : 0.0;
+  };
+  if (t.marker.front() && t.reply.front() != 0 && t.marker.back() && t.reply.back() != 0) {
+    s.ratio_head_tail = ratio_between(0, n - 1);
+  }
+  // The robust span: from the first replied marker after the head (or the
+  // head itself with only two replies) to the last replied marker.
+  const std::size_t a = idx.size() >= 3 && idx[0] == 0 ? idx[1] : idx[0];
+  const std::size_t b = idx.back();
+  if (sent[b] - sent[a] <= 0) return s;
+  s.ratio = ratio_between(a, b);
+  double bits_ab = 0;
+  for (std::size_t i = a + 1; i <= b; ++i) bits_ab += t.bits[i];
+  const Nanos rspan = t.reply[b] - t.reply[a];
+  s.received_bps = rspan > 0 ? bits_ab / to_seconds(rspan) : 0;
+  // PDT over the same markers as the ratio (from `a` on).
+  const std::size_t first = static_cast<std::size_t>(
+      std::find(idx.begin(), idx.end(), a) - idx.begin());
+  if (idx.size() - first >= 3) {
+    double total = 0;
+    for (std::size_t k = first + 1; k < idx.size(); ++k) {
+      const double d0 = static_cast<double>(t.reply[idx[k - 1]] - sent[idx[k - 1]]);
+      const double d1 = static_cast<double>(t.reply[idx[k]] - sent[idx[k]]);
+      total += std::fabs(d1 - d0);
+    }
+    const double rise = static_cast<double>((t.reply[b] - sent[b]) - (t.reply[a] - sent[a]));
+    s.pdt = total > 0 ? rise / total : 0;
+  }
+  s.usable = s.ratio > 0;
+  return s;
+}
 
 LinkWidthSearch::LinkWidthSearch(const LinkWidthSearchParams& p) : p_(p), max_(p.capacity_bps) {}
 
@@ -73,6 +141,27 @@ FleetVerdict decide_fleet(const std::vector<TrainVerdict>& t, double eta) {
   return FleetVerdict::kGrey;
 }
 
+bool fleet_settled(const std::vector<TrainVerdict>& t, int k, double eta, FleetVerdict* v) {
+  const double n = static_cast<double>(std::max<int>(k, static_cast<int>(t.size())));
+  const double left = n - static_cast<double>(t.size());
+  const double above = static_cast<double>(std::count(t.begin(), t.end(), TrainVerdict::kAbove));
+  const double below = static_cast<double>(std::count(t.begin(), t.end(), TrainVerdict::kBelow));
+  const double need = eta * n;
+  if (above >= need) {
+    *v = FleetVerdict::kAbove;
+    return true;
+  }
+  if (below >= need) {
+    *v = FleetVerdict::kBelow;
+    return true;
+  }
+  if (above + left < need && below + left < need) {
+    *v = FleetVerdict::kGrey;
+    return true;
+  }
+  return false;
+}
+
 FleetSearch::FleetSearch(const FleetSearchParams& p) : p_(p), high_(p.capacity_bps) {}
 
 bool FleetSearch::done() const {
@@ -101,7 +190,7 @@ void FleetSearch::observe(double rate, double ratio, FleetVerdict v) {
       // newer fleet and reopen the bracket up to the capacity.
       high_ = p_.capacity_bps;
     }
-    low_ = std::max(low_, rate);
+    low_ = std::min(std::max(low_, rate), high_);
   } else {
     if (rate <= low_) low_ = 0;  // the same contradiction from the other side
     high_ = std::min(high_, rate);
@@ -114,39 +203,51 @@ void FleetSearch::observe(double rate, double ratio, FleetVerdict v) {
   }
 }
 
-ResponseFit fit_response(const std::vector<RatePoint>& pts, double baseline) {
-  ResponseFit f;
-  std::vector<const RatePoint*> above;
+AvailbwEstimate estimate_availbw(const std::vector<RatePoint>& pts, const NoiseModel& noise,
+                                 double low, double high, double C) {
+  AvailbwEstimate e;
+  // A fleet called "below" at O only says ratio <= baseline + threshold/2,
+  // i.e. A >= O - threshold·C/2 on the fluid line: the honest lower end.
+  e.low_bps = std::max(0.0, low - noise.threshold * C / 2);
+  e.high_bps = high;
+  e.availbw_bps = (low + high) / 2;
+  e.basis = "bracket";
+  std::vector<const RatePoint*> lin;
   for (const auto& p : pts) {
-    if (p.verdict == FleetVerdict::kAbove && p.ratio > baseline) above.push_back(&p);
-  }
-  f.points = static_cast<int>(above.size());
-  if (above.size() < 2) return f;
-  // Theil-Sen: median of pairwise slopes, intercept = median of residual.
-  std::vector<double> slopes;
-  for (std::size_t i = 0; i < above.size(); ++i) {
-    for (std::size_t j = i + 1; j < above.size(); ++j) {
-      const double dx = above[j]->offered_bps - above[i]->offered_bps;
-      if (std::fabs(dx) > 0) slopes.push_back((above[j]->ratio - above[i]->ratio) / dx);
+    if (p.verdict == FleetVerdict::kAbove && p.ratio > noise.baseline + noise.threshold &&
+        p.offered_bps > 0) {
+      lin.push_back(&p);
     }
   }
-  if (slopes.empty()) return f;
-  const double b = median(slopes);
-  if (!(b > 0)) return f;
-  std::vector<double> icpt;
-  for (const auto* p : above) icpt.push_back(p->ratio - b * p->offered_bps);
-  const double a = median(icpt);
-  f.valid = true;
-  f.tight_capacity_bps = 1.0 / b;
-  f.availbw_bps = (baseline - a) / b;
-  return f;
-}
-
-double availbw_point(const ResponseFit& fit, double low, double high, double resolution) {
-  if (fit.valid && fit.availbw_bps >= low - resolution && fit.availbw_bps <= high + resolution) {
-    return std::clamp(fit.availbw_bps, low, high);
+  e.points = static_cast<int>(lin.size());
+  if (lin.empty() || !(C > 0)) return e;
+  if (lin.size() >= 2) {
+    std::vector<double> slopes;
+    for (std::size_t i = 0; i < lin.size(); ++i) {
+      for (std::size_t j = i + 1; j < lin.size(); ++j) {
+        const double dx = lin[j]->offered_bps - lin[i]->offered_bps;
+        if (std::fabs(dx) >= 0.05 * C) slopes.push_back((lin[j]->ratio - lin[i]->ratio) / dx);
+      }
+    }
+    if (!slopes.empty()) {
+      const double b = median(slopes);
+      if (b > 0) e.tight_capacity_bps = 1.0 / b;
+    }
   }
-  return (low + high) / 2;
+  std::vector<double> cross;
+  for (const auto* p : lin) cross.push_back(p->offered_bps - C * (p->ratio - noise.baseline));
+  const double a = std::clamp(median(cross), 0.0, C);
+  // Burstiness only ever pushes the bracket below the mean avail-bw, so a
+  // crossing above the bracket is its signature and the mean is the answer.
+  // Inside the bracket the bracket is the finer measurement; below it the
+  // response fleets were disturbed (loss at the tight link's queue, a tight
+  // link that is not the narrow one) and the bracket stands.
+  if (a > high) {
+    e.availbw_bps = a;
+    e.basis = "response_curve";
+    e.high_bps = a;
+  }
+  return e;
 }
 
 }  // namespace lw

@@ -9,9 +9,39 @@
 // fluid model gives O/M = O/C_t + (1 - A/C_t), a line in O whose slope is
 // 1/C_t (C_t: tight-link capacity, PRC-MT eq. 4) and which meets the
 // baseline at O = A.
+#include <string>
 #include <vector>
 
 namespace lw {
+
+struct TrainTiming;
+
+// ---- One paced train ------------------------------------------------------
+
+struct PacedSample {
+  bool usable = false;    // every packet sent and at least two marker replies
+  bool lost = false;      // a marker reply is missing
+  bool reordered = false; // marker replies out of send order
+  int markers = 0;
+  int replies = 0;
+  double offered_bps = 0;   // bits after the head / head-to-tail send span
+  double received_bps = 0;  // the same bits / reply span (robust span, see ratio)
+  double send_span_s = 0;
+  // R_m / R_o between the first marker after the head and the tail (head and
+  // tail when there are only two markers). The head is left out when it can
+  // be: the drain packets sent right before it delay it at a busy bottleneck
+  // by up to 2·L·8/C, a bias of that over the train's span.
+  double ratio = 0;
+  double ratio_head_tail = 0;  // the paper's R_m / R_o, head to tail
+  // pathload's PDT over the round-trip times (reply - send) of the markers the
+  // ratio uses: +1 for a steadily increasing delay, about 0 for a flat one;
+  // 0 with fewer than 3 such markers.
+  double pdt = 0;
+};
+
+// Send times: the captured departures (`left`) when every marker has one,
+// else the user-space send times. Pure.
+PacedSample evaluate_paced_train(const TrainTiming& t);
 
 // ---- The paper's method, as published: LinkWidth §3.4 steps 1-6 ----------
 
@@ -67,6 +97,12 @@ TrainVerdict classify_train(double ratio, bool lost, const NoiseModel& noise);
 // else grey (pathload §IV, PRC-MT §II-D).
 FleetVerdict decide_fleet(const std::vector<TrainVerdict>& trains, double eta);
 
+// Early decision: true (and *verdict set) once the trains still to come in a
+// fleet of `fleet_size` can no longer change decide_fleet's verdict on the
+// whole fleet (eta > 0.5). Saves the rest of the fleet's time.
+bool fleet_settled(const std::vector<TrainVerdict>& so_far, int fleet_size, double eta,
+                   FleetVerdict* verdict);
+
 struct FleetSearchParams {
   double capacity_bps = 0;    // upper bound of the search (narrow-link capacity)
   double resolution_bps = 0;  // ω: stop when the bracket is narrower
@@ -101,21 +137,28 @@ class FleetSearch {
   std::vector<RatePoint> history_;
 };
 
-// Point estimate and tight-link capacity from the response curve: a robust
-// (Theil-Sen) line through the fleets above the avail-bw, extrapolated back
-// to the baseline. A fixed threshold decides "above" only once the ratio has
-// climbed δ over the baseline, which overestimates A by about δ·C_t; the
-// line's crossing removes that bias.
-struct ResponseFit {
-  bool valid = false;
-  double availbw_bps = 0;           // where the line meets the baseline
-  double tight_capacity_bps = 0;    // 1 / slope (PRC-MT eq. 4)
-  int points = 0;
+// The default method's result. The search's bracket [low, high] shows where
+// the avail-bw lies on the time scale of one train; with CBR-like cross
+// traffic its middle is the estimate. With bursty cross traffic the bracket
+// sits below the mean avail-bw: a train near the knee sees the bursts
+// (Jensen). The "response" fleets, sent well above the bracket where the
+// tight link stays busy through the whole train, follow the fluid line
+// ratio = (O + X) / C in the mean, so each crosses the baseline at
+// O - C·(ratio - baseline). When the median crossing lies above the bracket
+// it replaces the middle and widens the range. The slope between response
+// points (Theil-Sen, rates >= 5% of C apart) gives the tight-link capacity
+// 1/slope (PRC-MT eq. 4), reported beside the narrow-link C. The range's
+// lower end is low - threshold·C/2: a "below" fleet only bounds A that far.
+struct AvailbwEstimate {
+  double availbw_bps = 0;
+  double low_bps = 0;
+  double high_bps = 0;
+  double tight_capacity_bps = 0;  // 0 when not estimated from a slope
+  int points = 0;                 // response points used
+  std::string basis;              // "response_curve" or "bracket"
 };
-ResponseFit fit_response(const std::vector<RatePoint>& points, double baseline);
-
-// The point estimate: the fitted crossing when it falls inside [low, high]
-// (widened by one resolution step), else the middle of the bracket.
-double availbw_point(const ResponseFit& fit, double low, double high, double resolution_bps);
+AvailbwEstimate estimate_availbw(const std::vector<RatePoint>& response_points,
+                                 const NoiseModel& noise, double low, double high,
+                                 double capacity_bps);
 
 }  // namespace lw

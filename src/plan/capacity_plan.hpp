@@ -51,6 +51,28 @@ class SeqAllocator {
 
 Train make_capacity_train(const CapacityTrainParams& p, int train_id, SeqAllocator& seqs);
 
+// The paper's TOPP train (LinkWidth §3.5, Figure 6), as published: a SYN head
+// marker, m pairs of RST load packets, a SYN tail marker. The gap inside a pair
+// (Δr_i) sets the offered rate; the gap between pairs (Δr_t) is fixed.
+struct PairTrainParams {
+  FlowId flow;
+  int pairs = 10;                    // m = npackets / 2
+  std::uint16_t packet_size = 1500;  // IP bytes of each load packet
+  Nanos intra_gap = 0;               // Δr_i, computed per rate
+  Nanos inter_gap = 100 * kUs;       // Δr_t, user input
+  std::uint8_t ttl = 64;
+};
+Train make_pair_train(const PairTrainParams& p, int train_id, SeqAllocator& seqs);
+
+struct PairGaps {
+  Nanos intra_gap = 0;
+  Nanos inter_gap = 0;
+  bool reachable = true;  // false: O is too fast for this Δr_t (Δr_i clamped to 0)
+};
+// §3.5.1: the Δr_i that makes the head-to-tail span R_o = m·Δr_i + (m-1)·Δr_t
+// offer trainLen·8 / R_o = rate.
+PairGaps pair_gaps_for_rate(double rate_bps, int pairs, int packet_size, Nanos inter_gap);
+
 // Text carried in the payload of every load RST so that an operator who sees the
 // packets can find out what they are (see README, "Probe packets").
 extern const char kProbeSignature[];

@@ -57,6 +57,61 @@ struct CapacityResult {
   nlohmann::json params;  // every parameter in effect
 };
 
+// One paced train of the avail-bw search.
+struct PacedTrainRecord {
+  int load_packets = 0;
+  int packet_size = 0;
+  double offered_bps = 0;
+  double received_bps = 0;
+  double ratio = 0;            // R_m / R_o used for the verdict
+  double ratio_head_tail = 0;  // the paper's, head to tail
+  double pdt = 0;
+  int markers = 0;
+  int replies = 0;
+  std::string verdict;  // above / below / unclear / lost / unusable
+};
+
+// One tested rate: a fleet of trains (one train for --method linkwidth).
+struct RateRecord {
+  std::string phase;        // "calibration" or "search"
+  double rate_bps = 0;      // the rate asked for
+  double offered_bps = 0;   // median measured offered rate
+  double received_bps = 0;  // median received rate
+  double ratio = 0;         // median R_m / R_o
+  std::string verdict;      // fleet verdict: above / below / grey (calibration: "calibration")
+  double at_s = 0;          // when the fleet started, since the run began
+  std::vector<PacedTrainRecord> trains;
+};
+
+struct AvailbwResult {
+  bool valid = false;
+  std::string method;
+  double availbw_bps = 0;
+  double low_bps = 0;
+  double high_bps = 0;
+  double search_capacity_bps = 0;  // upper end of the search (narrow-link capacity)
+  double tight_link_capacity_bps = 0;  // from the response curve; 0 = not estimated
+  int response_points = 0;
+  double resolution_bps = 0;
+  double noise_baseline = 0;   // calibration: median ratio
+  double noise_threshold = 0;  // calibration: "above" when ratio > baseline + threshold
+  std::string stop_reason;
+  int trains_sent = 0;
+  double elapsed_s = 0;
+  std::uint64_t probe_packets = 0;
+  std::uint64_t probe_bytes = 0;
+  std::vector<RateRecord> rates;
+  std::vector<Warning> warnings;
+};
+
+// `availbw` and `measure`: the capacity phase and the avail-bw search.
+struct MeasureResult {
+  std::string command;          // "availbw" or "measure"
+  CapacityResult capacity;
+  bool capacity_given = false;  // --capacity: no capacity phase ran
+  AvailbwResult availbw;
+};
+
 struct ErrorInfo {
   std::string code;
   std::string message;

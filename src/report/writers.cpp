@@ -68,6 +68,116 @@ nlohmann::json to_json(const CapacityResult& r) {
           {"trains", trains}};
 }
 
+nlohmann::json to_json(const MeasureResult& m) {
+  nlohmann::json j = to_json(m.capacity);
+  const AvailbwResult& a = m.availbw;
+  j["type"] = m.command;
+  j["capacity_source"] = m.capacity_given ? "given" : "measured";
+  j["capacity_stop_reason"] = j["stop_reason"];
+  j["capacity_trains"] = j["trains"];
+  j.erase("trains");
+  j["capacity_elapsed_s"] = j["elapsed_s"];
+  j["method"] = a.method;
+  j["availbw_bps"] = nullable(a.valid, a.availbw_bps);
+  j["availbw_low_bps"] = nullable(a.valid, a.low_bps);
+  j["availbw_high_bps"] = nullable(a.valid, a.high_bps);
+  j["tight_link_capacity_bps"] = nullable(a.tight_link_capacity_bps > 0, a.tight_link_capacity_bps);
+  j["narrow_link_capacity_bps"] = nullable(a.search_capacity_bps > 0, a.search_capacity_bps);
+  j["response_points"] = a.response_points;
+  j["resolution_bps"] = a.resolution_bps;
+  j["noise"] = {{"baseline", a.noise_baseline}, {"threshold", a.noise_threshold}};
+  j["stop_reason"] = a.stop_reason;
+  j["availbw_trains_sent"] = a.trains_sent;
+  j["availbw_elapsed_s"] = a.elapsed_s;
+  const double total_s = m.capacity.elapsed_s + a.elapsed_s;
+  const std::uint64_t bytes = m.capacity.probe_bytes + a.probe_bytes;
+  j["elapsed_s"] = total_s;
+  j["probe_bytes"] = bytes;
+  j["probe_packets"] = m.capacity.probe_packets + a.probe_packets;
+  j["availbw_probe_bytes"] = a.probe_bytes;
+  j["average_probe_rate_bps"] = total_s > 0 ? 8.0 * static_cast<double>(bytes) / total_s : 0.0;
+  nlohmann::json rates = nlohmann::json::array();
+  for (const auto& r : a.rates) {
+    nlohmann::json trains = nlohmann::json::array();
+    for (const auto& t : r.trains) {
+      trains.push_back({{"load_packets", t.load_packets},
+                        {"packet_size", t.packet_size},
+                        {"offered_bps", t.offered_bps},
+                        {"received_bps", t.received_bps},
+                        {"ratio", t.ratio},
+                        {"ratio_head_tail", t.ratio_head_tail},
+                        {"pdt", t.pdt},
+                        {"markers", t.markers},
+                        {"replies", t.replies},
+                        {"verdict", t.verdict}});
+    }
+    rates.push_back({{"phase", r.phase},
+                     {"rate_bps", r.rate_bps},
+                     {"offered_bps", r.offered_bps},
+                     {"received_bps", r.received_bps},
+                     {"ratio", r.ratio},
+                     {"verdict", r.verdict},
+                     {"at_s", r.at_s},
+                     {"trains", trains}});
+  }
+  j["rates"] = rates;
+  nlohmann::json w = j["warnings"];
+  for (const auto& x : a.warnings) w.push_back({{"code", x.code}, {"message", x.message}});
+  j["warnings"] = w;
+  return j;
+}
+
+std::string to_text(const MeasureResult& m) {
+  const CapacityResult& r = m.capacity;
+  const AvailbwResult& a = m.availbw;
+  std::ostringstream o;
+  char buf[256];
+  o << "linkwidth " << m.command << " to " << r.target;
+  if (r.target != r.target_addr) o << " (" << r.target_addr << ")";
+  o << ", closed port " << r.port << ", via " << r.interface << " from " << r.source << "\n";
+  if (m.capacity_given) {
+    o << "  capacity   " << format_rate(r.capacity_bps) << " (given with --capacity)\n";
+  } else if (r.valid) {
+    o << "  capacity   " << (r.lower_bound ? ">= " : "") << format_rate(r.capacity_bps)
+      << "  (95% interval " << format_rate(r.low_bps) << " .. " << format_rate(r.high_bps)
+      << ", IP layer)\n";
+  } else {
+    o << "  capacity   no estimate\n";
+  }
+  if (a.valid) {
+    o << "  avail-bw   " << format_rate(a.availbw_bps) << "  (range " << format_rate(a.low_bps)
+      << " .. " << format_rate(a.high_bps) << "; method " << a.method << ", stopped: "
+      << a.stop_reason << ")\n";
+  } else {
+    o << "  avail-bw   no estimate (" << a.stop_reason << ")\n";
+  }
+  if (a.tight_link_capacity_bps > 0) {
+    o << "  tight link " << format_rate(a.tight_link_capacity_bps)
+      << " (slope of the response curve, " << a.response_points << " rates above the avail-bw)\n";
+  }
+  if (!a.rates.empty()) {
+    o << "  rates      offered        ratio    verdict  trains\n";
+    for (const auto& x : a.rates) {
+      std::string tv;
+      for (const auto& t : x.trains) tv += t.verdict.empty() ? '?' : t.verdict[0];
+      std::snprintf(buf, sizeof buf, "    %-11s %-14s %8.4f %-8s %s\n", x.phase.c_str(),
+                    format_rate(x.offered_bps > 0 ? x.offered_bps : x.rate_bps).c_str(), x.ratio,
+                    x.verdict.c_str(), tv.c_str());
+      o << buf;
+    }
+  }
+  const double total_s = r.elapsed_s + a.elapsed_s;
+  const std::uint64_t bytes = r.probe_bytes + a.probe_bytes;
+  const double avg = total_s > 0 ? 8.0 * static_cast<double>(bytes) / total_s : 0;
+  std::snprintf(buf, sizeof buf, "  probing    %llu packets, %.2f MB in %.2f s (average %s)\n",
+                static_cast<unsigned long long>(r.probe_packets + a.probe_packets),
+                static_cast<double>(bytes) / 1e6, total_s, format_rate(avg).c_str());
+  o << buf;
+  for (const auto& w : r.warnings) o << "  warning    " << w.code << ": " << w.message << "\n";
+  for (const auto& w : a.warnings) o << "  warning    " << w.code << ": " << w.message << "\n";
+  return o.str();
+}
+
 nlohmann::json error_json(const std::string& type, const std::string& target,
                           const ErrorInfo& err, const nlohmann::json& partial) {
   nlohmann::json j = partial.is_object() ? partial : nlohmann::json::object();

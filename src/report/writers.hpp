@@ -13,6 +13,12 @@ nlohmann::json error_json(const std::string& type, const std::string& target,
                           const ErrorInfo& err, const nlohmann::json& partial);
 std::string to_text(const CapacityResult& r);
 
+// `availbw` / `measure`: the capacity document with the avail-bw fields at
+// the top level (stop_reason is the search's; the capacity phase's moves to
+// capacity_stop_reason, its trains to capacity_trains).
+nlohmann::json to_json(const MeasureResult& r);
+std::string to_text(const MeasureResult& r);
+
 // 49520000 -> "49.52 Mbit/s"
 std::string format_rate(double bps);
 

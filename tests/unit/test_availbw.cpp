@@ -1,14 +1,20 @@
 // The avail-bw search state machines driven by a fake link model: a function
 // from offered rate to R_m/R_o, with noise (fluid TOPP model, LinkWidth §3.1).
 #include <catch2/catch.hpp>
+#include <algorithm>
+#include <cmath>
 #include <functional>
 #include <random>
 
 #include "estimate/availbw.hpp"
+#include "estimate/capacity.hpp"
+#include "plan/capacity_plan.hpp"
 
 using namespace lw;
 
 namespace {
+
+Nanos gap_ns(double rate) { return gap_for_rate(rate, 1500); }
 
 struct FakeLink {
   double tight_capacity;  // C_t
@@ -30,7 +36,7 @@ struct FakeLink {
 
 struct SearchOutcome {
   double low, high, point;
-  ResponseFit fit;
+  AvailbwEstimate est;
   int fleets;
 };
 
@@ -56,8 +62,22 @@ SearchOutcome run_fleet_search(FakeLink& link, double capacity, int k = 6, doubl
     s.observe(rate, ratios[ratios.size() / 2], decide_fleet(v, eta));
     ++fleets;
   }
-  const ResponseFit fit = fit_response(s.history(), noise.baseline);
-  return {s.low(), s.high(), availbw_point(fit, s.low(), s.high(), p.resolution_bps), fit, fleets};
+  // Response fleets halfway to C and at C, as the session sends them.
+  std::vector<RatePoint> response;
+  if (s.high() < 0.9 * capacity) {
+    for (double top : {(s.high() + capacity) / 2, capacity}) {
+      std::vector<double> ratios;
+      std::vector<TrainVerdict> v;
+      for (int i = 0; i < k; ++i) {
+        ratios.push_back(link.ratio(top));
+        v.push_back(classify_train(ratios.back(), false, noise));
+      }
+      std::sort(ratios.begin(), ratios.end());
+      response.push_back({top, ratios[ratios.size() / 2], decide_fleet(v, eta)});
+    }
+  }
+  const AvailbwEstimate e = estimate_availbw(response, noise, s.low(), s.high(), capacity);
+  return {e.low_bps, e.high_bps, e.availbw_bps, e, fleets};
 }
 
 }  // namespace
@@ -116,21 +136,77 @@ TEST_CASE("train and fleet verdicts", "[availbw]") {
   CHECK(decide_fleet({}, 0.7) == FleetVerdict::kGrey);
 }
 
-TEST_CASE("response-curve fit recovers A and the tight-link capacity", "[availbw]") {
-  // Exact fluid points above A = 40 on C_t = 100: ratio = (O + 60) / 100.
-  std::vector<RatePoint> pts = {{20e6, 1.0, FleetVerdict::kBelow},
-                                {50e6, 1.1, FleetVerdict::kAbove},
-                                {70e6, 1.3, FleetVerdict::kAbove},
-                                {90e6, 1.5, FleetVerdict::kAbove},
-                                {60e6, 3.0, FleetVerdict::kAbove}};  // one outlier
-  const ResponseFit f = fit_response(pts, 1.0);
-  REQUIRE(f.valid);
-  CHECK(f.availbw_bps == Approx(40e6).epsilon(0.02));
-  CHECK(f.tight_capacity_bps == Approx(100e6).epsilon(0.02));
-  CHECK_FALSE(fit_response({pts[0], pts[1]}, 1.0).valid);  // one point above is not a line
-  // Outside the bracket the fit is not trusted.
-  CHECK(availbw_point(f, 10e6, 20e6, 1e6) == Approx(15e6));
-  CHECK(availbw_point(f, 35e6, 45e6, 1e6) == Approx(40e6).epsilon(0.02));
+TEST_CASE("response fleets: the mean avail-bw above a burst-biased bracket", "[availbw]") {
+  NoiseModel noise;
+  noise.baseline = 1.0;
+  noise.threshold = 0.004;
+  // Fluid points for A = 40 on C = 100 (X = 60): ratio = (O + 60) / 100.
+  const std::vector<RatePoint> pts = {{70e6, 1.3, FleetVerdict::kAbove},
+                                      {100e6, 1.6, FleetVerdict::kAbove}};
+  // Bursty traffic pushed the bracket below the mean: the crossing wins.
+  AvailbwEstimate e = estimate_availbw(pts, noise, 30e6, 35e6, 100e6);
+  CHECK(e.basis == "response_curve");
+  CHECK(e.availbw_bps == Approx(40e6).epsilon(1e-6));
+  CHECK(e.high_bps == Approx(40e6).epsilon(1e-6));
+  CHECK(e.low_bps == Approx(30e6 - 0.004 * 100e6 / 2));
+  CHECK(e.tight_capacity_bps == Approx(100e6).epsilon(1e-6));
+  CHECK(e.points == 2);
+  // Crossing inside the bracket: the bracket is the finer measurement.
+  e = estimate_availbw(pts, noise, 38e6, 42e6, 100e6);
+  CHECK(e.basis == "bracket");
+  CHECK(e.availbw_bps == Approx(40e6));
+  // Crossing below the bracket: disturbed response fleets, bracket stands.
+  e = estimate_availbw(pts, noise, 50e6, 54e6, 100e6);
+  CHECK(e.basis == "bracket");
+  CHECK(e.availbw_bps == Approx(52e6));
+  // Response fleets that were not above say nothing.
+  e = estimate_availbw({{70e6, 1.0, FleetVerdict::kBelow}}, noise, 30e6, 35e6, 100e6);
+  CHECK(e.basis == "bracket");
+  CHECK(e.points == 0);
+}
+
+TEST_CASE("response slope gives the tight-link capacity (PRC-MT eq. 4)", "[availbw]") {
+  NoiseModel noise;
+  noise.threshold = 0.004;
+  // Narrow link 100, tight link 200 carrying 150 of cross traffic (A = 50):
+  // ratio = (O + 150) / 200 between 50 and 100.
+  const std::vector<RatePoint> pts = {{75e6, 1.125, FleetVerdict::kAbove},
+                                      {100e6, 1.25, FleetVerdict::kAbove}};
+  const AvailbwEstimate e = estimate_availbw(pts, noise, 45e6, 52e6, 100e6);
+  CHECK(e.tight_capacity_bps == Approx(200e6).epsilon(1e-6));
+  // Points too close together give no slope.
+  const AvailbwEstimate close = estimate_availbw(
+      {{98e6, 1.24, FleetVerdict::kAbove}, {100e6, 1.25, FleetVerdict::kAbove}}, noise, 45e6,
+      52e6, 100e6);
+  CHECK(close.tight_capacity_bps == 0);
+}
+
+TEST_CASE("a fleet settles early only when the rest cannot change it", "[availbw][fleet]") {
+  using V = TrainVerdict;
+  FleetVerdict f = FleetVerdict::kGrey;
+  CHECK_FALSE(fleet_settled({V::kAbove, V::kAbove, V::kAbove}, 6, 0.66, &f));
+  CHECK(fleet_settled({V::kAbove, V::kAbove, V::kAbove, V::kAbove}, 6, 0.66, &f));
+  CHECK(f == FleetVerdict::kAbove);
+  CHECK(fleet_settled({V::kBelow, V::kBelow, V::kBelow, V::kBelow}, 6, 0.66, &f));
+  CHECK(f == FleetVerdict::kBelow);
+  // 2 above, 2 below, 1 unclear: neither can reach 4 of 6 any more.
+  CHECK(fleet_settled({V::kAbove, V::kBelow, V::kAbove, V::kBelow, V::kUnclear}, 6, 0.66, &f));
+  CHECK(f == FleetVerdict::kGrey);
+  // Whenever it settles early, the whole fleet would have agreed.
+  std::mt19937 rng(3);
+  for (int trial = 0; trial < 2000; ++trial) {
+    std::vector<V> all;
+    for (int i = 0; i < 6; ++i) all.push_back(static_cast<V>(rng() % 3));
+    std::vector<V> part;
+    for (const V v : all) {
+      part.push_back(v);
+      FleetVerdict early = FleetVerdict::kGrey;
+      if (fleet_settled(part, 6, 0.66, &early)) {
+        CHECK(early == decide_fleet(all, 0.66));
+        break;
+      }
+    }
+  }
 }
 
 TEST_CASE("fleet search finds A within 5% with a range that contains it", "[availbw][fleet]") {
@@ -169,4 +245,96 @@ TEST_CASE("a contradicting fleet reopens the bracket instead of inverting it", "
   CHECK(s.low() == 60e6);
   CHECK(s.high() == 100e6);
   CHECK_FALSE(s.done());
+}
+
+namespace {
+
+// A paced train on a fluid bottleneck: head marker, n load packets of L bytes
+// every `gap` ns with a marker after every `every` load packets and at the
+// tail. Cross traffic x_bps joins at a FIFO of capacity c_bps; replies come
+// back after a fixed `rtt`.
+TrainTiming fluid_train(double c_bps, double x_bps, int n, int L, Nanos gap, int every,
+                        Nanos rtt = 1000 * kUs) {
+  TrainTiming t;
+  const Nanos t0 = 1'000'000'000;
+  double busy_until = 0;  // seconds: when the bottleneck finishes its backlog
+  double last_arrival = 0;
+  auto pass = [&](double at, double bits, bool marker) {
+    // Cross traffic that arrived since the previous packet joins the queue.
+    const double cross_bits = x_bps * (at - last_arrival);
+    last_arrival = at;
+    busy_until = std::max(busy_until, at - cross_bits / c_bps) + cross_bits / c_bps;
+    busy_until = std::max(busy_until, at) + bits / c_bps;
+    t.bits.push_back(bits);
+    t.sent.push_back(t0 + from_seconds(at));
+    t.marker.push_back(marker);
+    t.reply.push_back(marker ? t0 + from_seconds(busy_until) + rtt : 0);
+  };
+  pass(0, 320, true);
+  for (int i = 0; i < n; ++i) {
+    const double at = to_seconds((i + 1) * gap);
+    pass(at, 8.0 * L, false);
+    if ((i + 1) % every == 0 || i == n - 1) pass(at, 320, true);
+  }
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("paced train: ratio 1 below the avail-bw, (O + X)/C above", "[availbw][paced]") {
+  // 100 Mbit/s bottleneck with 40 of cross traffic: A = 60.
+  const Nanos gap50 = gap_ns(50e6), gap80 = gap_ns(80e6);
+  PacedSample below = evaluate_paced_train(fluid_train(100e6, 40e6, 40, 1500, gap50, 8));
+  REQUIRE(below.usable);
+  CHECK_FALSE(below.lost);
+  CHECK(below.markers == 6);
+  CHECK(below.replies == 6);
+  CHECK(below.ratio == Approx(1.0).epsilon(0.01));
+  CHECK(std::fabs(below.pdt) < 0.3);
+  PacedSample above = evaluate_paced_train(fluid_train(100e6, 40e6, 40, 1500, gap80, 8));
+  REQUIRE(above.usable);
+  CHECK(above.ratio == Approx((80.0 + 40.0) / 100.0).epsilon(0.02));
+  CHECK(above.pdt > 0.9);
+  CHECK(above.offered_bps == Approx(80e6).epsilon(0.02));
+  CHECK(above.received_bps == Approx(100e6 * 80.0 / 120.0).epsilon(0.03));
+}
+
+TEST_CASE("paced train: a delayed head biases only the paper's ratio", "[availbw][paced]") {
+  TrainTiming t = fluid_train(100e6, 0, 40, 1500, gap_ns(50e6), 8);
+  t.reply.front() += 500 * kUs;  // drain packets queued ahead of the head
+  const PacedSample s = evaluate_paced_train(t);
+  CHECK(s.ratio == Approx(1.0).epsilon(0.005));
+  CHECK(s.ratio_head_tail < 0.97);
+}
+
+TEST_CASE("paced train: loss, reordering, unsent packets, captured send times", "[availbw][paced]") {
+  TrainTiming t = fluid_train(100e6, 0, 40, 1500, gap_ns(50e6), 8);
+  TrainTiming lost = t;
+  lost.reply.back() = 0;
+  const PacedSample l = evaluate_paced_train(lost);
+  CHECK(l.lost);
+  CHECK(l.replies == 5);
+  TrainTiming reo = t;
+  std::size_t m1 = 0, m2 = 0;
+  for (std::size_t i = 1; i < reo.marker.size(); ++i) {
+    if (!reo.marker[i]) continue;
+    if (m1 == 0) m1 = i;
+    else if (m2 == 0) m2 = i;
+  }
+  std::swap(reo.reply[m1], reo.reply[m2]);
+  CHECK(evaluate_paced_train(reo).reordered);
+  TrainTiming unsent = t;
+  unsent.sent[3] = 0;
+  CHECK_FALSE(evaluate_paced_train(unsent).usable);
+  // Captured departures, when every marker has one, replace user-space times:
+  // here the host sent everything 30 us late, evenly, so nothing changes.
+  TrainTiming left = t;
+  left.left = t.sent;
+  for (auto& x : left.left) x += 30 * kUs;
+  CHECK(evaluate_paced_train(left).ratio == Approx(1.0).epsilon(0.005));
+  // A marker without a captured departure falls back to the send times.
+  left.left[0] = 0;
+  CHECK(evaluate_paced_train(left).usable);
+  // Too short to say anything.
+  CHECK_FALSE(evaluate_paced_train(TrainTiming{}).usable);
 }

@@ -171,7 +171,7 @@ TEST_CASE("capacity train layout: one 5-tuple, markers by sequence number", "[pl
   CHECK(t3.bits_from_head[1] == Approx(8.0 * (5 * 1500 + 40)));
 }
 
-TEST_CASE("paced trains space every packet from the head on by the gap", "[plan]") {
+TEST_CASE("paced trains space the load by the gap; markers ride behind a load packet", "[plan]") {
   CapacityTrainParams p;
   p.flow = {0xC6120101, 0xC6120202, 40000, 47391};
   p.load_packets = 6;
@@ -180,9 +180,52 @@ TEST_CASE("paced trains space every packet from the head on by the gap", "[plan]
   SeqAllocator seqs(1);
   const Train t = make_capacity_train(p, 0, seqs);
   const Nanos head = t.probes[t.markers.front()].offset;
-  // Drain packets go back to back with the head; the rest follow at the gap.
+  // Drain packets go back to back with the head; load packet i leaves (i+1)
+  // gaps after the head, the tail right behind the last load packet.
   CHECK(t.probes[1].offset == head);
-  for (int i = t.markers.front(); i <= t.markers.back(); ++i) {
-    CHECK(t.probes[i].offset == head + (i - t.markers.front()) * p.gap);
+  int load = 0;
+  for (int i = t.markers.front() + 1; i < t.markers.back(); ++i) {
+    CHECK(t.probes[i].role == Role::kLoad);
+    CHECK(t.probes[i].offset == head + (++load) * p.gap);
   }
+  CHECK(t.probes[t.markers.back()].offset == head + 6 * p.gap);
+  // With inner markers the offered rate stays L*8/gap: each marker shares the
+  // departure of the load packet ahead of it.
+  p.markers = 4;
+  const Train t4 = make_capacity_train(p, 1, seqs);
+  REQUIRE(t4.markers.size() == 4);
+  const Nanos h4 = t4.probes[t4.markers.front()].offset;
+  CHECK(t4.probes[t4.markers[1]].offset == h4 + 2 * p.gap);
+  CHECK(t4.probes[t4.markers[2]].offset == h4 + 4 * p.gap);
+  CHECK(t4.probes[t4.markers[3]].offset == h4 + 6 * p.gap);
+}
+
+TEST_CASE("the paper's pair train: gaps from the offered rate (section 3.5.1)", "[plan]") {
+  PairTrainParams p;
+  p.flow = {0xC6120101, 0xC6120202, 40000, 47391};
+  p.pairs = 10;
+  p.packet_size = 1500;
+  const PairGaps g = pair_gaps_for_rate(40e6, p.pairs, 1500, 100 * kUs);
+  REQUIRE(g.reachable);
+  p.intra_gap = g.intra_gap;
+  p.inter_gap = g.inter_gap;
+  SeqAllocator seqs(1);
+  const Train t = make_pair_train(p, 0, seqs);
+  REQUIRE(t.probes.size() == 22u);
+  REQUIRE(t.markers == std::vector<int>{0, 21});
+  CHECK(t.probes[0].flags == kSyn);
+  CHECK(t.probes[21].flags == kSyn);
+  for (int i = 1; i <= 20; ++i) CHECK(t.probes[i].flags == kRst);
+  // The head-to-tail send span offers the rate asked for.
+  const double span = to_seconds(t.probes[21].offset - t.probes[0].offset);
+  CHECK(t.bits_from_head.back() / span == Approx(40e6).epsilon(0.002));
+  // Pairs: the gap inside each pair is the computed one, between pairs Δr_t.
+  CHECK(t.probes[1].offset == t.probes[0].offset);
+  CHECK(t.probes[2].offset - t.probes[1].offset == g.intra_gap);
+  CHECK(t.probes[3].offset - t.probes[2].offset == 100 * kUs);
+  CHECK(t.probes[21].offset == t.probes[20].offset);
+  // Too fast for the fixed inter-pair gap: flagged, intra gap clamped at 0.
+  const PairGaps fast = pair_gaps_for_rate(10e9, 10, 1500, 100 * kUs);
+  CHECK_FALSE(fast.reachable);
+  CHECK(fast.intra_gap == 0);
 }
