@@ -1,6 +1,7 @@
 #include "app/cli.hpp"
 
 #include <boost/program_options.hpp>
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -19,6 +20,7 @@ const char kUsage[] =
     "  capacity TARGET   capacity of the path to TARGET (SYN-RST-SYN trains)\n"
     "  availbw TARGET    available bandwidth (capacity first, unless --capacity)\n"
     "  measure TARGET    capacity and available bandwidth in one result\n"
+    "  hops TARGET       which hop is the bottleneck (recursive trains; default 8 trains)\n"
     "  help              this text;  version  the version\n"
     "\n"
     "TARGET is an IPv4 address or host name. Needs root or\n"
@@ -113,8 +115,16 @@ CliResult parse_cli(const std::vector<std::string>& args) {
     ("pairs", po::value(&c.pairs), "linkwidth: packet pairs per train (npackets/2, default 10)")
     ("pair-gap", po::value(&c.pair_gap_s), "linkwidth: fixed inter-pair gap Δr_t, seconds (default 0.0001)")
     ("train-delay", po::value(&c.train_delay_s), "linkwidth: inter-train delay, seconds; never below the 10% load rule (default 0)");
+  po::options_description hops_opts("Bottleneck hop (hops)");
+  hops_opts.add_options()
+    ("hop-markers", po::value(&c.hop_markers), "auto (per hop: router's own address if it answers TCP, else TTL), ttl or addr (default auto)")
+    ("max-hops", po::value(&c.max_hops), "longest path to discover, 1..64 (default 30)")
+    ("icmp-rate", po::value(&c.icmp_rate), "ICMP errors per second a router sends us (default 1, Linux icmp_ratelimit)")
+    ("icmp-burst", po::value(&c.icmp_burst), "ICMP errors a router sends in a burst (default 6)")
+    ("min-step", po::value(&c.min_step), "relative dispersion rise that makes a choke point (default 0.15)");
   // clang-format on
   opts.add(avail);
+  opts.add(hops_opts);
   std::ostringstream help;
   help << kUsage << "\n" << opts;
   r.help_text = help.str();
@@ -131,7 +141,7 @@ CliResult parse_cli(const std::vector<std::string>& args) {
   }
   require(cmd.empty() || cmd[0] != '-',
           "no command given before '" + cmd + "'; try 'linkwidth help'.");
-  require(cmd == "capacity" || cmd == "availbw" || cmd == "measure",
+  require(cmd == "capacity" || cmd == "availbw" || cmd == "measure" || cmd == "hops",
           "unknown command '" + cmd + "'; try 'linkwidth help'.");
   c.command = cmd;
 
@@ -194,6 +204,9 @@ CliResult parse_cli(const std::vector<std::string>& args) {
   require(c.pair_gap_s >= 0 && c.pair_gap_s <= 0.1, "--pair-gap must be between 0 and 0.1 s.");
   require(c.train_delay_s >= 0 && c.train_delay_s <= 60,
           "--train-delay must be between 0 and 60 s.");
+  // hops: fewer trains by default (each costs every router two ICMP errors).
+  if (cmd == "hops" && !vm.count("trains")) c.max_trains = 8;
+  if (cmd == "hops" && !vm.count("min-trains")) c.min_trains = std::min(3, c.max_trains);
 
   require(c.port >= 0 && c.port <= 65535, "--port must be between 1 and 65535.");
   require(c.sport >= 0 && c.sport <= 65535, "--source-port must be between 1 and 65535.");
@@ -220,6 +233,14 @@ CliResult parse_cli(const std::vector<std::string>& args) {
   require(c.discovery_tries >= 1 && c.discovery_tries <= 10, "--tries must be between 1 and 10.");
   require(c.reply_timeout_s >= 0.001 && c.reply_timeout_s <= 10,
           "--reply-timeout must be between 0.001 and 10 seconds.");
+  require(c.hop_markers == "auto" || c.hop_markers == "ttl" || c.hop_markers == "addr",
+          "--hop-markers must be auto, ttl or addr.");
+  require(c.max_hops >= 1 && c.max_hops <= 64, "--max-hops must be between 1 and 64.");
+  require(c.icmp_rate > 0 && c.icmp_rate <= 10000,
+          "--icmp-rate must be above 0 and at most 10000 per second.");
+  require(c.icmp_burst >= 2 && c.icmp_burst <= 10000,
+          "--icmp-burst must be between 2 and 10000 (a train needs two replies per hop).");
+  require(c.min_step > 0 && c.min_step <= 10, "--min-step must be above 0 and at most 10.");
   return r;
 }
 

@@ -6,7 +6,7 @@
 namespace lw {
 
 struct Config {
-  std::string command;  // "capacity", "availbw" or "measure"
+  std::string command;  // "capacity", "availbw", "measure" or "hops"
   std::string target;   // as given: IPv4 literal or host name
   std::string interface;
   std::string source;
@@ -64,6 +64,13 @@ struct Config {
   // Closed-port discovery.
   int discovery_tries = 3;
   double reply_timeout_s = 1.0;  // longest wait for replies (discovery and trains)
+
+  // hops: which hop is the bottleneck (recursive trains).
+  std::string hop_markers = "auto";  // auto | ttl | addr
+  int max_hops = 30;
+  double icmp_rate = 1.0;   // ICMP errors per second a router sends us (Linux icmp_ratelimit)
+  double icmp_burst = 6;    // and how many it saves up
+  double min_step = 0.15;   // relative dispersion step that makes a choke point
 };
 
 }  // namespace lw

@@ -8,8 +8,10 @@
 #include "app/availbw_run.hpp"
 #include "app/capacity_run.hpp"
 #include "app/cli.hpp"
+#include "app/hops_run.hpp"
 #include "app/signals.hpp"
 #include "linkwidth/error.hpp"
+#include "report/hops_writers.hpp"
 #include "report/writers.hpp"
 
 namespace lw {
@@ -43,6 +45,21 @@ int fail(const Config& c, const std::string& type, const ErrorInfo& err, ExitCod
   return static_cast<int>(code);
 }
 
+int run_hops_main(const Config& c) {
+  if (c.dry_run) {
+    const auto plan = plan_hops(c);
+    if (c.json) std::cout << plan.dump(2) << std::endl;
+    else std::cout << plan_text(plan);
+    return 0;
+  }
+  const HopsResult r = run_hops(c, install_stop_handlers());
+  if (c.json) std::cout << to_json(r).dump(2) << std::endl;
+  else std::cout << to_text(r);
+  if (r.stop_reason == "interrupted") return 128 + stop_signal();
+  if (r.bottleneck_hop == 0) return static_cast<int>(ExitCode::kRuntime);
+  return 0;
+}
+
 }  // namespace
 
 int run_main(const std::vector<std::string>& args) {
@@ -70,6 +87,7 @@ int run_main(const std::vector<std::string>& args) {
   }
   const Config& c = cli.config;
   try {
+    if (c.command == "hops") return run_hops_main(c);
     if (c.dry_run) {
       const auto plan = plan_capacity(c);
       if (c.json) std::cout << dump(plan) << std::endl;

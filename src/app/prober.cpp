@@ -27,8 +27,10 @@ Prober::PrivilegeGate::PrivilegeGate(std::uint32_t target) {
   require_capture_privileges();
 }
 
-std::string capture_filter(std::uint32_t self, std::uint32_t target, std::uint16_t sport) {
+std::string capture_filter(std::uint32_t self, std::uint32_t target, std::uint16_t sport,
+                           bool any_peer) {
   const std::string s = format_ipv4(self), t = format_ipv4(target), p = std::to_string(sport);
+  if (any_peer) return "(tcp and host " + s + " and port " + p + ") or (icmp and dst host " + s + ")";
   // Our probes and the target's replies in one 5-tuple family, plus ICMP errors
   // addressed to us (they quote the probe that caused them).
   return "(tcp and host " + t + " and host " + s + " and port " + p + ") or (icmp and dst host " +
@@ -36,7 +38,7 @@ std::string capture_filter(std::uint32_t self, std::uint32_t target, std::uint16
 }
 
 Prober::Prober(const Route& route, std::uint32_t target, std::uint16_t sport,
-               const std::atomic<bool>& stop, const Config& c)
+               const std::atomic<bool>& stop, const Config& c, bool any_peer)
     : route_(route),
       target_(target),
       stop_(stop),
@@ -44,7 +46,7 @@ Prober::Prober(const Route& route, std::uint32_t target, std::uint16_t sport,
       max_rate_bps_(c.max_rate_bps),
       gate_(target),
       socket_(route.interface, 8 << 20),
-      capture_(route.interface, capture_filter(route.source, target, sport)),
+      capture_(route.interface, capture_filter(route.source, target, sport, any_peer)),
       pacer_(socket_, pacer_options(c)) {
   // Created while we may still write where the user can (before the drop).
   if (!c.save_pcap.empty()) capture_.save_to(c.save_pcap);

@@ -35,8 +35,10 @@ struct TrainRun {
 
 class Prober {
  public:
+  // `any_peer`: capture our port's TCP with every host, not only the target
+  // (markers addressed to routers on the path draw RST/ACKs from them).
   Prober(const Route& route, std::uint32_t target, std::uint16_t sport,
-         const std::atomic<bool>& stop, const Config& c);
+         const std::atomic<bool>& stop, const Config& c, bool any_peer = false);
 
   // Sends the train on its schedule and waits until every probe in `wait_for`
   // (with `any`: one of them) has a reply, or `reply_timeout` has passed since
@@ -76,6 +78,7 @@ class Prober {
   PrivilegeDrop privileges_;
 };
 
-std::string capture_filter(std::uint32_t self, std::uint32_t target, std::uint16_t sport);
+std::string capture_filter(std::uint32_t self, std::uint32_t target, std::uint16_t sport,
+                           bool any_peer = false);
 
 }  // namespace lw

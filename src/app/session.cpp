@@ -26,14 +26,16 @@ int effective_packet_size(const Config& c, const Route& r, std::vector<Warning>&
   return r.mtu;
 }
 
-std::unique_ptr<Session> open_session(const Config& c, const std::atomic<bool>& stop) {
+std::unique_ptr<Session> open_session(const Config& c, const std::atomic<bool>& stop,
+                                      bool any_peer) {
   auto s = std::make_unique<Session>();
   s->t_begin = mono_now();
   s->dst = checked_target(c);
   s->route = find_route(s->dst, c.interface, c.source);
   s->packet_size = effective_packet_size(c, s->route, s->warnings);
   s->reserved = std::make_unique<PortReservation>(s->route.source, c.sport);
-  s->prober = std::make_unique<Prober>(s->route, s->dst, s->reserved->port(), stop, c);
+  s->prober =
+      std::make_unique<Prober>(s->route, s->dst, s->reserved->port(), stop, c, any_peer);
   std::random_device rd;
   s->seqs = SeqAllocator(static_cast<std::uint32_t>(rd()));
   s->flow = FlowId{s->route.source, s->dst, s->reserved->port(), 0};

@@ -37,7 +37,10 @@ int effective_packet_size(const Config& c, const Route& r, std::vector<Warning>&
 
 // Resolve, route, reserve the port, open socket and capture, find a closed
 // port. Throws lw::Error on any failure (privileges, filtered target, ...).
-std::unique_ptr<Session> open_session(const Config& c, const std::atomic<bool>& stop);
+// `any_peer`: the capture also takes TCP replies from hosts other than the
+// target (hops: markers addressed to routers).
+std::unique_ptr<Session> open_session(const Config& c, const std::atomic<bool>& stop,
+                                      bool any_peer = false);
 
 // Fills the endpoint fields every result document carries.
 void describe_endpoints(const Session& s, const Config& c, CapacityResult& r);

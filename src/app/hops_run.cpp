@@ -1,0 +1,466 @@
+#include "app/hops_run.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "app/capacity_run.hpp"
+#include "app/discovery.hpp"
+#include "app/net.hpp"
+#include "app/prober.hpp"
+#include "app/session.hpp"
+#include "estimate/hops.hpp"
+#include "linkwidth/error.hpp"
+#include "plan/hops_plan.hpp"
+#include "send/packet_builder.hpp"
+
+namespace lw {
+
+namespace {
+
+constexpr int kSizingLoadPackets = 16;
+constexpr int kMinLoadPackets = 16;
+constexpr Nanos kSweepSpacing = 200 * kUs;
+// Slack on top of the modelled ICMP bucket: Linux counts tokens in jiffies.
+constexpr Nanos kBudgetSlack = 30 * kMs;
+
+struct PathHop {
+  std::uint32_t addr = 0;  // 0 = unknown
+  bool tcp = false;        // answers RST/ACK to a SYN on its own address
+};
+
+std::string hop_list(const std::vector<int>& hops) {
+  std::string s;
+  for (int h : hops) s += (s.empty() ? "" : ", ") + std::to_string(h);
+  return s;
+}
+
+// Did hop k's marker draw the reply its kind should draw?
+Nanos reply_time(const ProbeOutcome& o, MarkerKind kind) {
+  if (o.reply == 0) return 0;
+  if (kind == MarkerKind::kTtl) {
+    return o.kind == ReplyKind::kIcmp && o.icmp_type == 11 ? o.reply : 0;
+  }
+  return o.kind == ReplyKind::kRstAck ? o.reply : 0;
+}
+
+}  // namespace
+
+HopsResult run_hops(const Config& c, const std::atomic<bool>& stop) {
+  const std::unique_ptr<Session> s = open_session(c, stop, /*any_peer=*/true);
+  return run_hops(*s, c, stop);
+}
+
+HopsResult run_hops(Session& s, const Config& c, const std::atomic<bool>& stop) {
+  const Nanos t_begin = s.t_begin;
+  const Nanos t_cap = t_begin + from_seconds(c.max_time_s);
+  HopsResult res;
+  res.target = c.target;
+  res.hop_markers = c.hop_markers;
+  res.params = params_json(c);
+  res.params["hop_markers"] = c.hop_markers;
+  res.params["max_hops"] = c.max_hops;
+  res.params["icmp_rate"] = c.icmp_rate;
+  res.params["icmp_burst"] = c.icmp_burst;
+  res.params["min_step"] = c.min_step;
+
+  const std::uint32_t dst = s.dst;
+  res.target_addr = format_ipv4(dst);
+  res.source = format_ipv4(s.route.source);
+  res.interface = s.route.interface;
+  res.source_port = s.reserved->port();
+  const int L = s.packet_size;
+  res.params["packet_size"] = L;
+  res.port = s.disc.port;
+  res.rtt_s = s.disc.rtt_s;
+  res.warnings = s.warnings;
+  Prober& prober = *s.prober;
+  SeqAllocator& seqs = s.seqs;
+  const FlowId flow = s.flow;
+  const DiscoveryResult& disc = s.disc;
+  const Nanos reply_wait = lw::reply_wait(s, c);
+
+  // Path discovery: TTL 1..max_hops in the train's 5-tuple; the smallest TTL
+  // the target answers is the path length H. Silent TTLs below it are asked
+  // again (each ask costs that router one ICMP token).
+  std::vector<IcmpBudget> budget(c.max_hops, IcmpBudget(c.icmp_rate, c.icmp_burst));
+  std::vector<PathHop> path(c.max_hops);
+  int H = 0;
+  std::vector<int> ask(c.max_hops);
+  for (int i = 0; i < c.max_hops; ++i) ask[i] = i + 1;
+  Nanos last_sweep = 0;
+  for (int round = 0; round < c.discovery_tries && !ask.empty(); ++round) {
+    if (round > 0) {
+      // Ask again only once a rate-limited router has a new token: right after
+      // another traceroute (or our own last run) its bucket may be empty.
+      const Nanos again = last_sweep + from_seconds(1.0 / c.icmp_rate) + kBudgetSlack;
+      if (again + reply_wait > t_cap) break;
+      while (mono_now() < again && !stop.load()) sleep_until(again);
+    }
+    last_sweep = mono_now();
+    const Train sweep = make_ttl_sweep(flow, ask, kSweepSpacing, -100 - round, seqs);
+    const TrainRun run = prober.run(sweep, sweep.markers, reply_wait);
+    for (int ttl : ask) budget[ttl - 1].spend(1, run.start_mono);
+    for (std::size_t i = 0; i < ask.size(); ++i) {
+      const ProbeOutcome& o = run.outcome.probes[i];
+      const int ttl = ask[i];
+      if ((o.kind == ReplyKind::kRstAck || o.kind == ReplyKind::kSynAck) && o.reply_from == dst) {
+        if (H == 0 || ttl < H) H = ttl;
+      } else if (o.kind == ReplyKind::kIcmp && path[ttl - 1].addr == 0) {
+        path[ttl - 1].addr = o.reply_from;
+      }
+    }
+    if (H == 0) break;  // the target is not within reach: asking again will not help
+    std::vector<int> next;
+    for (int ttl = 1; ttl < H; ++ttl) {
+      if (path[ttl - 1].addr == 0) next.push_back(ttl);
+    }
+    ask = next;
+    if (stop.load()) break;
+  }
+  if (stop.load()) {
+    res.stop_reason = "interrupted";
+    return res;
+  }
+  if (H == 0) {
+    throw Error("hops",
+                "target " + res.target_addr + " did not answer within " +
+                    std::to_string(c.max_hops) + " hops (raise --max-hops)",
+                "path_too_long");
+  }
+  res.target_reached = true;
+  path.resize(H);
+  budget.erase(budget.begin() + H, budget.end());
+  path[H - 1].addr = dst;
+  path[H - 1].tcp = true;
+
+  // Which routers answer TCP on their own address (the paper's markers).
+  std::vector<std::uint32_t> check;
+  std::vector<int> check_hop;
+  if (c.hop_markers != "ttl") {
+    for (int k = 0; k + 1 < H; ++k) {
+      // Only addresses we would accept as a target (an ICMP source can be anything).
+      if (path[k].addr != 0 && path[k].addr != dst &&
+          forbidden_target_reason(path[k].addr).empty()) {
+        check.push_back(path[k].addr);
+        check_hop.push_back(k);
+      }
+    }
+  }
+  if (!check.empty()) {
+    const Train t = make_addr_check(flow, check, kSweepSpacing, -200, seqs);
+    const TrainRun run = prober.run(t, t.markers, reply_wait);
+    for (std::size_t i = 0; i < check.size(); ++i) {
+      const ProbeOutcome& o = run.outcome.probes[i];
+      path[check_hop[i]].tcp = o.kind == ReplyKind::kRstAck && o.reply_from == check[i];
+    }
+  }
+
+  std::vector<MarkerKind> kind(H);
+  std::vector<MarkerChoice> choice(H);
+  for (int k = 0; k < H; ++k) {
+    const bool addressable =
+        path[k].addr != 0 && path[k].addr != dst && forbidden_target_reason(path[k].addr).empty();
+    if (k + 1 < H) path[k].tcp = path[k].tcp && addressable;
+    kind[k] = initial_marker_kind(c.hop_markers, k + 1 == H, addressable, path[k].tcp);
+    choice[k].kind = kind[k];
+  }
+  int path_changes = 0;
+
+  // Recursive trains.
+  int n = c.load_packets > 0 ? c.load_packets : kSizingLoadPackets;
+  bool sized = c.load_packets > 0;
+  std::vector<HopTrainTiming> timings;
+  res.stop_reason = "max_trains";
+  Nanos next_start = mono_now();
+  double slowest_bps = 0;  // lowest hop rate seen: budgets the idle time
+  int silent_trains = 0;
+  for (int i = 0; i < c.max_trains; ++i) {
+    if (stop.load()) {
+      res.stop_reason = "interrupted";
+      break;
+    }
+    RecursiveTrainParams p;
+    p.flow = flow;
+    for (int k = 0; k < H; ++k) p.hops.push_back({k + 1, path[k].addr, kind[k]});
+    p.load_packets = n;
+    p.packet_size = static_cast<std::uint16_t>(L);
+    p.drain_packets = c.drain_packets;
+    const RecursiveTrain rt = make_recursive_train(p, i, seqs);
+    if (prober.bytes_sent() + rt.train.total_bytes() > c.max_bytes) {
+      res.stop_reason = "max_bytes";
+      break;
+    }
+    // Wait for the idle time and for every TTL-marked router to have the two
+    // ICMP errors this train asks of it (a hop that never answered is not
+    // waited for: it would only slow the others down).
+    Nanos start = std::max(next_start, mono_now());
+    for (int k = 0; k < H; ++k) {
+      if (kind[k] != MarkerKind::kTtl || path[k].addr == 0) continue;
+      const Nanos ready = budget[k].ready_at(2, start);
+      if (ready > start) start = ready + kBudgetSlack;
+    }
+    if (start + reply_wait > t_cap) {
+      res.stop_reason = "max_time";
+      break;
+    }
+    while (mono_now() < start && !stop.load()) sleep_until(start);
+    if (stop.load()) {
+      res.stop_reason = "interrupted";
+      break;
+    }
+    const double train_bits = 8.0 * static_cast<double>(rt.train.total_bytes());
+    const double expect_s = train_bits / (slowest_bps > 0 ? slowest_bps : 1e6) + 2 * disc.rtt_s;
+    const Nanos busy = std::min<Nanos>(from_seconds(1.5 * expect_s) + 2 * kMs, 50 * kMs);
+    const TrainRun run = prober.run(rt.train, rt.train.markers, reply_wait, false, busy);
+    ++res.trains_sent;
+    for (int k = 0; k < H; ++k) {
+      if (kind[k] == MarkerKind::kTtl) budget[k].spend(2, run.start_mono);
+    }
+
+    HopTrainTiming tm;
+    tm.bits = rt.bits;
+    tm.head_reply.assign(H, 0);
+    tm.tail_reply.assign(H, 0);
+    tm.head_sent.assign(H, 0);
+    tm.tail_sent.assign(H, 0);
+    int any = 0;
+    for (int k = 0; k < H; ++k) {
+      const ProbeOutcome& h = run.outcome.probes[rt.head[k]];
+      const ProbeOutcome& t = run.outcome.probes[rt.tail[k]];
+      tm.head_reply[k] = reply_time(h, kind[k]);
+      tm.tail_reply[k] = reply_time(t, kind[k]);
+      tm.head_sent[k] = h.sent;
+      tm.tail_sent[k] = t.sent;
+      const bool got = tm.head_reply[k] != 0 || tm.tail_reply[k] != 0;
+      if (kind[k] == MarkerKind::kTtl && path[k].addr != 0 &&
+          (tm.head_reply[k] == 0 || tm.tail_reply[k] == 0)) {
+        budget[k].drain(run.start_mono);  // a known router left a reply out: out of tokens
+      }
+      any += got ? 1 : 0;
+      if (kind[k] == MarkerKind::kTtl && (tm.head_reply[k] != 0 || tm.tail_reply[k] != 0)) {
+        const std::uint32_t from = tm.head_reply[k] != 0 ? h.reply_from : t.reply_from;
+        if (path[k].addr == 0)
+          path[k].addr = from;  // silent in discovery, answers now
+        else if (from != path[k].addr)
+          ++path_changes;
+      }
+    }
+    silent_trains = any == 0 ? silent_trains + 1 : 0;
+
+    // Sizing: the first train's slowest hop sets N for the target dispersion.
+    double train_slowest = 0;
+    for (int k = 0; k < H; ++k) {
+      const double d = hop_dispersion(tm, k);
+      if (d > 0) {
+        const double r = tm.bits[k] / d;
+        train_slowest = train_slowest > 0 ? std::min(train_slowest, r) : r;
+      }
+    }
+    if (train_slowest > 0) {
+      slowest_bps = slowest_bps > 0 ? std::min(slowest_bps, train_slowest) : train_slowest;
+    }
+    bool keep = true;
+    if (!sized && train_slowest > 0) {
+      const double want = std::ceil(c.target_dispersion_s * train_slowest / (8.0 * L));
+      const int n_new = static_cast<int>(std::clamp(want, static_cast<double>(kMinLoadPackets),
+                                                    static_cast<double>(c.max_load_packets)));
+      keep = n_new == n;  // a train of another length is not mixed into the medians
+      n = n_new;
+      sized = true;
+    }
+    if (keep) timings.push_back(tm);
+    if (c.verbose) {
+      std::string missing;
+      for (int k = 0; k < H; ++k) {
+        if (tm.head_reply[k] == 0) missing += " head" + std::to_string(k + 1);
+        if (tm.tail_reply[k] == 0) missing += " tail" + std::to_string(k + 1);
+      }
+      std::fprintf(stderr, "train %d: N=%d at +%.3f s, answered hops %d/%d%s%s%s\n", i,
+                   p.load_packets, to_seconds(run.start_mono - t_begin), any, H,
+                   keep ? "" : " (sizing)", missing.empty() ? "" : ", missing:", missing.c_str());
+    }
+
+    // Auto: a hop whose markers of one kind drew nothing in two trains gets
+    // the other kind, once.
+    if (c.hop_markers == "auto") {
+      for (int k = 0; k + 1 < H; ++k) {
+        const bool got = tm.head_reply[k] != 0 || tm.tail_reply[k] != 0;
+        if (!choice[k].record(got, path[k].tcp)) continue;
+        kind[k] = choice[k].kind;
+        res.warnings.push_back(
+            {"marker_kind_switched",
+             "hop " + std::to_string(k + 1) + " did not answer its " +
+                 std::string(kind[k] == MarkerKind::kTtl ? "addressed" : "TTL-limited") +
+                 " markers; switched to " + marker_kind_name(kind[k]) + " markers"});
+      }
+    }
+    if (silent_trains >= 3) {
+      res.stop_reason = "no_replies";
+      res.warnings.push_back({"replies_stopped", "no hop answered 3 trains in a row"});
+      break;
+    }
+    // Idle so the average probing rate stays under max_load of the slowest hop.
+    const double rate = slowest_bps > 0 ? slowest_bps : 0;
+    const double train_time =
+        rate > 0 ? train_bits / rate : to_seconds(run.end_mono - run.start_mono);
+    next_start = std::max(run.end_mono, run.start_mono + from_seconds(train_time / c.max_load));
+  }
+  res.load_packets = n;
+
+  HopsFilter f;
+  f.min_step = c.min_step;
+  f.min_trains = c.min_trains;
+  const HopsEstimate est = estimate_hops(timings, f);
+  res.trains_voting = est.trains_voting;
+  res.no_choke_fraction = est.no_choke_fraction;
+  std::vector<int> unknown, few;
+  for (int k = 0; k < H; ++k) {
+    HopRecord h;
+    h.ttl = k + 1;
+    h.addr = path[k].addr ? format_ipv4(path[k].addr) : "";
+    h.marker_kind = marker_kind_name(kind[k]);
+    h.answers_tcp = path[k].tcp;
+    if (k < static_cast<int>(est.hops.size())) {
+      const HopEstimate& e = est.hops[k];
+      h.replies = e.replies;
+      h.used = e.used;
+      h.dispersion_s = e.dispersion_s;
+      h.rate_bps = e.rate_bps;
+      h.choke_fraction = e.choke_fraction;
+      h.bottleneck_fraction = e.bottleneck_fraction;
+    }
+    if (path[k].addr == 0)
+      unknown.push_back(k + 1);
+    else if (!h.used || h.replies < static_cast<int>(timings.size()))
+      few.push_back(k + 1);
+    res.hops.push_back(h);
+  }
+  if (est.bottleneck >= 0) {
+    res.bottleneck_hop = est.bottleneck + 1;
+    res.bottleneck_addr = res.hops[est.bottleneck].addr;
+    res.bottleneck_confidence = est.confidence;
+    res.bottleneck_rate_bps = res.hops[est.bottleneck].rate_bps;
+    // Hops right before it that gave nothing usable hide where the step
+    // happened: the narrow link is one of the links into hops earliest..k.
+    int earliest = est.bottleneck;
+    while (earliest > 0 && !res.hops[earliest - 1].used) --earliest;
+    res.bottleneck_earliest_hop = earliest + 1;
+    if (earliest < est.bottleneck) {
+      res.warnings.push_back(
+          {"bottleneck_after_silent_hop",
+           "hop(s) " + std::to_string(earliest + 1) + ".." + std::to_string(est.bottleneck) +
+               " gave no usable replies, so the narrow link may be any link into hops " +
+               std::to_string(earliest + 1) + ".." + std::to_string(est.bottleneck + 1)});
+    }
+    if (est.confidence < 0.5) {
+      res.warnings.push_back({"low_confidence",
+                              "the bottleneck hop was the last choke point in "
+                              "fewer than half of the trains"});
+    }
+  } else if (est.trains_voting >= f.min_trains && est.no_choke_fraction >= 0.5) {
+    res.warnings.push_back({"no_bottleneck",
+                            "no hop slowed the trains: the narrowest link is this host's own "
+                            "interface, or every link is faster than we can send"});
+  } else if (res.stop_reason != "interrupted") {
+    res.warnings.push_back({"no_bottleneck", "too few trains were answered by every hop (" +
+                                                 std::to_string(est.trains_voting) + " of " +
+                                                 std::to_string(timings.size()) + ")"});
+  }
+  if (!unknown.empty()) {
+    res.warnings.push_back(
+        {"silent_hops", "hop(s) " + hop_list(unknown) + " never answered; kept as unknown"});
+  }
+  if (!few.empty()) {
+    res.warnings.push_back(
+        {"few_replies", "hop(s) " + hop_list(few) +
+                            " answered fewer trains than were sent (ICMP rate limit or loss); "
+                            "a hop answering under half of them is not used"});
+  }
+  if (path_changes > 0) {
+    res.warnings.push_back({"path_changed", std::to_string(path_changes) +
+                                                " TTL-limited marker(s) were answered by another "
+                                                "router than in path discovery"});
+  }
+  const CaptureStats cs = prober.capture_stats();
+  if (cs.dropped > 0) {
+    res.warnings.push_back(
+        {"capture_drops", std::to_string(cs.dropped) + " packets dropped by the capture buffer"});
+  }
+  res.probe_packets = prober.packets_sent();
+  res.probe_bytes = prober.bytes_sent();
+  res.elapsed_s = to_seconds(mono_now() - t_begin);
+  return res;
+}
+
+nlohmann::json plan_hops(const Config& c) {
+  const std::uint32_t dst = checked_target(c);
+  nlohmann::json plan;
+  plan["type"] = "plan";
+  plan["command"] = c.command;
+  plan["target"] = c.target;
+  plan["target_addr"] = format_ipv4(dst);
+  Route route;
+  nlohmann::json w = nlohmann::json::array();
+  try {
+    route = find_route(dst, c.interface, c.source);
+  } catch (const Error& e) {
+    w.push_back({{"code", "no_route"}, {"message", e.what()}});
+    route.interface = c.interface;
+  }
+  const int L = std::min(c.packet_size, route.mtu);
+  const int n = c.load_packets > 0 ? c.load_packets : kSizingLoadPackets;
+  const FlowId flow{route.source, dst, static_cast<std::uint16_t>(c.sport),
+                    static_cast<std::uint16_t>(c.port > 0 ? c.port : default_candidate_ports()[0])};
+  SeqAllocator seqs(1000);
+  RecursiveTrainParams p;
+  p.flow = flow;
+  const int H = std::min(4, c.max_hops);
+  for (int k = 1; k <= H; ++k) {
+    p.hops.push_back({k, 0, k == H ? MarkerKind::kTarget : MarkerKind::kTtl});
+  }
+  p.load_packets = n;
+  p.packet_size = static_cast<std::uint16_t>(L);
+  p.drain_packets = c.drain_packets;
+  const RecursiveTrain rt = make_recursive_train(p, 0, seqs);
+  PacketBuilder builder;
+  nlohmann::json packets = nlohmann::json::array();
+  for (const Probe& q : rt.train.probes) {
+    std::string flags;
+    if (q.flags & kSyn) flags += "S";
+    if (q.flags & kRst) flags += "R";
+    packets.push_back({{"index", q.index},
+                       {"role", role_name(q.role)},
+                       {"flags", flags},
+                       {"seq", q.seq},
+                       {"ip_len", q.ip_len},
+                       {"ttl", q.ttl},
+                       {"offset_s", to_seconds(q.offset)},
+                       {"wire_bytes", builder.build(q).size()}});
+  }
+  plan["params"] = params_json(c);
+  plan["params"]["packet_size"] = L;
+  plan["source"] = format_ipv4(route.source);
+  plan["interface"] = route.interface;
+  plan["first_train"] = {{"load_packets", n},
+                         {"bytes", rt.train.total_bytes()},
+                         {"example_hops", H},
+                         {"packets", packets}};
+  plan["schedule"] = {
+      {"discovery", "SYNs to closed-port candidates, then one SYN per TTL 1.." +
+                        std::to_string(c.max_hops) + " in the same 5-tuple"},
+      {"markers", "hop-markers " + c.hop_markers +
+                      ": ttl = TTL-limited SYNs (ICMP time exceeded), addr = SYNs to the "
+                      "router's own address (RST/ACK)"},
+      {"pacing",
+       "each TTL-marked router gets 2 ICMP per train within --icmp-rate/--icmp-burst; "
+       "idle = train time at the slowest hop / max_load"},
+      {"stop", "max_trains / max_time / max_bytes"}};
+  plan["caps"] = {
+      {"max_trains", c.max_trains}, {"max_time_s", c.max_time_s}, {"max_bytes", c.max_bytes}};
+  plan["warnings"] = w;
+  return plan;
+}
+
+}  // namespace lw

@@ -1,0 +1,117 @@
+#include "estimate/hops.hpp"
+
+#include <algorithm>
+
+#include "estimate/stats.hpp"
+
+namespace lw {
+
+double hop_dispersion(const HopTrainTiming& t, int k) {
+  const Nanos h = t.head_reply[k], tl = t.tail_reply[k];
+  if (h == 0 || tl == 0 || tl <= h) return 0;
+  return to_seconds(tl - h);
+}
+
+namespace {
+
+// The train's offered spacing per bit: median over hops of the send-time
+// dispersion of that hop's markers (they are all sent at one rate).
+double sent_level(const HopTrainTiming& t) {
+  std::vector<double> v;
+  for (std::size_t k = 0; k < t.bits.size(); ++k) {
+    if (t.head_sent[k] == 0 || t.tail_sent[k] <= t.head_sent[k] || t.bits[k] <= 0) continue;
+    v.push_back(to_seconds(t.tail_sent[k] - t.head_sent[k]) / t.bits[k]);
+  }
+  return v.empty() ? 0.0 : median(v);
+}
+
+}  // namespace
+
+TrainChokes train_chokes(const HopTrainTiming& t, const std::vector<bool>& use,
+                         const HopsFilter& f) {
+  const int H = static_cast<int>(t.bits.size());
+  TrainChokes c;
+  c.choke.assign(H, false);
+  c.valid = true;
+  // Without a hop-0 level the first used hop always counts as a step: the
+  // train reached it slower than nothing.
+  double level = sent_level(t);
+  for (int k = 0; k < H; ++k) {
+    if (!use[k]) continue;
+    const double d = hop_dispersion(t, k);
+    if (d <= 0 || t.bits[k] <= 0) {
+      c.valid = false;
+      continue;
+    }
+    const double lk = d / t.bits[k];
+    if (lk >= (1 + f.min_step) * level) {
+      c.choke[k] = true;
+      c.last = k;
+    }
+    level = std::max(level, lk);
+  }
+  return c;
+}
+
+HopsEstimate estimate_hops(const std::vector<HopTrainTiming>& trains, const HopsFilter& f) {
+  HopsEstimate e;
+  if (trains.empty()) return e;
+  const int H = static_cast<int>(trains.front().bits.size());
+  e.hops.resize(H);
+  std::vector<bool> use(H, false);
+  for (int k = 0; k < H; ++k) {
+    std::vector<double> disp, rate;
+    for (const auto& t : trains) {
+      const double d = hop_dispersion(t, k);
+      if (d <= 0 || t.bits[k] <= 0) continue;
+      disp.push_back(d);
+      rate.push_back(t.bits[k] / d);
+    }
+    HopEstimate& h = e.hops[k];
+    h.replies = static_cast<int>(disp.size());
+    if (!disp.empty()) {
+      h.dispersion_s = median(disp);
+      h.rate_bps = median(rate);
+    }
+    h.used =
+        h.replies > 0 && h.replies >= f.min_reply_fraction * static_cast<double>(trains.size());
+    use[k] = h.used;
+  }
+
+  std::vector<int> chokes(H, 0), lasts(H, 0);
+  int none = 0;
+  for (const auto& t : trains) {
+    const TrainChokes c = train_chokes(t, use, f);
+    if (!c.valid) continue;
+    ++e.trains_voting;
+    for (int k = 0; k < H; ++k) chokes[k] += c.choke[k] ? 1 : 0;
+    if (c.last >= 0)
+      ++lasts[c.last];
+    else
+      ++none;
+  }
+  if (e.trains_voting == 0) return e;
+  const double n = e.trains_voting;
+  for (int k = 0; k < H; ++k) {
+    e.hops[k].choke_fraction = chokes[k] / n;
+    e.hops[k].bottleneck_fraction = lasts[k] / n;
+  }
+  e.no_choke_fraction = none / n;
+  if (e.trains_voting < f.min_trains) return e;
+  // Most votes; on a tie the hop with the lower rate (the narrower one).
+  int best = -1;
+  for (int k = 0; k < H; ++k) {
+    if (lasts[k] == 0) continue;
+    if (best < 0 || lasts[k] > lasts[best] ||
+        (lasts[k] == lasts[best] && e.hops[k].rate_bps < e.hops[best].rate_bps)) {
+      best = k;
+    }
+  }
+  if (best >= 0 && lasts[best] > none) {
+    e.bottleneck = best;
+    e.confidence = e.hops[best].bottleneck_fraction;
+  }
+  return e;
+}
+
+}  // namespace lw

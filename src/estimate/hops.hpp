@@ -1,0 +1,75 @@
+#pragma once
+// Which hop is the bottleneck: per-hop dispersion of a recursive packet train
+// (LinkWidth §3.2-3.3, after Pathneck's RPT). Hop k answers the head and the
+// tail marker that expire (or end) there; the gap between its two replies is
+// the train's dispersion as it arrived at hop k. Dispersion only grows at a
+// link narrower than every link before it, so the last hop where it grows by a
+// clear step is where the narrow link ends. Pure functions over timestamps.
+#include <vector>
+
+#include "linkwidth/time.hpp"
+
+namespace lw {
+
+// One train, per hop (index 0 = hop 1, last = target). Times in ns; 0 = missing.
+struct HopTrainTiming {
+  std::vector<Nanos> head_reply, tail_reply;
+  // When hop k's head and tail markers were handed to the kernel: the offered
+  // dispersion, "hop 0". Not the capture's departure times: those come after
+  // our own qdisc and interface, which belong to link 1. 0 = not sent.
+  std::vector<Nanos> head_sent, tail_sent;
+  std::vector<double> bits;  // bits between hop k's head and tail (see RecursiveTrain::bits)
+};
+
+struct HopsFilter {
+  // A hop is a choke point of a train when the dispersion per bit rises there
+  // by at least this fraction over the highest level before it (Pathneck
+  // counts a gap increase only above a threshold; ours is relative so that it
+  // scales with the train).
+  double min_step = 0.15;
+  // A hop takes part only if it answered in at least this share of the trains;
+  // otherwise it is "too few replies" and skipped in every train alike.
+  double min_reply_fraction = 0.5;
+  // Trains with every taking-part hop answered, needed to name a bottleneck.
+  int min_trains = 3;
+};
+
+struct HopEstimate {
+  int replies = 0;            // trains in which both markers of this hop were answered in order
+  bool used = false;          // answered often enough to take part
+  double dispersion_s = 0;    // median over trains (0 = none)
+  double rate_bps = 0;        // median of bits / dispersion (0 = none)
+  double choke_fraction = 0;  // share of voting trains in which this hop was a choke point
+  double bottleneck_fraction = 0;  // share in which it was the last choke point
+};
+
+struct HopsEstimate {
+  std::vector<HopEstimate> hops;
+  int trains_voting = 0;  // trains with every used hop answered
+  int bottleneck = -1;    // index into hops; -1 = none named
+  double confidence = 0;  // bottleneck_fraction of that hop
+  // Share of voting trains in which no hop slowed the train: our own link (or
+  // the sender) was the narrowest.
+  double no_choke_fraction = 0;
+};
+
+struct TrainChokes {
+  std::vector<bool> choke;  // per hop
+  int last = -1;            // last choke point, -1 = none
+  bool valid = false;       // every hop in `use` answered
+};
+
+// Choke points of one train over the hops with use[k] (dispersion per bit,
+// running maximum from the hop-0 level; LinkWidth §3.3 / Pathneck).
+TrainChokes train_chokes(const HopTrainTiming& t, const std::vector<bool>& use,
+                         const HopsFilter& f);
+
+// Dispersion of hop k in one train, seconds; 0 if a reply is missing or the
+// tail reply came first (reordered).
+double hop_dispersion(const HopTrainTiming& t, int k);
+
+// Per-hop aggregate over trains and the bottleneck vote. All trains must have
+// the same number of hops.
+HopsEstimate estimate_hops(const std::vector<HopTrainTiming>& trains, const HopsFilter& f);
+
+}  // namespace lw

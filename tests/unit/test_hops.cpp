@@ -1,0 +1,298 @@
+// Per-hop dispersion and the bottleneck vote on synthetic recursive trains sent
+// through a simulated chain of FIFO links; the recursive train's layout; the
+// ICMP token bucket.
+#include <catch2/catch.hpp>
+#include <random>
+#include <set>
+
+#include "estimate/hops.hpp"
+#include "plan/hops_plan.hpp"
+
+using namespace lw;
+
+namespace {
+
+struct Chain {
+  std::vector<double> rate_bps;  // link k+1 arrives at hop k+1 (index k)
+  Nanos jitter_ns = 0;           // per reply, normal
+  double cross_bps = 0;          // cross traffic on link `cross_link` (FIFO, random bursts)
+  int cross_link = -1;
+};
+
+// Sends the recursive train of `rt` (bits of each probe; marker k expires at
+// hop k+1) back to back at `send_bps` through `chain`; returns reply times.
+HopTrainTiming simulate(const RecursiveTrain& rt, const Chain& chain, double send_bps,
+                        std::mt19937& rng) {
+  const int H = static_cast<int>(rt.head.size());
+  const auto& probes = rt.train.probes;
+  const int n = static_cast<int>(probes.size());
+  // Last hop (1-based) each probe reaches.
+  std::vector<int> reach(n, H);
+  for (int k = 0; k < H; ++k) reach[rt.head[k]] = reach[rt.tail[k]] = k + 1;
+  std::vector<double> t(n);  // seconds: current position of each probe
+  double s = 0;
+  HopTrainTiming out;
+  out.bits = rt.bits;
+  out.head_reply.assign(H, 0);
+  out.tail_reply.assign(H, 0);
+  out.head_sent.assign(H, 0);
+  out.tail_sent.assign(H, 0);
+  const Nanos t0 = 5 * kSec;
+  for (int i = 0; i < n; ++i) {
+    s += 8.0 * probes[i].ip_len / send_bps;
+    t[i] = s;
+  }
+  for (int k = 0; k < H; ++k) {
+    out.head_sent[k] = t0 + static_cast<Nanos>(t[rt.head[k]] * 1e9);
+    out.tail_sent[k] = t0 + static_cast<Nanos>(t[rt.tail[k]] * 1e9);
+  }
+  std::normal_distribution<double> noise(0.0, static_cast<double>(chain.jitter_ns));
+  std::exponential_distribution<double> gap(1.0);
+  for (int hop = 1; hop <= H; ++hop) {
+    const double c = chain.rate_bps[hop - 1];
+    double free_at = 0;
+    // Cross traffic: 1500-byte packets at Poisson times on this link.
+    double next_cross = 0, cross_size = 8.0 * 1500;
+    const bool cross = hop - 1 == chain.cross_link && chain.cross_bps > 0;
+    if (cross) next_cross = gap(rng) * cross_size / chain.cross_bps;
+    for (int i = 0; i < n; ++i) {
+      if (reach[i] < hop) continue;
+      while (cross && next_cross < t[i]) {
+        free_at = std::max(free_at, next_cross) + cross_size / c;
+        next_cross += gap(rng) * cross_size / chain.cross_bps;
+      }
+      free_at = std::max(free_at, t[i]) + 8.0 * probes[i].ip_len / c;
+      t[i] = free_at + 1e-4;  // propagation
+    }
+  }
+  for (int k = 0; k < H; ++k) {
+    auto reply = [&](int i) { return t0 + static_cast<Nanos>(t[i] * 1e9 + 1e6 + noise(rng)); };
+    out.head_reply[k] = reply(rt.head[k]);
+    out.tail_reply[k] = reply(rt.tail[k]);
+  }
+  return out;
+}
+
+RecursiveTrain train_for(int H, int load = 40) {
+  RecursiveTrainParams p;
+  p.flow = {0xC6120102u, 0xC6120402u, 40000, 47391};
+  for (int k = 1; k <= H; ++k) {
+    p.hops.push_back({k, 0, k == H ? MarkerKind::kTarget : MarkerKind::kTtl});
+  }
+  p.load_packets = load;
+  SeqAllocator seqs(100);
+  return make_recursive_train(p, 0, seqs);
+}
+
+std::vector<HopTrainTiming> many(const RecursiveTrain& rt, const Chain& c, int trains,
+                                 std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<HopTrainTiming> v;
+  for (int i = 0; i < trains; ++i) v.push_back(simulate(rt, c, 3e9, rng));
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("recursive train: TTL 1..H in the head, H..1 in the tail, bits per hop") {
+  const RecursiveTrain rt = train_for(4, 10);
+  const auto& p = rt.train.probes;
+  REQUIRE(p.size() == 2 + 4 + 10 + 4);
+  CHECK(p[0].role == Role::kDrain);
+  CHECK(p[0].ttl == 64);
+  for (int k = 0; k < 3; ++k) {
+    CHECK(p[rt.head[k]].ttl == k + 1);
+    CHECK(p[rt.tail[k]].ttl == k + 1);
+    CHECK((p[rt.head[k]].flags & kSyn) != 0);
+  }
+  CHECK(p[rt.head[3]].ttl == 64);  // the target's markers go all the way
+  CHECK(rt.head[0] < rt.head[1]);
+  CHECK(rt.tail[1] < rt.tail[0]);
+  CHECK(rt.head[3] + 1 == rt.tail[3] - 10);
+  // Hop 1: 3 later head markers + load + 3 later tail markers + its own tail.
+  CHECK(rt.bits[0] == Approx(8.0 * (3 * 40 + 10 * 1500 + 3 * 40 + 40)));
+  CHECK(rt.bits[3] == Approx(8.0 * (10 * 1500 + 40)));
+  // Every marker has a distinct sequence number (replies are told apart by it).
+  std::set<std::uint32_t> seqs;
+  for (int m : rt.train.markers) seqs.insert(p[m].seq);
+  CHECK(seqs.size() == 8);
+}
+
+TEST_CASE("recursive train: markers addressed to a router go to its address at full TTL") {
+  RecursiveTrainParams prm;
+  prm.flow = {1, 99, 40000, 47391};
+  prm.hops = {{1, 11, MarkerKind::kAddr}, {2, 0, MarkerKind::kTtl}, {3, 0, MarkerKind::kTarget}};
+  prm.load_packets = 4;
+  SeqAllocator seqs(7);
+  const RecursiveTrain rt = make_recursive_train(prm, 3, seqs);
+  const auto& p = rt.train.probes;
+  CHECK(p[rt.head[0]].dst == 11);
+  CHECK(p[rt.head[0]].ttl == 64);
+  CHECK(p[rt.tail[0]].dst == 11);
+  CHECK(p[rt.head[1]].dst == 99);
+  CHECK(p[rt.head[1]].ttl == 2);
+  CHECK(p[rt.head[2]].dst == 99);
+}
+
+TEST_CASE("bottleneck found at every position of a 3-6 hop chain") {
+  for (int H = 3; H <= 6; ++H) {
+    for (int b = 0; b < H; ++b) {
+      Chain c;
+      c.rate_bps.assign(H, 1e9);
+      c.rate_bps[b] = 50e6;
+      if (b > 0) c.rate_bps[b - 1] = 150e6;  // a slower-than-line link before it
+      c.jitter_ns = 20 * kUs;
+      const RecursiveTrain rt = train_for(H);
+      const HopsEstimate e = estimate_hops(many(rt, c, 8, 17u + H * 10 + b), HopsFilter{});
+      INFO("H=" << H << " b=" << b);
+      REQUIRE(e.bottleneck == b);
+      CHECK(e.confidence >= 0.75);
+      // At and after the bottleneck the train carries 50 Mbit/s.
+      for (int k = b; k < H; ++k) CHECK(e.hops[k].rate_bps == Approx(50e6).epsilon(0.02));
+      // Before it: faster.
+      for (int k = 0; k < b; ++k) CHECK(e.hops[k].rate_bps > 100e6);
+    }
+  }
+}
+
+TEST_CASE("the narrowest link wins over an earlier, larger step") {
+  // 100 Mbit/s then 60: the step into 100 is the larger one, 60 is the narrow link.
+  Chain c;
+  c.rate_bps = {100e6, 1e9, 60e6, 1e9};
+  c.jitter_ns = 10 * kUs;
+  const HopsEstimate e = estimate_hops(many(train_for(4), c, 6, 5), HopsFilter{});
+  CHECK(e.bottleneck == 2);
+  CHECK(e.hops[0].choke_fraction == Approx(1.0));  // a choke point, not the bottleneck
+  CHECK(e.hops[2].rate_bps == Approx(60e6).epsilon(0.02));
+}
+
+TEST_CASE("a silent hop is kept, unused, and the rest still works") {
+  Chain c;
+  c.rate_bps = {1e9, 1e9, 40e6, 1e9};
+  auto trains = many(train_for(4), c, 6, 9);
+  for (auto& t : trains) t.head_reply[1] = t.tail_reply[1] = 0;  // hop 2 never answers
+  const HopsEstimate e = estimate_hops(trains, HopsFilter{});
+  CHECK(e.hops[1].replies == 0);
+  CHECK_FALSE(e.hops[1].used);
+  CHECK(e.hops[1].rate_bps == 0);
+  CHECK(e.bottleneck == 2);
+  CHECK(e.trains_voting == 6);
+}
+
+TEST_CASE("rate-limited replies: a hop answering too rarely is skipped in every train") {
+  Chain c;
+  c.rate_bps = {1e9, 40e6, 1e9, 1e9};
+  auto trains = many(train_for(4), c, 8, 21);
+  // Hop 2 answers only the first two trains (its ICMP budget ran out), hop 3
+  // lost one tail reply.
+  for (std::size_t i = 2; i < trains.size(); ++i) trains[i].tail_reply[1] = 0;
+  trains[5].tail_reply[2] = 0;
+  HopsFilter f;
+  const HopsEstimate e = estimate_hops(trains, f);
+  CHECK(e.hops[1].replies == 2);
+  CHECK_FALSE(e.hops[1].used);
+  CHECK(e.hops[2].replies == 7);
+  CHECK(e.trains_voting == 7);  // train 5 lacks hop 3
+  // With hop 2 skipped the step shows at hop 3, the next hop that answers.
+  CHECK(e.bottleneck == 2);
+}
+
+TEST_CASE("reordered replies (tail before head) are not a dispersion") {
+  Chain c;
+  c.rate_bps = {1e9, 40e6, 1e9};
+  auto trains = many(train_for(3), c, 5, 3);
+  std::swap(trains[0].head_reply[1], trains[0].tail_reply[1]);
+  CHECK(hop_dispersion(trains[0], 1) == 0);
+  const HopsEstimate e = estimate_hops(trains, HopsFilter{});
+  CHECK(e.hops[1].replies == 4);
+  CHECK(e.bottleneck == 1);
+}
+
+TEST_CASE("noise and cross traffic: the vote still names the narrow link") {
+  Chain c;
+  c.rate_bps = {1e9, 300e6, 1e9, 50e6, 1e9};
+  c.jitter_ns = 80 * kUs;  // large against a ~10 ms train
+  c.cross_link = 1;
+  c.cross_bps = 150e6;  // half of the 300 Mbit/s link
+  const HopsEstimate e = estimate_hops(many(train_for(5, 40), c, 10, 77), HopsFilter{});
+  CHECK(e.bottleneck == 3);
+  CHECK(e.confidence >= 0.7);
+  CHECK(e.hops[4].rate_bps == Approx(50e6).epsilon(0.05));
+}
+
+TEST_CASE("no hop slows the train: no bottleneck named") {
+  Chain c;
+  c.rate_bps = {10e9, 10e9, 10e9};  // faster than our 3 Gbit/s sender
+  const HopsEstimate e = estimate_hops(many(train_for(3), c, 5, 1), HopsFilter{});
+  CHECK(e.bottleneck == -1);
+  CHECK(e.no_choke_fraction == Approx(1.0));
+}
+
+TEST_CASE("too few answered trains: no bottleneck named") {
+  Chain c;
+  c.rate_bps = {1e9, 40e6, 1e9};
+  const HopsEstimate e = estimate_hops(many(train_for(3), c, 2, 4), HopsFilter{});
+  CHECK(e.trains_voting == 2);
+  CHECK(e.bottleneck == -1);
+  CHECK(e.hops[1].choke_fraction == Approx(1.0));
+  CHECK(estimate_hops({}, HopsFilter{}).hops.empty());
+}
+
+TEST_CASE("ICMP budget: burst, then one token per second") {
+  IcmpBudget b(1.0, 6);
+  const Nanos t0 = 100 * kSec;
+  CHECK(b.ready_at(2, t0) == t0);
+  b.spend(2, t0);
+  b.spend(2, t0);
+  b.spend(2, t0);
+  CHECK(b.tokens(t0) == Approx(0));
+  CHECK(b.ready_at(2, t0) == t0 + 2 * kSec);
+  CHECK(b.tokens(t0 + 500 * kMs) == Approx(0.5));
+  CHECK(b.tokens(t0 + 60 * kSec) == Approx(6));  // never more than the burst
+  IcmpBudget fresh(1.0, 6);
+  fresh.drain(t0);  // the router said no: its bucket is empty whatever we thought
+  CHECK(fresh.ready_at(2, t0) == t0 + 2 * kSec);
+}
+
+TEST_CASE("marker kinds: initial choice per mode") {
+  CHECK(initial_marker_kind("auto", true, false, false) == MarkerKind::kTarget);
+  CHECK(initial_marker_kind("ttl", false, true, true) == MarkerKind::kTtl);
+  CHECK(initial_marker_kind("addr", false, true, false) == MarkerKind::kAddr);
+  CHECK(initial_marker_kind("addr", false, false, false) == MarkerKind::kTtl);  // unknown addr
+  CHECK(initial_marker_kind("auto", false, true, true) == MarkerKind::kAddr);
+  CHECK(initial_marker_kind("auto", false, true, false) == MarkerKind::kTtl);
+  CHECK(initial_marker_kind("auto", false, false, true) == MarkerKind::kTtl);
+}
+
+TEST_CASE("marker kinds: a hop silent to one kind switches to the other once") {
+  MarkerChoice a;  // addressed router that stops answering TCP
+  a.kind = MarkerKind::kAddr;
+  CHECK_FALSE(a.record(false, true));
+  CHECK(a.record(false, true));
+  CHECK(a.kind == MarkerKind::kTtl);
+  CHECK_FALSE(a.record(false, true));  // silent to both: no flapping back
+  CHECK_FALSE(a.record(false, true));
+  CHECK(a.kind == MarkerKind::kTtl);
+
+  MarkerChoice t;  // ICMP-silent router that answers TCP on its address
+  CHECK_FALSE(t.record(false, true));
+  CHECK(t.record(false, true));
+  CHECK(t.kind == MarkerKind::kAddr);
+
+  MarkerChoice n;  // answers sometimes: keeps its kind
+  CHECK_FALSE(n.record(true, true));
+  CHECK_FALSE(n.record(false, true));
+  CHECK_FALSE(n.record(false, true));
+  CHECK(n.kind == MarkerKind::kTtl);
+
+  MarkerChoice q;  // ICMP-silent and no TCP: nothing to switch to
+  CHECK_FALSE(q.record(false, false));
+  CHECK_FALSE(q.record(false, false));
+  CHECK(q.kind == MarkerKind::kTtl);
+
+  MarkerChoice tg;
+  tg.kind = MarkerKind::kTarget;
+  CHECK_FALSE(tg.record(false, true));
+  CHECK_FALSE(tg.record(false, true));
+  CHECK(tg.kind == MarkerKind::kTarget);
+}
