@@ -187,7 +187,8 @@ HopsResult run_hops(Session& s, const Config& c, const std::atomic<bool>& stop) 
     p.load_packets = n;
     p.packet_size = static_cast<std::uint16_t>(L);
     p.drain_packets = c.drain_packets;
-    const RecursiveTrain rt = make_recursive_train(p, i, seqs);
+    RecursiveTrain rt = make_recursive_train(p, i, seqs);
+    space_to_rate(rt.train, c.max_rate_bps);  // the pacer refuses anything faster
     if (prober.bytes_sent() + rt.train.total_bytes() > c.max_bytes) {
       res.stop_reason = "max_bytes";
       break;
@@ -423,7 +424,8 @@ nlohmann::json plan_hops(const Config& c) {
   p.load_packets = n;
   p.packet_size = static_cast<std::uint16_t>(L);
   p.drain_packets = c.drain_packets;
-  const RecursiveTrain rt = make_recursive_train(p, 0, seqs);
+  RecursiveTrain rt = make_recursive_train(p, 0, seqs);
+  space_to_rate(rt.train, c.max_rate_bps);
   PacketBuilder builder;
   nlohmann::json packets = nlohmann::json::array();
   for (const Probe& q : rt.train.probes) {

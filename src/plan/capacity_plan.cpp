@@ -151,6 +151,29 @@ void apply_rate_cap(CapacityTrainParams& p, double max_rate_bps) {
   }
 }
 
+void space_to_rate(Train& t, double rate_bps, double burst_bytes) {
+  double tokens = burst_bytes;
+  Nanos shift = 0;
+  Nanos prev = 0;
+  for (std::size_t i = 0; i < t.probes.size(); ++i) {
+    Nanos at = t.probes[i].offset + shift;
+    if (i > 0) {
+      tokens = std::min(burst_bytes,
+                        tokens + static_cast<double>(std::max<Nanos>(0, at - prev)) * rate_bps / 8e9);
+    }
+    const double need = t.probes[i].ip_len;
+    if (tokens < need) {
+      const Nanos wait = static_cast<Nanos>(std::ceil((need - tokens) * 8e9 / rate_bps)) + 1;
+      at += wait;
+      shift += wait;
+      tokens = need;
+    }
+    tokens -= need;
+    t.probes[i].offset = at;
+    prev = at;
+  }
+}
+
 int first_over_rate(const Train& t, double rate_bps, double burst_bytes) {
   double tokens = burst_bytes;  // bytes
   for (std::size_t i = 0; i < t.probes.size(); ++i) {

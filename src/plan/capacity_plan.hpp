@@ -58,6 +58,10 @@ int first_over_rate(const Train& t, double rate_bps, double burst_bytes = kRateB
 // keeps its gap.
 void apply_rate_cap(CapacityTrainParams& p, double max_rate_bps);
 
+// For any train: delays packets (and everything after them, keeping the rest
+// of the schedule) just enough that first_over_rate(t, rate_bps, burst) is -1.
+void space_to_rate(Train& t, double rate_bps, double burst_bytes = kRateBurstBytes);
+
 // Hands out unique marker sequence numbers for one run (step 2 keeps them
 // distinct even if a middlebox adds 1 to what it acknowledges).
 class SeqAllocator {

@@ -181,3 +181,34 @@ TEST_CASE("the pacer refuses trains above --max-rate and never sends faster", "[
   REQUIRE(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
 }
+
+TEST_CASE("space_to_rate makes any train fit the --max-rate bucket", "[safety]") {
+  CapacityTrainParams p;
+  p.flow = {0xC6120101, 0xC6120202, 40000, 47391};
+  p.load_packets = 50;
+  SeqAllocator seqs(1);
+  Train t = make_capacity_train(p, 0, seqs);  // back to back: line rate
+  REQUIRE(first_over_rate(t, 100e6) >= 0);
+  const Train before = t;
+  space_to_rate(t, 100e6);
+  CHECK(first_over_rate(t, 100e6) == -1);
+  // Order kept, nothing earlier than planned, and no slower than needed: the
+  // span is what 100 Mbit/s needs for the bytes beyond the burst, plus rounding.
+  double bytes = 0;
+  for (std::size_t i = 0; i < t.probes.size(); ++i) {
+    CHECK(t.probes[i].offset >= before.probes[i].offset);
+    if (i > 0) CHECK(t.probes[i].offset >= t.probes[i - 1].offset);
+    bytes += t.probes[i].ip_len;
+  }
+  const double span = to_seconds(t.probes.back().offset - t.probes.front().offset);
+  CHECK(span <= (bytes - t.probes.back().ip_len) * 8 / 100e6 + 1e-4);
+  // A train already slow enough is left alone.
+  p.gap = gap_for_rate(50e6, 1500);
+  p.drain_packets = 0;
+  const Train paced = make_capacity_train(p, 1, seqs);
+  Train slow = paced;
+  space_to_rate(slow, 100e6);
+  for (std::size_t i = 0; i < slow.probes.size(); ++i) {
+    CHECK(slow.probes[i].offset == paced.probes[i].offset);
+  }
+}
