@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "app/capacity_run.hpp"
+#include "app/hops_run.hpp"
 #include "app/session.hpp"
 #include "estimate/availbw.hpp"
 #include "estimate/capacity.hpp"
@@ -443,8 +444,15 @@ AvailbwResult run_availbw_phase(Session& ss, const Config& c, const std::atomic<
 MeasureResult run_measure(const Config& c, const std::atomic<bool>& stop) {
   MeasureResult m;
   m.command = c.command;
-  auto session = open_session(c, stop);
+  const bool with_hops = c.command == "measure" && c.measure_hops;
+  // Router-addressed hop markers draw replies from routers: capture any peer.
+  auto session = open_session(c, stop, with_hops);
   const Nanos t_end = session->t_begin + from_seconds(c.max_time_s);
+  auto finish = [&] {
+    m.elapsed_s = to_seconds(mono_now() - session->t_begin);
+    m.probe_packets = session->prober->packets_sent();
+    m.probe_bytes = session->prober->bytes_sent();
+  };
   double C = c.capacity_bps;
   if (C > 0) {
     m.capacity_given = true;
@@ -461,12 +469,14 @@ MeasureResult run_measure(const Config& c, const std::atomic<bool>& stop) {
                                     session->t_begin + from_seconds(c.max_time_s / 2));
     if (m.capacity.stop_reason == "interrupted") {
       m.availbw.stop_reason = "interrupted";
+      finish();
       return m;
     }
     if (!m.capacity.valid) {
       m.availbw.stop_reason = "no_capacity";
       m.availbw.warnings.push_back(
           {"no_capacity", "no capacity estimate, so no upper end for the avail-bw search"});
+      finish();
       return m;
     }
     C = m.capacity.capacity_bps;
@@ -475,6 +485,22 @@ MeasureResult run_measure(const Config& c, const std::atomic<bool>& stop) {
           {"capacity_lower_bound",
            "the capacity is only a lower bound (we could not send faster), so is the search's "
            "upper end"});
+    }
+  }
+  if (with_hops) {
+    // Which hop is the narrow link: a few recursive trains (the hops
+    // command's defaults), within the same time budget.
+    Config hc = c;
+    hc.max_trains = std::min(c.max_trains, 8);
+    hc.min_trains = std::min(c.min_trains, 3);
+    hc.max_time_s = std::min(c.max_time_s, to_seconds(mono_now() - session->t_begin) +
+                                               std::max(1.0, c.max_time_s / 4));
+    m.hops = run_hops(*session, hc, stop);
+    m.has_hops = true;
+    if (m.hops.stop_reason == "interrupted") {
+      m.availbw.stop_reason = "interrupted";
+      finish();
+      return m;
     }
   }
   const unsigned drops_before = session->prober->capture_stats().dropped;
@@ -487,6 +513,7 @@ MeasureResult run_measure(const Config& c, const std::atomic<bool>& stop) {
                                                        " packets dropped by the capture buffer "
                                                        "during the avail-bw search"});
   }
+  finish();
   return m;
 }
 

@@ -10,6 +10,7 @@
 
 #include "app/config.hpp"
 #include "linkwidth/time.hpp"
+#include "report/measure_result.hpp"
 #include "report/result.hpp"
 
 namespace lw {

@@ -70,6 +70,7 @@ CliResult parse_cli(const std::vector<std::string>& args) {
   std::string max_bytes = "50M";
   std::string max_rate = "1G";
   std::string capacity, theta;
+  bool no_hops = false;
 
   po::options_description opts("Options");
   // clang-format off
@@ -102,6 +103,7 @@ CliResult parse_cli(const std::vector<std::string>& args) {
   avail.add_options()
     ("method", po::value(&c.method), "fleet (default): fleets of paced trains, noise-derived thresholds, grey region, response-curve fit; linkwidth: the paper's binary search as published")
     ("capacity", po::value(&capacity), "skip the capacity phase and search up to this rate (K/M/G)")
+    ("no-hops", po::bool_switch(&no_hops), "measure: skip locating the bottleneck hop")
     ("max-time", po::value(&c.max_time_s), "hard cap on the run time, seconds (default 20 for capacity, 30 otherwise)")
     ("resolution", po::value(&c.resolution), "fleet: stop when the avail-bw range is narrower than this fraction of the capacity (default 0.03)")
     ("fleet", po::value(&c.fleet_trains), "fleet: trains per tested rate (default 6)")
@@ -180,6 +182,8 @@ CliResult parse_cli(const std::vector<std::string>& args) {
     require(c.capacity_bps >= 1e5 && c.capacity_bps <= 1e11,
             "--capacity must be between 100K and 100G bit/s.");
   }
+  require(!no_hops || cmd == "measure", "--no-hops only applies to 'measure'.");
+  c.measure_hops = !no_hops;
   if (!theta.empty()) {
     c.theta_bps = parse_si(theta, "--theta");
     require(c.theta_bps > 0, "--theta must be above 0 bit/s.");

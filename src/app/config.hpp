@@ -41,6 +41,8 @@ struct Config {
   double max_rate_bps = 1e9;
   std::string save_pcap;  // --save-pcap FILE: every probe and reply of the run
 
+  bool measure_hops = true;  // `measure` also locates the bottleneck hop (--no-hops: skip)
+
   // Available bandwidth (availbw, measure).
   std::string method = "fleet";  // "fleet" (default) or "linkwidth" (the paper's)
   double capacity_bps = 0;       // --capacity: skip the capacity phase (availbw only)

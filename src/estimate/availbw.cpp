@@ -243,7 +243,9 @@ AvailbwEstimate estimate_availbw(const std::vector<ResponseSample>& resp, const 
   }
   if (!slopes.empty()) {
     const double b = median(slopes);
-    if (b > 0) e.tight_capacity_bps = 1.0 / b;
+    // The tight link is never slower than the narrow one: a slope just under
+    // 1/C is C within noise; far under it, the slope is not trusted at all.
+    if (b > 0 && 1.0 / b >= 0.8 * C) e.tight_capacity_bps = std::max(1.0 / b, C);
   }
   response_crossing(resp, noise.baseline, C, &e.crossing_bps, &e.crossing_se_bps);
   const double a = std::clamp(e.crossing_bps, 0.0, C);

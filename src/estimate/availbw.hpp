@@ -149,8 +149,9 @@ class FleetSearch {
 // replaces the middle, and the range widens to hold it +- 2 standard errors.
 // The slope between response trains at different rates (Theil-Sen, >= 5% of
 // C apart) gives the tight-link capacity 1/slope (PRC-MT eq. 4), reported
-// beside the narrow-link C. The range's lower end is low - threshold·C/2: a
-// "below" fleet only bounds A that far.
+// beside the narrow-link C: at least C (a slope a little steeper than 1/C is C
+// within noise), and not at all when it implies less than 0.8·C. The range's
+// lower end is low - threshold·C/2: a "below" fleet only bounds A that far.
 struct ResponseSample {
   double offered_bps = 0;
   double ratio = 0;

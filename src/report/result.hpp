@@ -104,14 +104,6 @@ struct AvailbwResult {
   std::vector<Warning> warnings;
 };
 
-// `availbw` and `measure`: the capacity phase and the avail-bw search.
-struct MeasureResult {
-  std::string command;          // "availbw" or "measure"
-  CapacityResult capacity;
-  bool capacity_given = false;  // --capacity: no capacity phase ran
-  AvailbwResult availbw;
-};
-
 struct ErrorInfo {
   std::string code;
   std::string message;

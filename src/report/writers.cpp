@@ -1,5 +1,7 @@
 #include "report/writers.hpp"
 
+#include "report/hops_writers.hpp"
+
 #include <cstdio>
 #include <sstream>
 
@@ -89,11 +91,11 @@ nlohmann::json to_json(const MeasureResult& m) {
   j["stop_reason"] = a.stop_reason;
   j["availbw_trains_sent"] = a.trains_sent;
   j["availbw_elapsed_s"] = a.elapsed_s;
-  const double total_s = m.capacity.elapsed_s + a.elapsed_s;
-  const std::uint64_t bytes = m.capacity.probe_bytes + a.probe_bytes;
+  const double total_s = m.elapsed_s;
+  const std::uint64_t bytes = m.probe_bytes;
   j["elapsed_s"] = total_s;
   j["probe_bytes"] = bytes;
-  j["probe_packets"] = m.capacity.probe_packets + a.probe_packets;
+  j["probe_packets"] = m.probe_packets;
   j["availbw_probe_bytes"] = a.probe_bytes;
   j["average_probe_rate_bps"] = total_s > 0 ? 8.0 * static_cast<double>(bytes) / total_s : 0.0;
   nlohmann::json rates = nlohmann::json::array();
@@ -122,6 +124,13 @@ nlohmann::json to_json(const MeasureResult& m) {
   }
   j["rates"] = rates;
   nlohmann::json w = j["warnings"];
+  if (m.has_hops) {
+    j.update(hops_json(m.hops));
+    j["hop_markers"] = m.hops.hop_markers;
+    j["hops_stop_reason"] = m.hops.stop_reason;
+    j["hops_trains_sent"] = m.hops.trains_sent;
+    for (const auto& x : m.hops.warnings) w.push_back({{"code", x.code}, {"message", x.message}});
+  }
   for (const auto& x : a.warnings) w.push_back({{"code", x.code}, {"message", x.message}});
   j["warnings"] = w;
   return j;
@@ -153,7 +162,7 @@ std::string to_text(const MeasureResult& m) {
   }
   if (a.tight_link_capacity_bps > 0) {
     o << "  tight link " << format_rate(a.tight_link_capacity_bps)
-      << " (slope of the response curve, " << a.response_points << " rates above the avail-bw)\n";
+      << " (slope of the response curve over " << a.response_points << " response trains)\n";
   }
   if (!a.rates.empty()) {
     o << "  rates      offered        ratio    verdict  trains\n";
@@ -166,11 +175,21 @@ std::string to_text(const MeasureResult& m) {
       o << buf;
     }
   }
-  const double total_s = r.elapsed_s + a.elapsed_s;
-  const std::uint64_t bytes = r.probe_bytes + a.probe_bytes;
+  if (m.has_hops) {
+    // The hops table without its header line.
+    std::string h = to_text(m.hops);
+    h = h.substr(h.find('\n') + 1);
+    const std::string probing = "  probing    ";
+    for (std::size_t at = h.find(probing); at != std::string::npos; at = h.find(probing, at)) {
+      h.replace(at, probing.size(), "  hops       ");
+    }
+    o << h;
+  }
+  const double total_s = m.elapsed_s;
+  const std::uint64_t bytes = m.probe_bytes;
   const double avg = total_s > 0 ? 8.0 * static_cast<double>(bytes) / total_s : 0;
   std::snprintf(buf, sizeof buf, "  probing    %llu packets, %.2f MB in %.2f s (average %s)\n",
-                static_cast<unsigned long long>(r.probe_packets + a.probe_packets),
+                static_cast<unsigned long long>(m.probe_packets),
                 static_cast<double>(bytes) / 1e6, total_s, format_rate(avg).c_str());
   o << buf;
   for (const auto& w : r.warnings) o << "  warning    " << w.code << ": " << w.message << "\n";

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "nlohmann/json.hpp"
+#include "report/measure_result.hpp"
 #include "report/result.hpp"
 
 namespace lw {

@@ -346,3 +346,15 @@ TEST_CASE("paced train: loss, reordering, unsent packets, captured send times", 
   // Too short to say anything.
   CHECK_FALSE(evaluate_paced_train(TrainTiming{}).usable);
 }
+
+TEST_CASE("a response slope never makes the tight link slower than the narrow one", "[availbw]") {
+  NoiseModel noise;
+  noise.threshold = 0.004;
+  // Slope 1/90 on a narrow link of 100: C within noise.
+  AvailbwEstimate e =
+      estimate_availbw({{75e6, 1.2}, {100e6, 1.2 + 25.0 / 90}}, noise, 45e6, 52e6, 100e6);
+  CHECK(e.tight_capacity_bps == Approx(100e6));
+  // Slope 1/50: inconsistent, not reported.
+  e = estimate_availbw({{75e6, 1.2}, {100e6, 1.7}}, noise, 45e6, 52e6, 100e6);
+  CHECK(e.tight_capacity_bps == 0);
+}
