@@ -387,6 +387,26 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
   return res;
 }
 
+nlohmann::json plan_packets_json(const Train& t) {
+  PacketBuilder builder;
+  nlohmann::json packets = nlohmann::json::array();
+  for (const Probe& p : t.probes) {
+    std::string flags;
+    if (p.flags & kSyn) flags += "S";
+    if (p.flags & kRst) flags += "R";
+    if (p.flags & kAck) flags += "A";
+    packets.push_back({{"index", p.index},
+                       {"role", role_name(p.role)},
+                       {"flags", flags},
+                       {"seq", p.seq},
+                       {"ip_len", p.ip_len},
+                       {"ttl", p.ttl},
+                       {"offset_s", to_seconds(p.offset)},
+                       {"wire_bytes", builder.build(p).size()}});
+  }
+  return packets;
+}
+
 nlohmann::json plan_capacity(const Config& c) {
   const std::uint32_t dst = checked_target(c);
   nlohmann::json plan;
@@ -408,22 +428,7 @@ nlohmann::json plan_capacity(const Config& c) {
               static_cast<std::uint16_t>(c.port > 0 ? c.port : default_candidate_ports()[0])};
   SeqAllocator seqs(1000);
   const Train t = make_capacity_train(train_params(c, flow, n, L), 0, seqs);
-  PacketBuilder builder;
-  nlohmann::json packets = nlohmann::json::array();
-  for (const Probe& p : t.probes) {
-    std::string flags;
-    if (p.flags & kSyn) flags += "S";
-    if (p.flags & kRst) flags += "R";
-    if (p.flags & kAck) flags += "A";
-    packets.push_back({{"index", p.index},
-                       {"role", role_name(p.role)},
-                       {"flags", flags},
-                       {"seq", p.seq},
-                       {"ip_len", p.ip_len},
-                       {"ttl", p.ttl},
-                       {"offset_s", to_seconds(p.offset)},
-                       {"wire_bytes", builder.build(p).size()}});
-  }
+  const nlohmann::json packets = plan_packets_json(t);
   plan["params"] = params_json(c);
   plan["params"]["packet_size"] = L;
   plan["source"] = format_ipv4(route.source);

@@ -27,4 +27,8 @@ CapacityResult run_capacity_phase(Session& s, const Config& c, const std::atomic
 nlohmann::json plan_capacity(const Config& c);
 std::string plan_text(const nlohmann::json& plan);
 
+// The --dry-run listing of one train's packets (what plan_text prints).
+struct Train;
+nlohmann::json plan_packets_json(const Train& t);
+
 }  // namespace lw

@@ -426,21 +426,7 @@ nlohmann::json plan_hops(const Config& c) {
   p.drain_packets = c.drain_packets;
   RecursiveTrain rt = make_recursive_train(p, 0, seqs);
   space_to_rate(rt.train, c.max_rate_bps);
-  PacketBuilder builder;
-  nlohmann::json packets = nlohmann::json::array();
-  for (const Probe& q : rt.train.probes) {
-    std::string flags;
-    if (q.flags & kSyn) flags += "S";
-    if (q.flags & kRst) flags += "R";
-    packets.push_back({{"index", q.index},
-                       {"role", role_name(q.role)},
-                       {"flags", flags},
-                       {"seq", q.seq},
-                       {"ip_len", q.ip_len},
-                       {"ttl", q.ttl},
-                       {"offset_s", to_seconds(q.offset)},
-                       {"wire_bytes", builder.build(q).size()}});
-  }
+  const nlohmann::json packets = plan_packets_json(rt.train);
   plan["params"] = params_json(c);
   plan["params"]["packet_size"] = L;
   plan["source"] = format_ipv4(route.source);

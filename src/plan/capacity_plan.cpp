@@ -11,13 +11,13 @@ const char kProbeSignature[] =
 
 namespace {
 
-Probe base_probe(const CapacityTrainParams& p, int train_id) {
+Probe base_probe(const FlowId& flow, std::uint8_t ttl, int train_id) {
   Probe q;
-  q.src = p.flow.src;
-  q.dst = p.flow.dst;
-  q.sport = p.flow.sport;
-  q.dport = p.flow.dport;
-  q.ttl = p.ttl;
+  q.src = flow.src;
+  q.dst = flow.dst;
+  q.sport = flow.sport;
+  q.dport = flow.dport;
+  q.ttl = ttl;
   q.train = train_id;
   return q;
 }
@@ -34,7 +34,7 @@ Train make_capacity_train(const CapacityTrainParams& p, int train_id, SeqAllocat
     t.probes.push_back(q);
   };
   auto syn = [&](Role role, Nanos offset) {
-    Probe q = base_probe(p, train_id);
+    Probe q = base_probe(p.flow, p.ttl, train_id);
     q.flags = kSyn;
     q.seq = seqs.next();
     q.ip_len = 40;
@@ -43,7 +43,7 @@ Train make_capacity_train(const CapacityTrainParams& p, int train_id, SeqAllocat
     return q;
   };
   auto rst = [&](Role role, Nanos offset) {
-    Probe q = base_probe(p, train_id);
+    Probe q = base_probe(p.flow, p.ttl, train_id);
     q.flags = kRst;
     q.seq = seqs.next();
     q.ip_len = p.packet_size;
@@ -85,13 +85,7 @@ Train make_pair_train(const PairTrainParams& p, int train_id, SeqAllocator& seqs
   Train t;
   t.id = train_id;
   auto probe = [&](std::uint8_t flags, std::uint16_t len, Role role, Nanos offset) {
-    Probe q;
-    q.src = p.flow.src;
-    q.dst = p.flow.dst;
-    q.sport = p.flow.sport;
-    q.dport = p.flow.dport;
-    q.ttl = p.ttl;
-    q.train = train_id;
+    Probe q = base_probe(p.flow, p.ttl, train_id);
     q.flags = flags;
     q.seq = seqs.next();
     q.ip_len = len;

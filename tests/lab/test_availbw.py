@@ -12,16 +12,9 @@ import time
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "scripts"))
-import lab  # noqa: E402
+from labtest import BIN, LAB_MARKS, ROOT, lab  # noqa: E402,F401
 
-BIN = os.environ.get("LINKWIDTH_BIN", os.path.join(ROOT, "build", "linkwidth"))
-
-pytestmark = [
-    pytest.mark.skipif(os.geteuid() != 0, reason="lab tests need root (network namespaces)"),
-    pytest.mark.skipif(not os.path.exists(BIN), reason=f"{BIN} not built"),
-]
+pytestmark = LAB_MARKS
 
 
 def measure(L, link, *args, timeout=120):
