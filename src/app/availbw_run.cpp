@@ -57,8 +57,8 @@ class PacedRunner {
     double load_bits = 0;
     for (const auto& p : train.probes) load_bits += 8.0 * p.ip_len;
     const double sent_span = std::max(out->send_span_s, to_seconds(span));
-    const double idle = std::max({sent_span * (1.0 / c_.max_load - 1.0), 2.0 * load_bits / capacity_,
-                                  to_seconds(min_idle)});
+    const double idle = std::max(
+        {sent_span * (1.0 / c_.max_load - 1.0), 2.0 * load_bits / capacity_, to_seconds(min_idle)});
     next_start_ = std::max(run.end_mono, run.start_mono + from_seconds(sent_span + idle));
     return true;
   }
@@ -164,9 +164,8 @@ void run_fleet_method(PacedRunner& runner, Session& ss, const Config& c, double 
       if (ok) cal_ratios.push_back(s.ratio);
       calib.trains.push_back(record_of(t, s, cal.packet_size, ok ? "calibration" : "lost"));
       if (c.verbose) {
-        std::fprintf(stderr, "calibration %d: N=%d ratio %.5f ht %.5f pdt %.2f replies %d/%d\n",
-                     i, cal.load_packets, s.ratio, s.ratio_head_tail, s.pdt, s.replies,
-                     s.markers);
+        std::fprintf(stderr, "calibration %d: N=%d ratio %.5f ht %.5f pdt %.2f replies %d/%d\n", i,
+                     cal.load_packets, s.ratio, s.ratio_head_tail, s.pdt, s.replies, s.markers);
       }
     }
     summarize(calib);
@@ -185,10 +184,10 @@ void run_fleet_method(PacedRunner& runner, Session& ss, const Config& c, double 
       break;
     }
     scale *= 2;
-    res.warnings.push_back({"trains_lengthened",
-                            "timing noise on this path was high (threshold " +
-                                std::to_string(noise.threshold) +
-                                "); trains doubled in length and calibrated again"});
+    res.warnings.push_back(
+        {"trains_lengthened", "timing noise on this path was high (threshold " +
+                                  std::to_string(noise.threshold) +
+                                  "); trains doubled in length and calibrated again"});
   }
   res.noise_baseline = noise.baseline;
   res.noise_threshold = noise.threshold;
@@ -325,14 +324,14 @@ void run_fleet_method(PacedRunner& runner, Session& ss, const Config& c, double 
     if (lost > 0) {
       if (++lost_fleets >= kLostFleetsToStop) {
         res.stop_reason = "loss";
-        res.warnings.push_back({"repeated_loss",
-                                "every train of " + std::to_string(kLostFleetsToStop) +
-                                    " fleets in a row lost marker replies, even shortened"});
+        res.warnings.push_back(
+            {"repeated_loss", "every train of " + std::to_string(kLostFleetsToStop) +
+                                  " fleets in a row lost marker replies, even shortened"});
         break;
       }
       scale = std::max(0.25, scale / 2);
-      res.warnings.push_back({"trains_shortened",
-                              "a whole fleet lost marker replies; trains shortened"});
+      res.warnings.push_back(
+          {"trains_shortened", "a whole fleet lost marker replies; trains shortened"});
     } else {
       lost_fleets = 0;
     }
@@ -399,8 +398,7 @@ void run_linkwidth_method(PacedRunner& runner, Session& ss, const Config& c, dou
     }
     res.rates.push_back(rr);
     if (c.verbose) {
-      std::fprintf(stderr, "linkwidth rate %.4g: ratio %.5f %s\n", rate, ratio,
-                   rr.verdict.c_str());
+      std::fprintf(stderr, "linkwidth rate %.4g: ratio %.5f %s\n", rate, ratio, rr.verdict.c_str());
     }
   }
   if (res.stop_reason.empty()) res.stop_reason = search.done() ? "resolution" : "max_fleets";
@@ -465,8 +463,8 @@ MeasureResult run_measure(const Config& c, const std::atomic<bool>& stop) {
     m.capacity.warnings = session->warnings;
   } else {
     // The capacity phase gets at most half the budget; it usually needs ~1 s.
-    m.capacity = run_capacity_phase(*session, c, stop,
-                                    session->t_begin + from_seconds(c.max_time_s / 2));
+    m.capacity =
+        run_capacity_phase(*session, c, stop, session->t_begin + from_seconds(c.max_time_s / 2));
     if (m.capacity.stop_reason == "interrupted") {
       m.availbw.stop_reason = "interrupted";
       finish();
@@ -493,8 +491,8 @@ MeasureResult run_measure(const Config& c, const std::atomic<bool>& stop) {
     Config hc = c;
     hc.max_trains = std::min(c.max_trains, 8);
     hc.min_trains = std::min(c.min_trains, 3);
-    hc.max_time_s = std::min(c.max_time_s, to_seconds(mono_now() - session->t_begin) +
-                                               std::max(1.0, c.max_time_s / 4));
+    hc.max_time_s = std::min(
+        c.max_time_s, to_seconds(mono_now() - session->t_begin) + std::max(1.0, c.max_time_s / 4));
     m.hops = run_hops(*session, hc, stop);
     m.has_hops = true;
     if (m.hops.stop_reason == "interrupted") {

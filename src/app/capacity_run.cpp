@@ -48,13 +48,13 @@ CapacityTrainParams train_params(const Config& c, const FlowId& flow, int n, int
 
 // Everything the trains of one configuration (packet and train size) gave.
 struct Samples {
-  std::vector<double> disp[2];        // kept reply dispersions: 0 = short, 1 = long trains
-  double group_bits[2] = {0, 0};      // bits after the head marker, per length
-  std::vector<double> kept;           // per-train capacity samples (both lengths)
+  std::vector<double> disp[2];    // kept reply dispersions: 0 = short, 1 = long trains
+  double group_bits[2] = {0, 0};  // bits after the head marker, per length
+  std::vector<double> kept;       // per-train capacity samples (both lengths)
   std::vector<double> kept_by_group[2];
-  std::vector<double> uncompressed;   // reply rates of trains the path did not compress
+  std::vector<double> uncompressed;  // reply rates of trains the path did not compress
   std::map<std::string, int> rejected;
-  std::vector<double> left_ratio;     // left dispersion / reply dispersion, kept trains
+  std::vector<double> left_ratio;  // left dispersion / reply dispersion, kept trains
 
   void clear() { *this = Samples{}; }
 };
@@ -106,8 +106,8 @@ void conclude(CapacityResult& res, const Samples& sm, bool two_lengths,
       m << (total ? ", " : "") << v << " " << k;
       total += v;
     }
-    res.warnings.push_back({"trains_rejected", std::to_string(total) + " train(s) rejected (" +
-                                                   m.str() + ")"});
+    res.warnings.push_back(
+        {"trains_rejected", std::to_string(total) + " train(s) rejected (" + m.str() + ")"});
   }
   if (!res.valid && res.stop_reason != "interrupted") {
     res.warnings.push_back({"no_estimate", "no train gave a usable sample"});
@@ -168,8 +168,7 @@ nlohmann::json params_json(const Config& c) {
 
 CapacityResult run_capacity(const Config& c, const std::atomic<bool>& stop) {
   auto session = open_session(c, stop);
-  return run_capacity_phase(*session, c, stop,
-                            session->t_begin + from_seconds(c.max_time_s));
+  return run_capacity_phase(*session, c, stop, session->t_begin + from_seconds(c.max_time_s));
 }
 
 CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomic<bool>& stop,
@@ -243,9 +242,9 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
     }
     // Busy-wait while the replies are due: about the train's time at the
     // bottleneck plus the RTT, bounded.
-    const double expect_s = 8.0 * static_cast<double>(train.total_bytes()) /
-                                (est.valid ? est.capacity_bps : 1e6) +
-                            2 * disc.rtt_s;
+    const double expect_s =
+        8.0 * static_cast<double>(train.total_bytes()) / (est.valid ? est.capacity_bps : 1e6) +
+        2 * disc.rtt_s;
     const Nanos busy = std::min<Nanos>(from_seconds(1.5 * expect_s) + 2 * kMs, 50 * kMs);
     const TrainRun run = prober.run(train, train.markers, reply_wait, false, busy);
     ++res.trains_sent;
@@ -269,9 +268,9 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
     // packets to the path MTU and start over with the sizing train.
     const int path_mtu = reported_path_mtu(run.outcome);
     if (path_mtu > 0 && path_mtu < L) {
-      res.warnings.push_back({"path_mtu", "a router reported a path MTU of " +
-                                              std::to_string(path_mtu) + "; load packets shrunk from " +
-                                              std::to_string(L) + " bytes"});
+      res.warnings.push_back(
+          {"path_mtu", "a router reported a path MTU of " + std::to_string(path_mtu) +
+                           "; load packets shrunk from " + std::to_string(L) + " bytes"});
       L = std::max(path_mtu, 64);
       res.params["packet_size"] = L;
       restart();
@@ -332,8 +331,8 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
     }
     res.trains.push_back(rec);
     if (c.verbose) {
-      std::fprintf(stderr, "train %d: N=%d %s C=%.4g disp=%.6f\n", i, n_train,
-                   rec.verdict.c_str(), s.capacity_bps, s.reply_dispersion_s);
+      std::fprintf(stderr, "train %d: N=%d %s C=%.4g disp=%.6f\n", i, n_train, rec.verdict.c_str(),
+                   s.capacity_bps, s.reply_dispersion_s);
     }
 
     // Idle so the average probing rate stays under max_load of the capacity and
@@ -356,12 +355,11 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
     }
 
     update_estimate();
-    const bool enough = two_lengths ? static_cast<int>(sm.disp[0].size() + sm.disp[1].size()) >=
-                                              c.min_trains &&
-                                          sm.disp[0].size() >= 2 && sm.disp[1].size() >= 2
-                                    : static_cast<int>(sm.kept.size()) >= c.min_trains;
-    if (enough && est.valid &&
-        (est.high_bps - est.low_bps) / 2 <= c.precision * est.capacity_bps) {
+    const bool enough =
+        two_lengths ? static_cast<int>(sm.disp[0].size() + sm.disp[1].size()) >= c.min_trains &&
+                          sm.disp[0].size() >= 2 && sm.disp[1].size() >= 2
+                    : static_cast<int>(sm.kept.size()) >= c.min_trains;
+    if (enough && est.valid && (est.high_bps - est.low_bps) / 2 <= c.precision * est.capacity_bps) {
       res.stop_reason = "precision";
       break;
     }
@@ -371,14 +369,14 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
   res.dispersion_offset_s = offset_s;
   conclude(res, sm, two_lengths, est);
   if (res.lower_bound && res.capacity_bps >= c.max_rate_bps / 1.15) {
-    res.warnings.push_back({"max_rate_limited",
-                            "trains were paced at --max-rate " + format_rate(c.max_rate_bps) +
-                                "; the path may be faster: raise --max-rate to measure it"});
+    res.warnings.push_back(
+        {"max_rate_limited", "trains were paced at --max-rate " + format_rate(c.max_rate_bps) +
+                                 "; the path may be faster: raise --max-rate to measure it"});
   }
   const CaptureStats cs = prober.capture_stats();
   if (cs.dropped > 0) {
-    res.warnings.push_back({"capture_drops", std::to_string(cs.dropped) +
-                                                 " packets dropped by the capture buffer"});
+    res.warnings.push_back(
+        {"capture_drops", std::to_string(cs.dropped) + " packets dropped by the capture buffer"});
   }
   res.probe_packets = prober.packets_sent();
   res.probe_bytes = prober.bytes_sent();
@@ -407,21 +405,28 @@ nlohmann::json plan_packets_json(const Train& t) {
   return packets;
 }
 
-nlohmann::json plan_capacity(const Config& c) {
-  const std::uint32_t dst = checked_target(c);
+nlohmann::json plan_header(const Config& c, std::uint32_t* dst, Route* route,
+                           std::vector<Warning>* warnings) {
+  *dst = checked_target(c);
   nlohmann::json plan;
   plan["type"] = "plan";
   plan["command"] = c.command;
   plan["target"] = c.target;
-  plan["target_addr"] = format_ipv4(dst);
+  plan["target_addr"] = format_ipv4(*dst);
+  try {
+    *route = find_route(*dst, c.interface, c.source);
+  } catch (const Error& e) {
+    warnings->push_back({"no_route", e.what()});
+    route->interface = c.interface;
+  }
+  return plan;
+}
+
+nlohmann::json plan_capacity(const Config& c) {
+  std::uint32_t dst = 0;
   Route route;
   std::vector<Warning> warnings;
-  try {
-    route = find_route(dst, c.interface, c.source);
-  } catch (const Error& e) {
-    warnings.push_back({"no_route", e.what()});
-    route.interface = c.interface;
-  }
+  nlohmann::json plan = plan_header(c, &dst, &route, &warnings);
   const int L = effective_packet_size(c, route, warnings);
   const int n = c.load_packets > 0 ? c.load_packets : kSizingLoadPackets;
   FlowId flow{route.source, dst, static_cast<std::uint16_t>(c.sport),
@@ -435,8 +440,8 @@ nlohmann::json plan_capacity(const Config& c) {
   plan["interface"] = route.interface;
   plan["first_train"] = {{"load_packets", n}, {"bytes", t.total_bytes()}, {"packets", packets}};
   plan["schedule"] = {
-      {"discovery", "SYNs to closed-port candidates, up to " +
-                        std::to_string(c.discovery_tries) + " tries"},
+      {"discovery",
+       "SYNs to closed-port candidates, up to " + std::to_string(c.discovery_tries) + " tries"},
       {"sizing", c.load_packets > 0
                      ? "fixed load packets per train"
                      : "first train sizes the rest: N = ceil(train_dispersion * C / (8 L)), "
@@ -447,8 +452,8 @@ nlohmann::json plan_capacity(const Config& c) {
                   {"max_time_s", c.max_time_s},
                   {"max_bytes", c.max_bytes},
                   {"max_rate_bps", c.max_rate_bps},
-                  {"worst_case_bytes", std::min<std::uint64_t>(
-                                           c.max_bytes, static_cast<std::uint64_t>(c.max_trains) *
+                  {"worst_case_bytes",
+                   std::min<std::uint64_t>(c.max_bytes, static_cast<std::uint64_t>(c.max_trains) *
                                                             (c.max_load_packets + 5) * L)}};
   nlohmann::json w = nlohmann::json::array();
   for (const auto& x : warnings) w.push_back({{"code", x.code}, {"message", x.message}});
@@ -473,9 +478,11 @@ std::string plan_text(const nlohmann::json& plan) {
                   p["offset_s"].get<double>() * 1e6);
     o << buf;
   }
-  for (const auto& [k, v] : plan["schedule"].items()) o << k << ": " << v.get<std::string>() << "\n";
+  for (const auto& [k, v] : plan["schedule"].items())
+    o << k << ": " << v.get<std::string>() << "\n";
   o << "caps: " << plan["caps"].dump() << "\n";
-  for (const auto& w : plan["warnings"]) o << "warning: " << w["message"].get<std::string>() << "\n";
+  for (const auto& w : plan["warnings"])
+    o << "warning: " << w["message"].get<std::string>() << "\n";
   return o.str();
 }
 

@@ -27,6 +27,12 @@ CapacityResult run_capacity_phase(Session& s, const Config& c, const std::atomic
 nlohmann::json plan_capacity(const Config& c);
 std::string plan_text(const nlohmann::json& plan);
 
+// The start of every --dry-run document: the checked target (lw::Error if
+// forbidden) and the route, or a no_route warning when there is none.
+struct Route;
+nlohmann::json plan_header(const Config& c, std::uint32_t* dst, Route* route,
+                           std::vector<Warning>* warnings);
+
 // The --dry-run listing of one train's packets (what plan_text prints).
 struct Train;
 nlohmann::json plan_packets_json(const Train& t);

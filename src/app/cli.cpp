@@ -1,7 +1,7 @@
 #include "app/cli.hpp"
 
-#include <boost/program_options.hpp>
 #include <algorithm>
+#include <boost/program_options.hpp>
 #include <cmath>
 #include <sstream>
 
@@ -51,10 +51,14 @@ double parse_si(const std::string& text, const std::string& what) {
   std::string rest = text.substr(pos);
   if (!rest.empty()) {
     const char c = rest[0];
-    if (c == 'k' || c == 'K') mult = 1e3;
-    else if (c == 'm' || c == 'M') mult = 1e6;
-    else if (c == 'g' || c == 'G') mult = 1e9;
-    else throw UsageError(what + " '" + text + "' has an unknown unit (use K, M or G).");
+    if (c == 'k' || c == 'K')
+      mult = 1e3;
+    else if (c == 'm' || c == 'M')
+      mult = 1e6;
+    else if (c == 'g' || c == 'G')
+      mult = 1e9;
+    else
+      throw UsageError(what + " '" + text + "' has an unknown unit (use K, M or G).");
     rest = rest.substr(1);
     if (!rest.empty() && rest != "b" && rest != "B" && rest != "bit" && rest != "bps") {
       throw UsageError(what + " '" + text + "' has an unknown unit (use K, M or G).");

@@ -44,24 +44,24 @@ struct Config {
   bool measure_hops = true;  // `measure` also locates the bottleneck hop (--no-hops: skip)
 
   // Available bandwidth (availbw, measure).
-  std::string method = "fleet";  // "fleet" (default) or "linkwidth" (the paper's)
-  double capacity_bps = 0;       // --capacity: skip the capacity phase (availbw only)
-  double resolution = 0.03;      // ω: stop when [low, high] is narrower, fraction of C
-  int fleet_trains = 6;          // K trains per tested rate
-  double fleet_fraction = 0.66;  // η: share of agreeing trains that decides a fleet
-  double train_time_s = 0.005;   // shortest paced train (noise is absolute)
-  int min_train_packets = 10;    // and at least this many load packets
-  int avail_markers = 6;         // SYN markers per paced train (2..16)
-  int calibration_trains = 8;    // low-rate trains that measure the timing noise
-  double calibration_rate = 0.1; // their rate, fraction of C
+  std::string method = "fleet";   // "fleet" (default) or "linkwidth" (the paper's)
+  double capacity_bps = 0;        // --capacity: skip the capacity phase (availbw only)
+  double resolution = 0.03;       // ω: stop when [low, high] is narrower, fraction of C
+  int fleet_trains = 6;           // K trains per tested rate
+  double fleet_fraction = 0.66;   // η: share of agreeing trains that decides a fleet
+  double train_time_s = 0.005;    // shortest paced train (noise is absolute)
+  int min_train_packets = 10;     // and at least this many load packets
+  int avail_markers = 6;          // SYN markers per paced train (2..16)
+  int calibration_trains = 8;     // low-rate trains that measure the timing noise
+  double calibration_rate = 0.1;  // their rate, fraction of C
   int max_fleets = 30;
   // --method linkwidth (LinkWidth §3.4-3.5, parameters as in the paper's list).
-  double epsilon = 0.1;          // ε: "within" when 1-ε <= R_m/R_o <= 1
-  double theta = 0.01;           // θ as a fraction of C (--theta takes bit/s)
-  double theta_bps = 0;          // θ in bit/s if given
-  int pairs = 10;                // packet pairs per train (npackets = 2·pairs)
-  double pair_gap_s = 100e-6;    // Δr_t, the fixed inter-pair gap
-  double train_delay_s = 0;      // inter-train delay; never below the 10% load rule
+  double epsilon = 0.1;        // ε: "within" when 1-ε <= R_m/R_o <= 1
+  double theta = 0.01;         // θ as a fraction of C (--theta takes bit/s)
+  double theta_bps = 0;        // θ in bit/s if given
+  int pairs = 10;              // packet pairs per train (npackets = 2·pairs)
+  double pair_gap_s = 100e-6;  // Δr_t, the fixed inter-pair gap
+  double train_delay_s = 0;    // inter-train delay; never below the 10% load rule
 
   // Closed-port discovery.
   int discovery_tries = 3;
@@ -70,9 +70,9 @@ struct Config {
   // hops: which hop is the bottleneck (recursive trains).
   std::string hop_markers = "auto";  // auto | ttl | addr
   int max_hops = 30;
-  double icmp_rate = 1.0;   // ICMP errors per second a router sends us (Linux icmp_ratelimit)
-  double icmp_burst = 6;    // and how many it saves up
-  double min_step = 0.15;   // relative dispersion step that makes a choke point
+  double icmp_rate = 1.0;  // ICMP errors per second a router sends us (Linux icmp_ratelimit)
+  double icmp_burst = 6;   // and how many it saves up
+  double min_step = 0.15;  // relative dispersion step that makes a choke point
 };
 
 }  // namespace lw

@@ -32,8 +32,8 @@ std::string icmp_unreach_text(int code) {
 }  // namespace
 
 DiscoveryResult discover_closed_port(Prober& prober, const FlowId& flow,
-                                     const std::vector<int>& candidates, int tries,
-                                     Nanos timeout, SeqAllocator& seqs) {
+                                     const std::vector<int>& candidates, int tries, Nanos timeout,
+                                     SeqAllocator& seqs) {
   DiscoveryResult res;
   std::vector<int> ports = candidates;
   std::string icmp_reason;
@@ -114,15 +114,16 @@ DiscoveryResult discover_closed_port(Prober& prober, const FlowId& flow,
                     ": every candidate port is open (SYN/ACK); name a closed one with --port",
                 "no_closed_port");
   }
-  throw Error("discovery",
-              "target " + target + " is filtered: no reply to SYNs on port(s) " +
-                  [&] {
-                    std::string s;
-                    for (int p : ports) s += (s.empty() ? "" : ",") + std::to_string(p);
-                    return s;
-                  }() +
-                  " after " + std::to_string(tries) + " tries",
-              "target_filtered");
+  throw Error(
+      "discovery",
+      "target " + target + " is filtered: no reply to SYNs on port(s) " +
+          [&] {
+            std::string s;
+            for (int p : ports) s += (s.empty() ? "" : ",") + std::to_string(p);
+            return s;
+          }() +
+          " after " + std::to_string(tries) + " tries",
+      "target_filtered");
 }
 
 }  // namespace lw

@@ -396,20 +396,12 @@ HopsResult run_hops(Session& s, const Config& c, const std::atomic<bool>& stop) 
 }
 
 nlohmann::json plan_hops(const Config& c) {
-  const std::uint32_t dst = checked_target(c);
-  nlohmann::json plan;
-  plan["type"] = "plan";
-  plan["command"] = c.command;
-  plan["target"] = c.target;
-  plan["target_addr"] = format_ipv4(dst);
+  std::uint32_t dst = 0;
   Route route;
+  std::vector<Warning> warnings;
+  nlohmann::json plan = plan_header(c, &dst, &route, &warnings);
   nlohmann::json w = nlohmann::json::array();
-  try {
-    route = find_route(dst, c.interface, c.source);
-  } catch (const Error& e) {
-    w.push_back({{"code", "no_route"}, {"message", e.what()}});
-    route.interface = c.interface;
-  }
+  for (const auto& x : warnings) w.push_back({{"code", x.code}, {"message", x.message}});
   const int L = std::min(c.packet_size, route.mtu);
   const int n = c.load_packets > 0 ? c.load_packets : kSizingLoadPackets;
   const FlowId flow{route.source, dst, static_cast<std::uint16_t>(c.sport),

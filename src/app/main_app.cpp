@@ -30,8 +30,8 @@ void require_creatable(const std::string& path) {
   if (path.empty()) return;
   std::FILE* f = std::fopen(path.c_str(), "ab");
   if (!f) {
-    throw Error("usage", "--save-pcap " + path + ": cannot create the file: " +
-                             std::strerror(errno) + ".",
+    throw Error("usage",
+                "--save-pcap " + path + ": cannot create the file: " + std::strerror(errno) + ".",
                 "unwritable_file", ExitCode::kUsage);
   }
   std::fclose(f);
@@ -48,13 +48,17 @@ int fail(const Config& c, const std::string& type, const ErrorInfo& err, ExitCod
 int run_hops_main(const Config& c) {
   if (c.dry_run) {
     const auto plan = plan_hops(c);
-    if (c.json) std::cout << plan.dump(2) << std::endl;
-    else std::cout << plan_text(plan);
+    if (c.json)
+      std::cout << plan.dump(2) << std::endl;
+    else
+      std::cout << plan_text(plan);
     return 0;
   }
   const HopsResult r = run_hops(c, install_stop_handlers());
-  if (c.json) std::cout << to_json(r).dump(2) << std::endl;
-  else std::cout << to_text(r);
+  if (c.json)
+    std::cout << to_json(r).dump(2) << std::endl;
+  else
+    std::cout << to_text(r);
   if (r.stop_reason == "interrupted") return 128 + stop_signal();
   if (r.bottleneck_hop == 0) return static_cast<int>(ExitCode::kRuntime);
   return 0;
@@ -90,16 +94,20 @@ int run_main(const std::vector<std::string>& args) {
     if (c.command == "hops") return run_hops_main(c);
     if (c.dry_run) {
       const auto plan = plan_capacity(c);
-      if (c.json) std::cout << dump(plan) << std::endl;
-      else std::cout << plan_text(plan);
+      if (c.json)
+        std::cout << dump(plan) << std::endl;
+      else
+        std::cout << plan_text(plan);
       return 0;
     }
     require_creatable(c.save_pcap);
     const auto& stop = install_stop_handlers();
     if (c.command != "capacity") {
       const MeasureResult m = run_measure(c, stop);
-      if (c.json) std::cout << dump(to_json(m)) << std::endl;
-      else std::cout << to_text(m);
+      if (c.json)
+        std::cout << dump(to_json(m)) << std::endl;
+      else
+        std::cout << to_text(m);
       if (m.availbw.stop_reason == "interrupted" || m.capacity.stop_reason == "interrupted") {
         return 128 + stop_signal();
       }
@@ -107,8 +115,10 @@ int run_main(const std::vector<std::string>& args) {
       return 0;
     }
     const CapacityResult r = run_capacity(c, stop);
-    if (c.json) std::cout << dump(to_json(r)) << std::endl;
-    else std::cout << to_text(r);
+    if (c.json)
+      std::cout << dump(to_json(r)) << std::endl;
+    else
+      std::cout << to_text(r);
     if (r.stop_reason == "interrupted") return 128 + stop_signal();
     if (!r.valid) return static_cast<int>(ExitCode::kRuntime);
     return 0;

@@ -149,8 +149,7 @@ Route find_route(std::uint32_t dst, const std::string& iface, const std::string&
     if (connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
       const int e = errno;
       close(fd);
-      throw Error("route", "no route to " + format_ipv4(dst) + ": " + std::strerror(e),
-                  "no_route");
+      throw Error("route", "no route to " + format_ipv4(dst) + ": " + std::strerror(e), "no_route");
     }
     sockaddr_in me{};
     socklen_t len = sizeof me;
@@ -159,8 +158,8 @@ Route find_route(std::uint32_t dst, const std::string& iface, const std::string&
     if (r.source == 0) r.source = ntohl(me.sin_addr.s_addr);
     if (r.interface.empty() &&
         !lookup_interfaces(ntohl(me.sin_addr.s_addr), "", &r.interface, nullptr)) {
-      throw Error("route", "cannot find the interface of source " +
-                               format_ipv4(ntohl(me.sin_addr.s_addr)),
+      throw Error("route",
+                  "cannot find the interface of source " + format_ipv4(ntohl(me.sin_addr.s_addr)),
                   "no_interface");
     }
   }
@@ -178,8 +177,9 @@ PortReservation::PortReservation(std::uint32_t source, int port) {
   if (bind(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
     const int e = errno;
     close(fd_);
-    throw Error("net", "cannot reserve source port " + std::to_string(port) + ": " +
-                           std::strerror(e), "port_in_use");
+    throw Error("net",
+                "cannot reserve source port " + std::to_string(port) + ": " + std::strerror(e),
+                "port_in_use");
   }
   socklen_t len = sizeof sa;
   getsockname(fd_, reinterpret_cast<sockaddr*>(&sa), &len);

@@ -30,7 +30,8 @@ Prober::PrivilegeGate::PrivilegeGate(std::uint32_t target) {
 std::string capture_filter(std::uint32_t self, std::uint32_t target, std::uint16_t sport,
                            bool any_peer) {
   const std::string s = format_ipv4(self), t = format_ipv4(target), p = std::to_string(sport);
-  if (any_peer) return "(tcp and host " + s + " and port " + p + ") or (icmp and dst host " + s + ")";
+  if (any_peer)
+    return "(tcp and host " + s + " and port " + p + ") or (icmp and dst host " + s + ")";
   // Our probes and the target's replies in one 5-tuple family, plus ICMP errors
   // addressed to us (they quote the probe that caused them).
   return "(tcp and host " + t + " and host " + s + " and port " + p + ") or (icmp and dst host " +
@@ -69,9 +70,10 @@ TrainRun Prober::run(const Train& train, const std::vector<int>& wait_for, Nanos
   }
   if (bytes_ + total > max_bytes_) {
     // The session stops before this; reaching it is a bug we must not act on.
-    throw Error("send", "train " + std::to_string(train.id) + " would pass --max-bytes (" +
-                            std::to_string(bytes_ + total) + " > " + std::to_string(max_bytes_) +
-                            " bytes); nothing sent",
+    throw Error("send",
+                "train " + std::to_string(train.id) + " would pass --max-bytes (" +
+                    std::to_string(bytes_ + total) + " > " + std::to_string(max_bytes_) +
+                    " bytes); nothing sent",
                 "max_bytes_exceeded");
   }
 

@@ -20,8 +20,8 @@
 #include "capture/live_capture.hpp"
 #include "match/match.hpp"
 #include "plan/probe.hpp"
-#include "send/packet_builder.hpp"
 #include "send/pacer.hpp"
+#include "send/packet_builder.hpp"
 #include "send/raw_socket.hpp"
 
 namespace lw {

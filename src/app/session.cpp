@@ -20,9 +20,9 @@ std::uint32_t checked_target(const Config& c) {
 
 int effective_packet_size(const Config& c, const Route& r, std::vector<Warning>& w) {
   if (c.packet_size <= r.mtu) return c.packet_size;
-  w.push_back({"packet_size_clamped", "packet size lowered from " +
-                                          std::to_string(c.packet_size) + " to the MTU of " +
-                                          r.interface + " (" + std::to_string(r.mtu) + ")"});
+  w.push_back({"packet_size_clamped", "packet size lowered from " + std::to_string(c.packet_size) +
+                                          " to the MTU of " + r.interface + " (" +
+                                          std::to_string(r.mtu) + ")"});
   return r.mtu;
 }
 
@@ -34,8 +34,7 @@ std::unique_ptr<Session> open_session(const Config& c, const std::atomic<bool>& 
   s->route = find_route(s->dst, c.interface, c.source);
   s->packet_size = effective_packet_size(c, s->route, s->warnings);
   s->reserved = std::make_unique<PortReservation>(s->route.source, c.sport);
-  s->prober =
-      std::make_unique<Prober>(s->route, s->dst, s->reserved->port(), stop, c, any_peer);
+  s->prober = std::make_unique<Prober>(s->route, s->dst, s->reserved->port(), stop, c, any_peer);
   std::random_device rd;
   s->seqs = SeqAllocator(static_cast<std::uint32_t>(rd()));
   s->flow = FlowId{s->route.source, s->dst, s->reserved->port(), 0};

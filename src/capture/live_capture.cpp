@@ -57,14 +57,13 @@ LiveCapture::LiveCapture(const std::string& ifname, const std::string& filter, i
   const int rc = pcap_activate(p);
   if (rc == PCAP_ERROR_PERM_DENIED) check(p, rc, "pcap_activate", ifname);
   if (rc < 0) {
-    std::string msg = std::string("pcap_activate(") + ifname + "): " + pcap_statustostr(rc) +
-                      " " + pcap_geterr(p);
+    std::string msg = std::string("pcap_activate(") + ifname + "): " + pcap_statustostr(rc) + " " +
+                      pcap_geterr(p);
     pcap_close(p);
     throw Error("capture", msg);
   }
   bpf_program prog{};
-  check(p, pcap_compile(p, &prog, filter.c_str(), 1, PCAP_NETMASK_UNKNOWN), "pcap_compile",
-        ifname);
+  check(p, pcap_compile(p, &prog, filter.c_str(), 1, PCAP_NETMASK_UNKNOWN), "pcap_compile", ifname);
   const int frc = pcap_setfilter(p, &prog);
   pcap_freecode(&prog);
   check(p, frc, "pcap_setfilter", ifname);

@@ -15,7 +15,7 @@ namespace lw {
 
 struct CaptureStats {
   unsigned received = 0;
-  unsigned dropped = 0;      // by the kernel (buffer full)
+  unsigned dropped = 0;  // by the kernel (buffer full)
   unsigned if_dropped = 0;
   unsigned undecodable = 0;  // frames matching the filter that did not decode
 };

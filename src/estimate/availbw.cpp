@@ -8,7 +8,6 @@
 
 namespace lw {
 
-
 PacedSample evaluate_paced_train(const TrainTiming& t) {
   PacedSample s;
   const std::size_t n = t.bits.size();
@@ -59,8 +58,8 @@ PacedSample evaluate_paced_train(const TrainTiming& t) {
   const Nanos rspan = t.reply[b] - t.reply[a];
   s.received_bps = rspan > 0 ? bits_ab / to_seconds(rspan) : 0;
   // PDT over the same markers as the ratio (from `a` on).
-  const std::size_t first = static_cast<std::size_t>(
-      std::find(idx.begin(), idx.end(), a) - idx.begin());
+  const std::size_t first =
+      static_cast<std::size_t>(std::find(idx.begin(), idx.end(), a) - idx.begin());
   if (idx.size() - first >= 3) {
     double total = 0;
     for (std::size_t k = first + 1; k < idx.size(); ++k) {

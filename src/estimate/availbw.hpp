@@ -19,9 +19,9 @@ struct TrainTiming;
 // ---- One paced train ------------------------------------------------------
 
 struct PacedSample {
-  bool usable = false;    // every packet sent and at least two marker replies
-  bool lost = false;      // a marker reply is missing
-  bool reordered = false; // marker replies out of send order
+  bool usable = false;     // every packet sent and at least two marker replies
+  bool lost = false;       // a marker reply is missing
+  bool reordered = false;  // marker replies out of send order
   int markers = 0;
   int replies = 0;
   double offered_bps = 0;   // bits after the head / head-to-tail send span
@@ -58,7 +58,7 @@ class LinkWidthSearch {
   double next_rate() const { return (min_ + max_) / 2; }    // O_mid
   // Steps 4-6 for the train sent at next_rate(): ratio = R_m / R_o.
   void observe(double ratio);
-  double estimate() const { return (min_ + max_) / 2; }     // step 2's report
+  double estimate() const { return (min_ + max_) / 2; }  // step 2's report
   double low() const { return min_; }
   double high() const { return max_; }
 

@@ -152,8 +152,8 @@ void space_to_rate(Train& t, double rate_bps, double burst_bytes) {
   for (std::size_t i = 0; i < t.probes.size(); ++i) {
     Nanos at = t.probes[i].offset + shift;
     if (i > 0) {
-      tokens = std::min(burst_bytes,
-                        tokens + static_cast<double>(std::max<Nanos>(0, at - prev)) * rate_bps / 8e9);
+      tokens = std::min(burst_bytes, tokens + static_cast<double>(std::max<Nanos>(0, at - prev)) *
+                                                  rate_bps / 8e9);
     }
     const double need = t.probes[i].ip_len;
     if (tokens < need) {

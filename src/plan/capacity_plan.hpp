@@ -18,12 +18,12 @@ struct FlowId {
 
 struct CapacityTrainParams {
   FlowId flow;
-  int load_packets = 32;        // N
+  int load_packets = 32;             // N
   std::uint16_t packet_size = 1500;  // L, IP bytes of each load packet
-  int drain_packets = 2;        // MTU RSTs sent right before the head marker
-  bool warmup = true;           // a SYN sent ahead of the train
-  Nanos warmup_lead = 50 * kUs; // how long before the drain/head the warm-up SYN goes
-  int markers = 2;              // head + tail; >2 puts extra markers evenly in the load
+  int drain_packets = 2;             // MTU RSTs sent right before the head marker
+  bool warmup = true;                // a SYN sent ahead of the train
+  Nanos warmup_lead = 50 * kUs;      // how long before the drain/head the warm-up SYN goes
+  int markers = 2;                   // head + tail; >2 puts extra markers evenly in the load
   std::uint8_t ttl = 64;
   // Spacing between consecutive packets from the head marker on: 0 sends the
   // train back to back (capacity); a gap g offers the rate L·8/g (the paced

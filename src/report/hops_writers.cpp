@@ -38,28 +38,18 @@ nlohmann::json hops_json(const HopsResult& r) {
 }
 
 nlohmann::json to_json(const HopsResult& r) {
-  nlohmann::json j = {{"type", "hops"},
-                      {"version", kSchemaVersion},
-                      {"tool_version", LINKWIDTH_VERSION},
-                      {"target", r.target},
-                      {"target_addr", r.target_addr},
-                      {"port", r.port},
-                      {"source", r.source},
-                      {"source_port", r.source_port},
-                      {"interface", r.interface},
-                      {"rtt_s", r.rtt_s},
-                      {"params", r.params},
-                      {"hop_markers", r.hop_markers},
-                      {"target_reached", r.target_reached},
-                      {"no_choke_fraction", r.no_choke_fraction},
-                      {"layer", "ip"},
-                      {"load_packets", r.load_packets},
-                      {"trains_sent", r.trains_sent},
-                      {"trains_voting", r.trains_voting},
-                      {"stop_reason", r.stop_reason},
-                      {"elapsed_s", r.elapsed_s},
-                      {"probe_packets", r.probe_packets},
-                      {"probe_bytes", r.probe_bytes}};
+  nlohmann::json j = document_head("hops", r);
+  j.update({{"hop_markers", r.hop_markers},
+            {"target_reached", r.target_reached},
+            {"no_choke_fraction", r.no_choke_fraction},
+            {"layer", "ip"},
+            {"load_packets", r.load_packets},
+            {"trains_sent", r.trains_sent},
+            {"trains_voting", r.trains_voting},
+            {"stop_reason", r.stop_reason},
+            {"elapsed_s", r.elapsed_s},
+            {"probe_packets", r.probe_packets},
+            {"probe_bytes", r.probe_bytes}});
   j.update(hops_json(r));
   nlohmann::json w = nlohmann::json::array();
   for (const auto& x : r.warnings) w.push_back({{"code", x.code}, {"message", x.message}});

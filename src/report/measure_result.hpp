@@ -10,11 +10,11 @@
 namespace lw {
 
 struct MeasureResult {
-  std::string command;          // "availbw" or "measure"
+  std::string command;  // "availbw" or "measure"
   CapacityResult capacity;
   bool capacity_given = false;  // --capacity: no capacity phase ran
   AvailbwResult availbw;
-  bool has_hops = false;        // `measure` ran the hops phase
+  bool has_hops = false;  // `measure` ran the hops phase
   HopsResult hops;
   // The whole run (discovery and every phase).
   double elapsed_s = 0;

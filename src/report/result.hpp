@@ -89,7 +89,7 @@ struct AvailbwResult {
   double availbw_bps = 0;
   double low_bps = 0;
   double high_bps = 0;
-  double search_capacity_bps = 0;  // upper end of the search (narrow-link capacity)
+  double search_capacity_bps = 0;      // upper end of the search (narrow-link capacity)
   double tight_link_capacity_bps = 0;  // from the response curve; 0 = not estimated
   int response_points = 0;
   double resolution_bps = 0;

@@ -9,10 +9,14 @@ namespace lw {
 
 std::string format_rate(double bps) {
   char buf[64];
-  if (bps >= 1e9) std::snprintf(buf, sizeof buf, "%.3f Gbit/s", bps / 1e9);
-  else if (bps >= 1e6) std::snprintf(buf, sizeof buf, "%.2f Mbit/s", bps / 1e6);
-  else if (bps >= 1e3) std::snprintf(buf, sizeof buf, "%.1f kbit/s", bps / 1e3);
-  else std::snprintf(buf, sizeof buf, "%.0f bit/s", bps);
+  if (bps >= 1e9)
+    std::snprintf(buf, sizeof buf, "%.3f Gbit/s", bps / 1e9);
+  else if (bps >= 1e6)
+    std::snprintf(buf, sizeof buf, "%.2f Mbit/s", bps / 1e6);
+  else if (bps >= 1e3)
+    std::snprintf(buf, sizeof buf, "%.1f kbit/s", bps / 1e3);
+  else
+    std::snprintf(buf, sizeof buf, "%.0f bit/s", bps);
   return buf;
 }
 
@@ -41,33 +45,24 @@ nlohmann::json to_json(const CapacityResult& r) {
                       {"max_send_lag_s", t.max_send_lag_s},
                       {"left_dispersion_s", t.left_dispersion_s}});
   }
-  return {{"type", "capacity"},
-          {"version", kSchemaVersion},
-          {"tool_version", LINKWIDTH_VERSION},
-          {"target", r.target},
-          {"target_addr", r.target_addr},
-          {"port", r.port},
-          {"source", r.source},
-          {"source_port", r.source_port},
-          {"interface", r.interface},
-          {"rtt_s", r.rtt_s},
-          {"params", r.params},
-          {"capacity_bps", nullable(r.valid, r.capacity_bps)},
-          {"capacity_low_bps", nullable(r.valid, r.low_bps)},
-          {"capacity_high_bps", nullable(r.valid && !r.lower_bound, r.high_bps)},
-          {"capacity_is_lower_bound", r.lower_bound},
-          {"kde_bandwidth_bps", nullable(r.valid, r.kde_bandwidth_bps)},
-          {"per_train_capacity_bps", r.per_train_capacity_bps},
-          {"dispersion_offset_s", r.dispersion_offset_s},
-          {"layer", "ip"},
-          {"trains_sent", r.trains_sent},
-          {"trains_used", r.trains_used},
-          {"stop_reason", r.stop_reason},
-          {"elapsed_s", r.elapsed_s},
-          {"probe_packets", r.probe_packets},
-          {"probe_bytes", r.probe_bytes},
-          {"warnings", warnings_json(r.warnings)},
-          {"trains", trains}};
+  nlohmann::json j = document_head("capacity", r);
+  j.update({{"capacity_bps", nullable(r.valid, r.capacity_bps)},
+            {"capacity_low_bps", nullable(r.valid, r.low_bps)},
+            {"capacity_high_bps", nullable(r.valid && !r.lower_bound, r.high_bps)},
+            {"capacity_is_lower_bound", r.lower_bound},
+            {"kde_bandwidth_bps", nullable(r.valid, r.kde_bandwidth_bps)},
+            {"per_train_capacity_bps", r.per_train_capacity_bps},
+            {"dispersion_offset_s", r.dispersion_offset_s},
+            {"layer", "ip"},
+            {"trains_sent", r.trains_sent},
+            {"trains_used", r.trains_used},
+            {"stop_reason", r.stop_reason},
+            {"elapsed_s", r.elapsed_s},
+            {"probe_packets", r.probe_packets},
+            {"probe_bytes", r.probe_bytes},
+            {"warnings", warnings_json(r.warnings)},
+            {"trains", trains}});
+  return j;
 }
 
 nlohmann::json to_json(const MeasureResult& m) {
@@ -155,8 +150,8 @@ std::string to_text(const MeasureResult& m) {
   }
   if (a.valid) {
     o << "  avail-bw   " << format_rate(a.availbw_bps) << "  (range " << format_rate(a.low_bps)
-      << " .. " << format_rate(a.high_bps) << "; method " << a.method << ", stopped: "
-      << a.stop_reason << ")\n";
+      << " .. " << format_rate(a.high_bps) << "; method " << a.method
+      << ", stopped: " << a.stop_reason << ")\n";
   } else {
     o << "  avail-bw   no estimate (" << a.stop_reason << ")\n";
   }
@@ -189,16 +184,16 @@ std::string to_text(const MeasureResult& m) {
   const std::uint64_t bytes = m.probe_bytes;
   const double avg = total_s > 0 ? 8.0 * static_cast<double>(bytes) / total_s : 0;
   std::snprintf(buf, sizeof buf, "  probing    %llu packets, %.2f MB in %.2f s (average %s)\n",
-                static_cast<unsigned long long>(m.probe_packets),
-                static_cast<double>(bytes) / 1e6, total_s, format_rate(avg).c_str());
+                static_cast<unsigned long long>(m.probe_packets), static_cast<double>(bytes) / 1e6,
+                total_s, format_rate(avg).c_str());
   o << buf;
   for (const auto& w : r.warnings) o << "  warning    " << w.code << ": " << w.message << "\n";
   for (const auto& w : a.warnings) o << "  warning    " << w.code << ": " << w.message << "\n";
   return o.str();
 }
 
-nlohmann::json error_json(const std::string& type, const std::string& target,
-                          const ErrorInfo& err, const nlohmann::json& partial) {
+nlohmann::json error_json(const std::string& type, const std::string& target, const ErrorInfo& err,
+                          const nlohmann::json& partial) {
   nlohmann::json j = partial.is_object() ? partial : nlohmann::json::object();
   j["type"] = type;
   j["version"] = kSchemaVersion;
@@ -226,11 +221,10 @@ std::string to_text(const CapacityResult& r) {
                 r.trains_used, r.stop_reason.c_str());
   o << buf;
   const double avg = r.elapsed_s > 0 ? 8.0 * static_cast<double>(r.probe_bytes) / r.elapsed_s : 0;
-  std::snprintf(buf, sizeof buf,
-                "  probing    %llu packets, %.2f MB in %.2f s (average %s); rtt %.3f ms\n",
-                static_cast<unsigned long long>(r.probe_packets),
-                static_cast<double>(r.probe_bytes) / 1e6, r.elapsed_s, format_rate(avg).c_str(),
-                r.rtt_s * 1e3);
+  std::snprintf(
+      buf, sizeof buf, "  probing    %llu packets, %.2f MB in %.2f s (average %s); rtt %.3f ms\n",
+      static_cast<unsigned long long>(r.probe_packets), static_cast<double>(r.probe_bytes) / 1e6,
+      r.elapsed_s, format_rate(avg).c_str(), r.rtt_s * 1e3);
   o << buf;
   for (const auto& w : r.warnings) o << "  warning    " << w.code << ": " << w.message << "\n";
   return o.str();

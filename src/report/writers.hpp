@@ -8,10 +8,27 @@
 
 namespace lw {
 
+// The fields every result document starts with: its type, the schema and tool
+// versions, and the endpoints (any result with target .. rtt_s fields).
+template <class R>
+nlohmann::json document_head(const char* type, const R& r) {
+  return {{"type", type},
+          {"version", kSchemaVersion},
+          {"tool_version", LINKWIDTH_VERSION},
+          {"target", r.target},
+          {"target_addr", r.target_addr},
+          {"port", r.port},
+          {"source", r.source},
+          {"source_port", r.source_port},
+          {"interface", r.interface},
+          {"rtt_s", r.rtt_s},
+          {"params", r.params}};
+}
+
 nlohmann::json to_json(const CapacityResult& r);
 // A complete error document; `partial` (may be null) is merged in.
-nlohmann::json error_json(const std::string& type, const std::string& target,
-                          const ErrorInfo& err, const nlohmann::json& partial);
+nlohmann::json error_json(const std::string& type, const std::string& target, const ErrorInfo& err,
+                          const nlohmann::json& partial);
 std::string to_text(const CapacityResult& r);
 
 // `availbw` / `measure`: the capacity document with the avail-bw fields at

@@ -44,8 +44,8 @@ class Pacer {
  private:
   RawSocket& sock_;
   PacerOptions opt_;
-  double tokens_ = 0;    // bytes in the --max-rate bucket at last_
-  Nanos last_ = -1;      // CLOCK_MONOTONIC of the last send, -1 = none yet (bucket full)
+  double tokens_ = 0;  // bytes in the --max-rate bucket at last_
+  Nanos last_ = -1;    // CLOCK_MONOTONIC of the last send, -1 = none yet (bucket full)
 };
 
 }  // namespace lw

@@ -1,7 +1,7 @@
 // The avail-bw search state machines driven by a fake link model: a function
 // from offered rate to R_m/R_o, with noise (fluid TOPP model, LinkWidth §3.1).
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <functional>
 #include <random>
@@ -124,8 +124,7 @@ TEST_CASE("train and fleet verdicts", "[availbw]") {
   CHECK(classify_train(0.990, true, m) == TrainVerdict::kAbove);  // loss counts as above
   using V = TrainVerdict;
   CHECK(decide_fleet({V::kAbove, V::kAbove, V::kAbove, V::kBelow}, 0.7) == FleetVerdict::kAbove);
-  CHECK(decide_fleet({V::kBelow, V::kBelow, V::kBelow, V::kUnclear}, 0.7) ==
-        FleetVerdict::kBelow);
+  CHECK(decide_fleet({V::kBelow, V::kBelow, V::kBelow, V::kUnclear}, 0.7) == FleetVerdict::kBelow);
   CHECK(decide_fleet({V::kBelow, V::kAbove, V::kBelow, V::kAbove}, 0.7) == FleetVerdict::kGrey);
   CHECK(decide_fleet({}, 0.7) == FleetVerdict::kGrey);
 }
@@ -315,7 +314,8 @@ TEST_CASE("paced train: a delayed head biases only the paper's ratio", "[availbw
   CHECK(s.ratio_head_tail < 0.97);
 }
 
-TEST_CASE("paced train: loss, reordering, unsent packets, captured send times", "[availbw][paced]") {
+TEST_CASE("paced train: loss, reordering, unsent packets, captured send times",
+          "[availbw][paced]") {
   TrainTiming t = fluid_train(100e6, 0, 40, 1500, gap_ns(50e6), 8);
   TrainTiming lost = t;
   lost.reply.back() = 0;
@@ -326,8 +326,10 @@ TEST_CASE("paced train: loss, reordering, unsent packets, captured send times", 
   std::size_t m1 = 0, m2 = 0;
   for (std::size_t i = 1; i < reo.marker.size(); ++i) {
     if (!reo.marker[i]) continue;
-    if (m1 == 0) m1 = i;
-    else if (m2 == 0) m2 = i;
+    if (m1 == 0)
+      m1 = i;
+    else if (m2 == 0)
+      m2 = i;
   }
   std::swap(reo.reply[m1], reo.reply[m2]);
   CHECK(evaluate_paced_train(reo).reordered);

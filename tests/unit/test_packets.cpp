@@ -26,7 +26,8 @@ Probe make(std::uint8_t flags, std::uint16_t len) {
 }
 
 std::uint16_t checksum(const std::uint8_t* d, std::size_t n, std::uint32_t sum = 0) {
-  for (std::size_t i = 0; i + 1 < n; i += 2) sum += static_cast<std::uint32_t>((d[i] << 8) | d[i + 1]);
+  for (std::size_t i = 0; i + 1 < n; i += 2)
+    sum += static_cast<std::uint32_t>((d[i] << 8) | d[i + 1]);
   if (n & 1) sum += static_cast<std::uint32_t>(d[n - 1] << 8);
   while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
   return static_cast<std::uint16_t>(~sum);
@@ -106,11 +107,12 @@ TEST_CASE("decoder reads a real RST/ACK frame and an ICMP time-exceeded quote", 
   // Ethernet + IPv4 + TCP RST/ACK as Linux sends it for a SYN to a closed port
   // (198.18.2.2:47391 -> 198.18.1.1:40000, ack = 0x89abcdf0).
   const std::vector<std::uint8_t> rst_ack = {
-      0x02, 0, 0, 0, 0, 1, 0x02, 0, 0, 0, 0, 2, 0x08, 0x00,              // ethernet
-      0x45, 0x00, 0x00, 0x28, 0x00, 0x00, 0x40, 0x00, 0x40, 0x06, 0, 0,  // ip
-      0xc6, 0x12, 0x02, 0x02, 0xc6, 0x12, 0x01, 0x01,                    //
-      0xb9, 0x1f, 0x9c, 0x40, 0, 0, 0, 0, 0x89, 0xab, 0xcd, 0xf0,        // tcp
-      0x50, 0x14, 0, 0, 0, 0, 0, 0};
+      0x02, 0,    0,    0,    0,    1,    0x02, 0,    0,    0,    0,    2,
+      0x08, 0x00,                                                              // ethernet
+      0x45, 0x00, 0x00, 0x28, 0x00, 0x00, 0x40, 0x00, 0x40, 0x06, 0,    0,     // ip
+      0xc6, 0x12, 0x02, 0x02, 0xc6, 0x12, 0x01, 0x01,                          //
+      0xb9, 0x1f, 0x9c, 0x40, 0,    0,    0,    0,    0x89, 0xab, 0xcd, 0xf0,  // tcp
+      0x50, 0x14, 0,    0,    0,    0,    0,    0};
   Decoded d;
   REQUIRE(decode_frame(1, rst_ack.data(), rst_ack.size(), d) == DecodeStatus::kOk);
   CHECK(d.src == 0xC6120202);
@@ -125,8 +127,8 @@ TEST_CASE("decoder reads a real RST/ACK frame and an ICMP time-exceeded quote", 
       0xc6, 0x12, 0x01, 0x02, 0xc6, 0x12, 0x01, 0x01,  // ip: r1 -> us
       11,   0,    0,    0,    0,    0,    0,    0,     // icmp time exceeded
       0x46, 0x00, 0x00, 0x2c, 0x4c, 0x57, 0x40, 0x00, 0x01, 0x06, 0, 0,
-      0xc6, 0x12, 0x01, 0x01, 0xc6, 0x12, 0x02, 0x02, 1, 0, 0, 0,  // quoted ip + option
-      0x9c, 0x40, 0xb9, 0x1f, 0x89, 0xab, 0xcd, 0xef};             // quoted tcp: 8 bytes
+      0xc6, 0x12, 0x01, 0x01, 0xc6, 0x12, 0x02, 0x02, 1,    0,    0, 0,  // quoted ip + option
+      0x9c, 0x40, 0xb9, 0x1f, 0x89, 0xab, 0xcd, 0xef};                   // quoted tcp: 8 bytes
   REQUIRE(decode_ipv4(icmp.data(), icmp.size(), d) == DecodeStatus::kOk);
   CHECK(d.proto == 1);
   CHECK(d.icmp_type == 11);
