@@ -19,6 +19,7 @@ import fcntl
 import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 
@@ -52,7 +53,8 @@ def start_cross(L, kind, ip_bps, cpu):
 
 def one_run(L, binary, method, extra, pin):
     w = L.cross_window(2)
-    cmd = [binary, "measure", L.target_ip, "--json", "--method", method, *extra]
+    # The hops phase has its own benchmark (bench_hops.py): leave it out here.
+    cmd = [binary, "measure", L.target_ip, "--json", "--no-hops", "--method", method, *extra]
     if pin:
         cmd = ["taskset", "-c", "0"] + cmd
     p = L.run_in_prober(cmd, timeout=180)
@@ -143,9 +145,12 @@ def main():
         w.writerows(rows)
 
     cmd = "python3 scripts/bench_availbw.py " + " ".join(sys.argv[1:])
+    commit = subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty"],
+                            capture_output=True, text=True).stdout.strip()
     lines = [
         "# Available-bandwidth benchmark", "",
-        f"Produced by `{cmd.strip()}` on {datetime.date.today()} ({os.cpu_count()} cores). "
+        f"Produced by `{cmd.strip()}` at commit {commit or '?'} on {datetime.date.today()} "
+        f"({os.cpu_count()} cores). "
         f"Raw rows: `{base}.csv`.", "",
         "Lab: prober --(unshaped veth)-- r1 --(tbf rate R)-- target, cross traffic on the shaped",
         "link: `udp` = iperf3 constant rate, `bursty` = lw_crossgen (Poisson departures, IP sizes",
