@@ -102,6 +102,9 @@ def main():
                     help="do not pin linkwidth to CPU 0 and the cross generator to CPU 1")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
+    # The source the binary was built from: read before the runs, not after.
+    commit = subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty"],
+                            capture_output=True, text=True).stdout.strip()
     methods = args.methods.split(",")
     rows = []
     for rate_text in args.rates.split(","):
@@ -145,8 +148,6 @@ def main():
         w.writerows(rows)
 
     cmd = "python3 scripts/bench_availbw.py " + " ".join(sys.argv[1:])
-    commit = subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty"],
-                            capture_output=True, text=True).stdout.strip()
     lines = [
         "# Available-bandwidth benchmark", "",
         f"Produced by `{cmd.strip()}` at commit {commit or '?'} on {datetime.date.today()} "
