@@ -121,11 +121,12 @@ CapacityTrainParams search_train(const Config& c, const FlowId& flow, int L, dou
   p.load_packets = static_cast<int>(
       std::clamp(n * scale, static_cast<double>(n_min), static_cast<double>(c.max_load_packets)));
   p.gap = gap_for_rate(rate, L);
-  // No drain packets: they queue ahead of the head at a busy bottleneck and
-  // would bias the first segment; the ratio starts at the first marker after
-  // the head instead, at least two load packets in (past a small token
-  // bucket's burst).
-  p.drain_packets = 0;
+  // Drain packets right before the head empty a shaper's token bucket: with
+  // it full, the first B bits of a train pass at line rate and a train of
+  // span T sees C + B/T (at 10 Mbit/s and B = 2 packets, +10% over 24 ms).
+  // They queue ahead of the head at a busy link, so the ratio starts at the
+  // first marker after the head, at least two load packets in.
+  p.drain_packets = c.drain_packets;
   p.markers = std::min(c.avail_markers, 1 + p.load_packets / 2);
   // Never above --max-rate (the pacer refuses such a train): the offered rate
   // is measured from the send times, so the search sees the capped rate.
