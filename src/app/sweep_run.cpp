@@ -100,7 +100,7 @@ struct Progress {
 }  // namespace
 
 ChildOutcome run_child(const std::vector<std::string>& argv, double budget_s,
-                       const std::atomic<bool>& stop) {
+                       const std::atomic<bool>& stop, const std::function<void(double)>& tick) {
   ChildOutcome o;
   const auto t0 = Clock::now();
   int outp[2], errp[2];
@@ -148,8 +148,13 @@ ChildOutcome run_child(const std::vector<std::string>& argv, double budget_s,
   int status = 0;
   bool reaped = false;
   char buf[65536];
+  double next_tick = 1;
   while (!reaped) {
     const double now = seconds_since(t0);
+    if (tick && now >= next_tick) {
+      tick(now);
+      next_tick = now + 1;
+    }
     if (stop.load() && !o.interrupted && !o.timed_out) {
       o.interrupted = true;
       ::kill(pid, stop_signal() ? stop_signal() : SIGTERM);
@@ -288,12 +293,18 @@ int run_sweep_main(const std::vector<std::string>& args) {
       }
       if (stop.load()) break;
     }
-    const double elapsed = seconds_since(t0);
-    progress.show(progress_line(done, total, t, elapsed, eta_s(elapsed, measured, todo)));
+    // ETA from the targets measured so far, counting down while this one runs.
+    const double before = seconds_since(t0);
+    const double eta = eta_s(before, measured, todo);
+    const auto show = [&](double in_child) {
+      progress.show(progress_line(done, total, t, before + in_child, eta - in_child));
+    };
+    show(0);
     std::vector<std::string> argv = {"linkwidth", t.mode, t.target, "--json"};
     argv.insert(argv.end(), o.child_args.begin(), o.child_args.end());
     const std::string started_at = utc_now();
-    const ChildOutcome out = run_child(argv, budget[t.mode], stop);
+    const ChildOutcome out = run_child(argv, budget[t.mode], stop,
+                                       progress.on ? std::function<void(double)>(show) : nullptr);
     const nlohmann::json rec =
         make_record(t, static_cast<int>(i) + 1, started_at, out, budget[t.mode]);
     write_all(fd, record_line(rec) + "\n", o.output);

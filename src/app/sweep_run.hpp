@@ -6,6 +6,7 @@
 // when it overruns its budget. The sweep itself opens no sockets and needs no
 // privileges.
 #include <atomic>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -17,8 +18,10 @@ namespace lw {
 // stdin from /dev/null, collecting its stdout and the tail of its stderr.
 // Past `budget_s` it gets SIGTERM (it prints its partial document), then
 // SIGKILL; when `stop` is set, the signal that set it is forwarded likewise.
+// `tick` (may be empty) is called about once a second with the seconds spent.
 ChildOutcome run_child(const std::vector<std::string>& argv, double budget_s,
-                       const std::atomic<bool>& stop);
+                       const std::atomic<bool>& stop,
+                       const std::function<void(double)>& tick = nullptr);
 
 // The whole command: args[0] is "sweep". Returns the exit code.
 int run_sweep_main(const std::vector<std::string>& args);

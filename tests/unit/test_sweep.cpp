@@ -1,10 +1,14 @@
 // `linkwidth sweep`, the pure parts: the command line, the target list, the
 // resume state, the records, progress and summary text.
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstdio>
 #include <sstream>
 
 #include "app/sweep.hpp"
+#include "app/sweep_run.hpp"
 #include "linkwidth/error.hpp"
 
 using namespace lw;
@@ -282,4 +286,40 @@ TEST_CASE("summary: table and CSV", "[sweep]") {
         "index,target,mode,status,capacity_bps,availbw_bps,bottleneck_hop,elapsed_s,exit_code\n"
         "1,198.18.1.2,capacity,ok,49520000,,,2,0\n"
         "2,\"a,b\"\"c\",measure,target_filtered,,,,,1\n");
+}
+
+// The process layer, with this test binary as the child (/proc/self/exe):
+// the hidden test case below plays a measurement that prints a document and
+// then hangs.
+TEST_CASE("sweep child stand-in: prints a document, then hangs", "[.sweep_child]") {
+  std::printf("{\"type\": \"capacity\", \"trains_sent\": 1}\n");
+  std::fflush(stdout);
+  std::fprintf(stderr, "linkwidth: hanging on purpose\n");
+  for (int i = 0; i < 300; ++i) usleep(100000);
+}
+
+TEST_CASE("run_child: exit code, output, budget and forwarded stop", "[sweep]") {
+  std::atomic<bool> no_stop{false};
+  // A quick child: the test list (Catch v2 exits with the number listed).
+  ChildOutcome o = run_child({"x", "--list-test-names-only", "[.sweep_child]"}, 10, no_stop);
+  CHECK(o.exit_code == 1);
+  CHECK_THAT(o.out, Catch::Contains("sweep child stand-in"));
+  CHECK_FALSE(o.timed_out);
+  // Over budget: SIGTERM, the document so far, a target_timeout record.
+  int ticks = 0;
+  o = run_child({"x", "[.sweep_child]"}, 1.2, no_stop, [&](double) { ++ticks; });
+  CHECK(o.timed_out);
+  CHECK(o.elapsed_s < 1.2 + 6);
+  CHECK(ticks >= 1);
+  CHECK_THAT(o.out, Catch::Contains("\"trains_sent\": 1"));
+  CHECK(o.err_tail.find("hanging on purpose") != std::string::npos);
+  const json r = make_record({"198.18.3.2", "capacity", 1}, 1, "", o, 1.2);
+  CHECK(record_status(r) == "target_timeout");
+  CHECK(record_is_done(r));
+  // A stop request is passed on at once.
+  std::atomic<bool> stop{true};
+  o = run_child({"x", "[.sweep_child]"}, 60, stop);
+  CHECK(o.interrupted);
+  CHECK_FALSE(o.timed_out);
+  CHECK(o.elapsed_s < 6);
 }
