@@ -375,7 +375,8 @@ std::string summary_table(const std::vector<nlohmann::json>& records) {
                   format_duration(el).c_str(), record_result(r).c_str());
     o << buf;
   }
-  o << records.size() << " targets, " << ok << " ok, " << records.size() - ok << " failed\n";
+  o << records.size() << (records.size() == 1 ? " target, " : " targets, ") << ok << " ok, "
+    << records.size() - ok << " failed\n";
   return o.str();
 }
 
