@@ -193,7 +193,8 @@ ChildOutcome run_child(const std::vector<std::string>& argv, double budget_s,
     if (w == pid) reaped = true;
   }
   for (auto& p : fds) {
-    if (p.fd < 0) continue;  // the child is gone: drain what it left
+    if (p.fd < 0) continue;              // the child is gone: drain what it left
+    ::fcntl(p.fd, F_SETFL, O_NONBLOCK);  // without waiting for anything it started
     ssize_t got;
     while ((got = ::read(p.fd, buf, sizeof buf)) > 0) {
       (p.fd == outp[0] ? o.out : err).append(buf, static_cast<std::size_t>(got));
