@@ -99,8 +99,10 @@ def test_interrupted_then_resumed(sweep_lab, tmp_path):
     L = sweep_lab
     targets, names = target_list(L, tmp_path)
     out = str(tmp_path / "out.jsonl")
-    proc = L.popen("prober", sweep_cmd(targets, out), stdout=subprocess.PIPE,
-                   stderr=subprocess.PIPE, text=True)
+    # --precision 0.0001: each capacity run lasts its whole --max-time (2 s),
+    # so the signal lands in the middle of the second target.
+    proc = L.popen("prober", sweep_cmd(targets, out, "--precision", "0.0001"),
+                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:  # SIGINT once the first record is there
@@ -109,16 +111,20 @@ def test_interrupted_then_resumed(sweep_lab, tmp_path):
             time.sleep(0.05)
         else:
             pytest.fail("no first record within 30 s")
+        time.sleep(0.5)
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=30)
+        stdout, err = proc.communicate(timeout=30)
     finally:
         L.stop_process(proc)
     assert proc.returncode == 130, err
     first = read_jsonl(out)
-    assert 1 <= len(first) <= 2
-    assert keys(first)[0] == (names[0], "capacity") and "error" not in first[0]
-    if len(first) == 2:  # the target it was measuring: a partial record, marked
-        assert first[1]["sweep"]["interrupted"] is True
+    assert keys(first) == [(names[0], "capacity"), (names[1], "capacity")]
+    assert "error" not in first[0] and "interrupted" not in first[0]["sweep"]
+    # The target it was measuring: the child's partial document, marked.
+    assert first[1]["sweep"]["interrupted"] is True
+    assert first[1]["stop_reason"] == "interrupted"
+    assert first[1]["sweep"]["exit_code"] == 130
+    assert "2 targets" in stdout  # the summary of what is there
     # A crash in the middle of writing a record leaves a cut-off line.
     with open(out, "a") as f:
         f.write('{"type": "capacity", "target": "198.18.')
