@@ -135,6 +135,28 @@ def test_interrupted_then_resumed(sweep_lab, tmp_path):
     assert records[0] == first[0], "the first record was kept, not measured again"
 
 
+def test_target_over_budget_is_stopped(sweep_lab, tmp_path):
+    # --max-time 5 but --target-time 1: the child is stopped (SIGTERM), its
+    # partial document kept with a target_timeout error, and the sweep goes on.
+    L = sweep_lab
+    targets = tmp_path / "targets.txt"
+    targets.write_text(f"{L.node_ip(1)}\n{L.node_ip(2)}\n")
+    out = str(tmp_path / "out.jsonl")
+    t0 = time.monotonic()
+    p = L.run_in_prober([BIN, "sweep", "--targets", str(targets), "--output", out, "--max-time",
+                         "5", "--precision", "0.0001", "--target-time", "1"], timeout=60)
+    elapsed = time.monotonic() - t0
+    assert p.returncode == 1, p.stderr
+    records = read_jsonl(out)
+    assert len(records) == 2
+    for r in records:
+        assert r["error"]["code"] == "target_timeout"
+        assert r["sweep"]["budget_s"] == 1
+        assert 1 <= r["sweep"]["elapsed_s"] < 3
+        assert r["stop_reason"] == "interrupted" and r["trains_sent"] > 0  # the partial run
+    assert elapsed < 8
+
+
 def test_unprivileged_sweep_stops_at_the_first_target(sweep_lab):
     # The sweep needs no privileges itself; its children do. Without them the
     # first child fails (exit 3) and the sweep stops there: the rest would too.
