@@ -297,6 +297,8 @@ nlohmann::json make_record(const SweepTarget& t, int index, const std::string& s
                       "linkwidth " + t.mode + " " + how + " without a result"},
                      nullptr);
   } else if (o.exit_code != 0 && !o.interrupted && !doc.contains("error")) {
+    const auto* why = field(doc, "stop_reason");
+    if (why && why->is_string()) how += ", stop_reason " + why->get<std::string>();
     doc["error"] = {{"code", "measurement_failed"}, {"message", "linkwidth " + t.mode + " " + how}};
   }
   nlohmann::json s = {{"index", index},

@@ -214,9 +214,10 @@ TEST_CASE("records: the child's document plus sweep metadata, errors always vali
   CHECK(record_status(r) == "target_filtered");
 
   // Failed without saying why: an error is added.
-  o.out = R"({"type":"capacity","capacity_bps":null})";
+  o.out = R"({"type":"capacity","capacity_bps":null,"stop_reason":"max_time"})";
   r = make_record(t, 1, "", o, 30);
   CHECK(record_status(r) == "measurement_failed");
+  CHECK(r["error"]["message"] == "linkwidth capacity exited with code 1, stop_reason max_time");
 
   // No document at all (a crash).
   o.out = "{\"type\": \"capa";
