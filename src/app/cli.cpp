@@ -21,6 +21,8 @@ const char kUsage[] =
     "  availbw TARGET    available bandwidth (capacity first, unless --capacity)\n"
     "  measure TARGET    capacity and available bandwidth in one result\n"
     "  hops TARGET       which hop is the bottleneck (recursive trains; default 8 trains)\n"
+    "  sweep --targets FILE --output FILE.jsonl   many targets, one JSON line each\n"
+    "                    (see 'linkwidth sweep --help')\n"
     "  help              this text;  version  the version\n"
     "\n"
     "TARGET is an IPv4 address or host name. Needs root or\n"

@@ -10,6 +10,7 @@
 #include "app/cli.hpp"
 #include "app/hops_run.hpp"
 #include "app/signals.hpp"
+#include "app/sweep_run.hpp"
 #include "linkwidth/error.hpp"
 #include "report/hops_writers.hpp"
 #include "report/writers.hpp"
@@ -64,9 +65,26 @@ int run_hops_main(const Config& c) {
   return 0;
 }
 
+// `sweep` has its own options and writes its records to a file: errors are
+// one sentence on stderr.
+int run_sweep_command(const std::vector<std::string>& args) {
+  try {
+    return run_sweep_main(args);
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    if (e.component() == "usage") msg = msg.substr(msg.find(": ") + 2);
+    std::cerr << "linkwidth: " << msg << std::endl;
+    return static_cast<int>(e.exit_code());
+  } catch (const std::exception& e) {
+    std::cerr << "linkwidth: sweep: internal error: " << e.what() << std::endl;
+    return static_cast<int>(ExitCode::kRuntime);
+  }
+}
+
 }  // namespace
 
 int run_main(const std::vector<std::string>& args) {
+  if (!args.empty() && args[0] == "sweep") return run_sweep_command(args);
   Config cfg;
   // Best effort: know --json even if parsing fails, so errors stay valid JSON.
   for (const auto& a : args) cfg.json = cfg.json || a == "--json" || a == "-J";
