@@ -315,7 +315,10 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
         sm.disp[group].push_back(s.reply_dispersion_s);
         sm.group_bits[group] = s.capacity_bps * s.reply_dispersion_s;
       } else if (s.verdict == SampleVerdict::kNotCompressed) {
-        sm.uncompressed.push_back(s.capacity_bps);
+        // The path carried what we offered: a lower bound no higher than our
+        // own sending rate (reply timing noise can put the reply rate above it).
+        sm.uncompressed.push_back(
+            s.offered_bps > 0 ? std::min(s.capacity_bps, s.offered_bps) : s.capacity_bps);
       } else {
         ++sm.rejected[rec.verdict];
       }
