@@ -594,6 +594,38 @@ class Lab:
         if drop_syn or reject:
             self.firewall = {"drop_syn": drop_syn, "reject": reject, "port": port}
 
+    def set_target_rst_limit(self, per_s: Optional[float], burst: int = 5) -> None:
+        """Make the target limit the TCP RSTs it sends, as FreeBSD and macOS do
+        (net.inet.icmp.icmplim): at most ``per_s`` per second with a bucket of
+        ``burst`` (nftables ``limit`` in the output hook; the rest is dropped and
+        counted).  ``per_s`` None: remove the limit."""
+        ns = self.target_ns
+        ns_script(ns, ["nft delete table ip lwrl 2>/dev/null || true"])
+        if per_s is None:
+            return
+        if subprocess.run(ns_exec_cmd(ns, ["sh", "-c", "command -v nft"]),
+                          capture_output=True).returncode != 0:
+            raise LabError("an RST limit needs nftables: run scripts/install-deps.sh")
+        ns_script(ns, [
+            "nft add table ip lwrl",
+            "nft add chain ip lwrl out '{ type filter hook output priority 0; }'",
+            f"nft add rule ip lwrl out 'tcp flags & rst == rst' "
+            f"limit rate {int(per_s)}/second burst {int(burst)} packets accept",
+            "nft add rule ip lwrl out 'tcp flags & rst == rst' counter drop",
+        ])
+
+    def rst_limit_drops(self) -> int:
+        """RSTs the target's RST limit has dropped so far."""
+        cp = self.exec("target", ["nft", "-j", "list", "table", "ip", "lwrl"])
+        try:
+            for item in json.loads(cp.stdout).get("nftables", []):
+                for e in item.get("rule", {}).get("expr", []):
+                    if "counter" in e:
+                        return int(e["counter"]["packets"])
+        except ValueError:
+            pass
+        return 0
+
     def firewall_drops(self) -> int:
         """Packets dropped so far by the target's SYN-drop firewall."""
         cp = self.exec("target", ["tc", "-s", "-j", "qdisc", "show", "dev", "fwbh"])

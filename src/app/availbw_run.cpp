@@ -48,9 +48,16 @@ class PacedRunner {
     const double expect_s = to_seconds(span) + 2 * s_.disc.rtt_s +
                             8.0 * static_cast<double>(train.total_bytes()) / capacity_;
     const Nanos busy = std::min<Nanos>(from_seconds(expect_s) + 2 * kMs, 50 * kMs);
-    const TrainRun run = s_.prober->run(train, train.markers, wait, false, busy);
+    const GovernedRun governed = run_train(s_, c_, train, train.markers, wait, t_cap_, false, busy);
     ++res_.trains_sent;
+    const TrainRun& run = governed.run;
     *out = evaluate_paced_train(timing_of(train, run.outcome));
+    if (governed.replies_limited) {
+      // The target's reply limit took this train's replies (the check that
+      // found it has just adapted our trains): they say nothing of the path.
+      out->usable = false;
+      out->lost = false;
+    }
     // Idle: the average probing rate stays under max_load of the train's own
     // rate (pathload's rule: idle >= span·(1/max_load - 1)), and the
     // bottleneck queue the train may have built drains (>= 2·N·L/C).
@@ -111,8 +118,9 @@ void summarize(RateRecord& rr) {
 // the avail-bw as IP-layer bits of full-size packets count it), at least
 // train_time_s and min_train_packets long.
 // `scale` lengthens (noisy path) or shortens (lossy path) it.
-CapacityTrainParams search_train(const Config& c, const FlowId& flow, int L, double rate,
+CapacityTrainParams search_train(const Config& c, const Session& ss, int L, double rate,
                                  double scale) {
+  const FlowId& flow = ss.flow;
   CapacityTrainParams p;
   p.flow = flow;
   p.packet_size = static_cast<std::uint16_t>(L);
@@ -127,7 +135,10 @@ CapacityTrainParams search_train(const Config& c, const FlowId& flow, int L, dou
   // They queue ahead of the head at a busy link, so the ratio starts at the
   // first marker after the head, at least two load packets in.
   p.drain_packets = c.drain_packets;
-  p.markers = std::min(c.avail_markers, 1 + p.load_packets / 2);
+  // A target that answers only so many replies at once (reply_rate.hpp) gets
+  // fewer markers; the warm-up SYN draws one too.
+  p.markers = std::max(2, std::min({c.avail_markers, 1 + p.load_packets / 2,
+                                    ss.replies.max_burst() - 1}));
   // Never above --max-rate (the pacer refuses such a train): the offered rate
   // is measured from the send times, so the search sees the capped rate.
   apply_rate_cap(p, c.max_rate_bps);
@@ -146,8 +157,10 @@ void run_fleet_method(PacedRunner& runner, Session& ss, const Config& c, double 
   // calibrate again (PRC-MT's automatic train sizing), at most twice.
   double scale = 1.0;
   NoiseModel noise;
+  int burst_restarts = 0;
   for (int round = 0;; ++round) {
-    const CapacityTrainParams mid = search_train(c, ss.flow, L, C / 2, scale);
+    const int burst_before = ss.replies.max_burst();
+    const CapacityTrainParams mid = search_train(c, ss, L, C / 2, scale);
     CapacityTrainParams cal = mid;
     cal.packet_size = static_cast<std::uint16_t>(
         std::clamp(std::lround(L * c.calibration_rate / 0.5), 64L, static_cast<long>(L)));
@@ -172,6 +185,12 @@ void run_fleet_method(PacedRunner& runner, Session& ss, const Config& c, double 
     summarize(calib);
     res.rates.push_back(calib);
     if (!res.stop_reason.empty()) return;
+    if (ss.replies.max_burst() < burst_before && burst_restarts++ < 2) {
+      // The target turned out to answer fewer replies at once than these
+      // trains asked: calibrate again with fewer markers.
+      --round;
+      continue;
+    }
     if (static_cast<int>(cal_ratios.size()) < kMinCalibrationUsable) {
       throw Error("availbw",
                   "the target answered too few markers of the low-rate calibration trains (" +
@@ -212,11 +231,12 @@ void run_fleet_method(PacedRunner& runner, Session& ss, const Config& c, double 
     rr.phase = phase;
     rr.rate_bps = rate;
     rr.at_s = to_seconds(mono_now() - t0);
-    const CapacityTrainParams tp = search_train(c, ss.flow, L, rate, scale);
     std::vector<TrainVerdict> verdicts;
     *lost = 0;
     bool settled = false;
+    CapacityTrainParams tp;
     for (int k = 0; k < c.fleet_trains && !settled; ++k) {
+      tp = search_train(c, ss, L, rate, scale);  // a reply limit found may cut the markers
       const Train t = make_capacity_train(tp, res.trains_sent, ss.seqs);
       PacedSample s;
       if (!runner.run(t, &s)) break;
@@ -260,7 +280,7 @@ void run_fleet_method(PacedRunner& runner, Session& ss, const Config& c, double 
       rec[j].phase = "response";
       rec[j].rate_bps = rates[j];
       rec[j].at_s = to_seconds(mono_now() - t0);
-      tp[j] = search_train(c, ss.flow, L, rates[j], scale);
+      tp[j] = search_train(c, ss, L, rates[j], scale);
     }
     int lost = 0;
     const int min_n = 2 * c.fleet_trains, max_n = 5 * c.fleet_trains;
@@ -302,7 +322,7 @@ void run_fleet_method(PacedRunner& runner, Session& ss, const Config& c, double 
   int lost_fleets = 0;
   // Keep time for the response trains: 2K of them at C, each followed by
   // its idle time, twice over.
-  const CapacityTrainParams top = search_train(c, ss.flow, L, C, scale);
+  const CapacityTrainParams top = search_train(c, ss, L, C, scale);
   const double top_span = 8.0 * top.load_packets * L / C;
   const Nanos search_deadline =
       t_cap - from_seconds(2.0 * 2 * c.fleet_trains * top_span / c.max_load);
@@ -438,6 +458,7 @@ AvailbwResult run_availbw_phase(Session& ss, const Config& c, const std::atomic<
   } else {
     run_fleet_method(runner, ss, c, capacity_bps, res, t0, t_cap);
   }
+  take_reply_warnings(ss, res.warnings);
   res.probe_bytes = ss.prober->bytes_sent() - bytes0;
   res.probe_packets = ss.prober->packets_sent() - packets0;
   res.elapsed_s = to_seconds(mono_now() - t0);

@@ -162,6 +162,7 @@ nlohmann::json params_json(const Config& c) {
           {"max_time_s", c.max_time_s},
           {"max_bytes", c.max_bytes},
           {"max_rate_bps", c.max_rate_bps},
+          {"max_replies_per_s", c.max_replies},
           {"discovery_tries", c.discovery_tries},
           {"reply_timeout_s", c.reply_timeout_s}};
 }
@@ -246,7 +247,10 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
         8.0 * static_cast<double>(train.total_bytes()) / (est.valid ? est.capacity_bps : 1e6) +
         2 * disc.rtt_s;
     const Nanos busy = std::min<Nanos>(from_seconds(1.5 * expect_s) + 2 * kMs, 50 * kMs);
-    const TrainRun run = prober.run(train, train.markers, reply_wait, false, busy);
+    const GovernedRun governed = run_train(ss, c, train, train.markers, reply_wait, t_cap, false, busy);
+    const TrainRun& run = governed.run;
+    // The target's reply limit, not the path, took this train's replies.
+    if (governed.replies_limited) long_losses = 0;
     ++res.trains_sent;
     const CapacitySample s = evaluate_capacity_train(timing_of(train, run.outcome), filter);
 
@@ -371,6 +375,7 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
   update_estimate();
   res.dispersion_offset_s = offset_s;
   conclude(res, sm, two_lengths, est);
+  take_reply_warnings(ss, res.warnings);
   if (res.lower_bound && res.capacity_bps >= c.max_rate_bps / 1.15) {
     res.warnings.push_back(
         {"max_rate_limited", "trains were paced at --max-rate " + format_rate(c.max_rate_bps) +

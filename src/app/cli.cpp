@@ -102,6 +102,7 @@ CliResult parse_cli(const std::vector<std::string>& args) {
     ("max-load", po::value(&c.max_load), "average probing rate as a fraction of the capacity (default 0.1)")
     ("max-bytes", po::value(&max_bytes), "hard cap on probe bytes per run, K/M/G suffixes (default 50M)")
     ("max-rate", po::value(&max_rate), "peak probing rate in bit/s, K/M/G suffixes, 100K..100G; a faster path is reported as a lower bound (default 1G)")
+    ("max-replies", po::value(&c.max_replies), "replies asked of one host per second at most, 5..10000; lowered at run time if the host limits its RSTs (default 100)")
     ("save-pcap", po::value(&c.save_pcap), "write every probe and reply of the run to this pcap file (ns timestamps)")
     ("tries", po::value(&c.discovery_tries), "closed-port discovery rounds before 'filtered' (default 3)")
     ("reply-timeout", po::value(&c.reply_timeout_s), "longest wait for replies, in discovery and after each train, seconds (default 1)");
@@ -181,6 +182,8 @@ CliResult parse_cli(const std::vector<std::string>& args) {
   c.max_rate_bps = parse_si(max_rate, "--max-rate");
   require(c.max_rate_bps >= 100e3 && c.max_rate_bps <= 100e9,
           "--max-rate must be between 100K and 100G bit/s.");
+  require(c.max_replies >= 5 && c.max_replies <= 10000,
+          "--max-replies must be between 5 and 10000 replies per second.");
   if (!vm.count("max-time") && cmd != "capacity") c.max_time_s = 30;
   if (!capacity.empty()) {
     require(cmd == "availbw", "--capacity only applies to 'availbw' (measure measures it).");

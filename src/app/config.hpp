@@ -39,6 +39,11 @@ struct Config {
   // Peak probing rate, IP bits/s: no two consecutive probes leave closer than
   // the previous one's bits at this rate (the pacer enforces it, send/pacer.hpp).
   double max_rate_bps = 1e9;
+  // Replies (RST/ACK to our SYN markers) we ask of one host per second, at most:
+  // FreeBSD and macOS cap their RSTs at 200 and 250/s by default. Lowered at
+  // run time when a host turns out to limit its replies further
+  // (estimate/reply_rate.hpp).
+  double max_replies = 100;
   std::string save_pcap;  // --save-pcap FILE: every probe and reply of the run
 
   bool measure_hops = true;  // `measure` also locates the bottleneck hop (--no-hops: skip)

@@ -150,7 +150,7 @@ HopsResult run_hops(Session& s, const Config& c, const std::atomic<bool>& stop) 
   }
   if (!check.empty()) {
     const Train t = make_addr_check(flow, check, kSweepSpacing, -200, seqs);
-    const TrainRun run = prober.run(t, t.markers, reply_wait);
+    const TrainRun run = run_train(s, c, t, t.markers, reply_wait, t_cap).run;
     for (std::size_t i = 0; i < check.size(); ++i) {
       const ProbeOutcome& o = run.outcome.probes[i];
       path[check_hop[i]].tcp = o.kind == ReplyKind::kRstAck && o.reply_from == check[i];
@@ -214,7 +214,7 @@ HopsResult run_hops(Session& s, const Config& c, const std::atomic<bool>& stop) 
     const double train_bits = 8.0 * static_cast<double>(rt.train.total_bytes());
     const double expect_s = train_bits / (slowest_bps > 0 ? slowest_bps : 1e6) + 2 * disc.rtt_s;
     const Nanos busy = std::min<Nanos>(from_seconds(1.5 * expect_s) + 2 * kMs, 50 * kMs);
-    const TrainRun run = prober.run(rt.train, rt.train.markers, reply_wait, false, busy);
+    const TrainRun run = run_train(s, c, rt.train, rt.train.markers, reply_wait, t_cap, false, busy).run;
     ++res.trains_sent;
     for (int k = 0; k < H; ++k) {
       if (kind[k] == MarkerKind::kTtl) budget[k].spend(2, run.start_mono);
@@ -384,6 +384,7 @@ HopsResult run_hops(Session& s, const Config& c, const std::atomic<bool>& stop) 
                                                 " TTL-limited marker(s) were answered by another "
                                                 "router than in path discovery"});
   }
+  take_reply_warnings(s, res.warnings);
   const CaptureStats cs = prober.capture_stats();
   if (cs.dropped > 0) {
     res.warnings.push_back(

@@ -1,9 +1,13 @@
 #include "app/session.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <map>
 #include <random>
 
 #include "linkwidth/error.hpp"
+#include "plan/hops_plan.hpp"
+#include "report/writers.hpp"
 
 namespace lw {
 
@@ -35,6 +39,7 @@ std::unique_ptr<Session> open_session(const Config& c, const std::atomic<bool>& 
   s->packet_size = effective_packet_size(c, s->route, s->warnings);
   s->reserved = std::make_unique<PortReservation>(s->route.source, c.sport);
   s->prober = std::make_unique<Prober>(s->route, s->dst, s->reserved->port(), stop, c, any_peer);
+  s->replies = ReplyGovernor(c.max_replies);
   std::random_device rd;
   s->seqs = SeqAllocator(static_cast<std::uint32_t>(rd()));
   s->flow = FlowId{s->route.source, s->dst, s->reserved->port(), 0};
@@ -43,6 +48,8 @@ std::unique_ptr<Session> open_session(const Config& c, const std::atomic<bool>& 
   s->disc = discover_closed_port(*s->prober, s->flow, candidates, c.discovery_tries,
                                  from_seconds(c.reply_timeout_s), s->seqs);
   s->flow.dport = static_cast<std::uint16_t>(s->disc.port);
+  // Discovery's SYNs drew replies too (at least the last round's).
+  s->replies.spend(s->dst, static_cast<int>(candidates.size()), mono_now());
   s->warnings.insert(s->warnings.end(), s->disc.warnings.begin(), s->disc.warnings.end());
   return s;
 }
@@ -60,6 +67,138 @@ void describe_endpoints(const Session& s, const Config& c, CapacityResult& r) {
 Nanos reply_wait(const Session& s, const Config& c) {
   return std::min(from_seconds(c.reply_timeout_s),
                   std::max<Nanos>(100 * kMs, from_seconds(20 * s.disc.rtt_s)));
+}
+
+namespace {
+
+// Full-TTL SYNs draw an RST/ACK (or SYN/ACK) from the host they are addressed
+// to; TTL-limited ones draw ICMP from routers, budgeted apart (hops).
+constexpr int kFullTtl = 64;
+
+bool asks_reply(const Probe& p) { return (p.flags & kSyn) && p.ttl >= kFullTtl; }
+
+// Waits (stop-aware) until `asked` replies of every host fit the budget, then
+// spends them. False if stopped or the wait would pass `t_cap`.
+bool wait_for_budget(Session& s, const std::map<std::uint32_t, int>& asked, Nanos t_cap) {
+  Nanos ready = mono_now();
+  for (const auto& [host, n] : asked) ready = std::max(ready, s.replies.ready_at(host, n, ready));
+  if (ready > t_cap) return false;
+  while (mono_now() < ready && !s.prober->stopped()) sleep_until(ready);
+  if (s.prober->stopped()) return false;
+  const Nanos t = mono_now();
+  for (const auto& [host, n] : asked) s.replies.spend(host, n, t);
+  return true;
+}
+
+// Sends `trains` trains of `per_train` bare SYNs to the target, each after
+// `idle` and within the reply budget; (asked, answered) per train. Stops early
+// (fewer entries) when a cap or the clock cuts it short.
+std::vector<std::pair<int, int>> bare_syn_trains(Session& s, const Config& c, int trains,
+                                                 int per_train, Nanos idle, Nanos reply_timeout,
+                                                 Nanos t_cap) {
+  std::vector<std::pair<int, int>> out;
+  const std::vector<std::uint32_t> to(per_train, s.dst);
+  for (int k = 0; k < trains; ++k) {
+    const Train t = make_addr_check(s.flow, to, 200 * kUs, -300 - k, s.seqs);
+    if (s.prober->bytes_sent() + t.total_bytes() > c.max_bytes) break;
+    const Nanos after = mono_now() + idle;
+    if (after + reply_timeout > t_cap) break;
+    while (mono_now() < after && !s.prober->stopped()) sleep_until(after);
+    if (!wait_for_budget(s, {{s.dst, per_train}}, t_cap - reply_timeout)) break;
+    const TrainRun run = s.prober->run(t, t.markers, reply_timeout);
+    int answered = 0;
+    for (int i : t.markers) answered += run.outcome.probes[i].reply != 0 ? 1 : 0;
+    out.emplace_back(per_train, answered);
+  }
+  return out;
+}
+
+}  // namespace
+
+GovernedRun run_train(Session& s, const Config& c, const Train& train,
+                      const std::vector<int>& wait_for, Nanos reply_timeout, Nanos t_cap, bool any,
+                      Nanos busy_wait) {
+  std::map<std::uint32_t, int> asked;
+  for (const Probe& p : train.probes) {
+    if (asks_reply(p)) ++asked[p.dst];
+  }
+  GovernedRun g;
+  // Past t_cap the caller's own checks stop the run; the budget wait is
+  // bounded by it so that it cannot stretch a run beyond --max-time.
+  wait_for_budget(s, asked, std::max(t_cap, mono_now()));
+  g.run = s.prober->run(train, wait_for, reply_timeout, any, busy_wait);
+  int n_asked = 0, n_answered = 0;
+  for (std::size_t i = 0; i < train.probes.size(); ++i) {
+    if (!asks_reply(train.probes[i])) continue;
+    ++n_asked;
+    n_answered += g.run.outcome.probes[i].reply != 0 ? 1 : 0;
+  }
+  if (!s.replies.record_train(n_asked, n_answered)) return g;
+
+  const double start_rate = s.replies.rate_per_s();
+  for (;;) {
+    const auto checks = bare_syn_trains(s, c, ReplyGovernor::kCheckTrains,
+                                        ReplyGovernor::kCheckMarkers, 0, reply_timeout, t_cap);
+    if (static_cast<int>(checks.size()) < ReplyGovernor::kCheckTrains) return g;
+    int a = 0, b = 0;
+    for (const auto& [x, y] : checks) a += x, b += y;
+    const ReplyGovernor::Step step = s.replies.on_check(a, b);
+    if (c.verbose) {
+      std::fprintf(stderr, "reply check at %.4g/s: %d of %d replies: %s\n",
+                   step == ReplyGovernor::Step::kCheckAgain ? 2 * s.replies.rate_per_s()
+                                                            : s.replies.rate_per_s(),
+                   b, a, step_name(step));
+    }
+    if (step == ReplyGovernor::Step::kCheckAgain) continue;
+    char buf[64];
+    const int k = s.replies.burst_check_size();
+    if (k > 0 && step != ReplyGovernor::Step::kPathLoss) {
+      // The rate is fine now; does the host answer k replies at once? Each
+      // check after an idle long enough for a limiter at our rate to refill.
+      const auto bursts = bare_syn_trains(s, c, 2, k, from_seconds(2.0 * k / s.replies.rate_per_s()),
+                                          reply_timeout, t_cap);
+      if (bursts.size() == 2 && s.replies.on_burst_check(bursts)) {
+        g.replies_limited = true;
+        s.reply_warnings.push_back(
+            {"reply_burst_limited",
+             format_ipv4(s.dst) + " answered only " + std::to_string(s.replies.max_burst()) +
+                 " of " + std::to_string(k) +
+                 " SYNs sent at once, after an idle: it (or a firewall before it) limits its RST "
+                 "replies in bursts; trains now ask at most " +
+                 std::to_string(s.replies.max_burst()) + " replies of it"});
+      }
+      if (c.verbose) {
+        std::fprintf(stderr, "reply burst check of %d: %d, %d answered\n", k,
+                     bursts.size() > 0 ? bursts[0].second : -1,
+                     bursts.size() > 1 ? bursts[1].second : -1);
+      }
+    }
+    if (step == ReplyGovernor::Step::kLimited) {
+      g.replies_limited = true;
+      std::snprintf(buf, sizeof buf, "%.0f", s.replies.rate_per_s());
+      const std::string clean = buf;
+      std::snprintf(buf, sizeof buf, "%.0f", s.replies.lossy_rate_per_s());
+      s.reply_warnings.push_back(
+          {"reply_rate_limited",
+           format_ipv4(s.dst) + " lost replies when asked for " + std::string(buf) +
+               " per second and answered every one at " + clean +
+               " per second: it (or a firewall before it) limits its RST replies; probing "
+               "slowed to " + clean + " replies per second"});
+    } else if (step == ReplyGovernor::Step::kPathLoss) {
+      std::snprintf(buf, sizeof buf, "%.0f", start_rate);
+      s.reply_warnings.push_back(
+          {"reply_loss", "replies from " + format_ipv4(s.dst) +
+                             " went missing even without load, at every reply rate from " + buf +
+                             " per second down to a few: loss on the path or at the target, not a "
+                             "rate limit"});
+    }
+    return g;
+  }
+}
+
+void take_reply_warnings(Session& s, std::vector<Warning>& to) {
+  to.insert(to.end(), s.reply_warnings.begin(), s.reply_warnings.end());
+  s.reply_warnings.clear();
 }
 
 }  // namespace lw

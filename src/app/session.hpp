@@ -11,6 +11,7 @@
 #include "app/discovery.hpp"
 #include "app/net.hpp"
 #include "app/prober.hpp"
+#include "estimate/reply_rate.hpp"
 #include "plan/capacity_plan.hpp"
 #include "report/result.hpp"
 
@@ -27,7 +28,31 @@ struct Session {
   DiscoveryResult disc;
   std::vector<Warning> warnings;  // from setup (packet size clamp, discovery)
   Nanos t_begin = 0;
+  // Replies asked of each host per second (--max-replies), lowered when a host
+  // turns out to limit its RSTs; warnings it found that no result holds yet.
+  ReplyGovernor replies{100};
+  std::vector<Warning> reply_warnings;
 };
+
+// What run_train() adds to a train's run.
+struct GovernedRun {
+  TrainRun run;
+  // A reply check during this call found that the target limits its replies:
+  // this train's lost replies were the limit's, not the path's.
+  bool replies_limited = false;
+};
+
+// Every measurement train goes through here: waits until the replies the
+// train asks of each host fit the reply budget, sends it (Prober::run), and
+// when marker replies keep going missing runs the reply check of
+// estimate/reply_rate.hpp (trains of bare SYNs to the target, within
+// --max-bytes and before t_cap). Warnings land in s.reply_warnings.
+GovernedRun run_train(Session& s, const Config& c, const Train& train,
+                      const std::vector<int>& wait_for, Nanos reply_timeout, Nanos t_cap,
+                      bool any = false, Nanos busy_wait = 0);
+
+// Moves the reply warnings not yet reported into `to`.
+void take_reply_warnings(Session& s, std::vector<Warning>& to);
 
 // Resolves and checks the target (lw::Error with exit 2 for forbidden ones).
 std::uint32_t checked_target(const Config& c);
