@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <random>
 
 #include "app/capacity_run.hpp"
 #include "app/hops_run.hpp"
@@ -52,6 +53,10 @@ class PacedRunner {
     ++res_.trains_sent;
     const TrainRun& run = governed.run;
     *out = evaluate_paced_train(timing_of(train, run.outcome));
+    if (out->stalled) {
+      ++stalls_;
+      worst_stall_s_ = std::max(worst_stall_s_, out->pacing_error_s);
+    }
     if (governed.replies_limited) {
       // The target's reply limit took this train's replies (the check that
       // found it has just adapted our trains): they say nothing of the path.
@@ -67,12 +72,29 @@ class PacedRunner {
     const double idle = std::max(
         {sent_span * (1.0 / c_.max_load - 1.0), 2.0 * load_bits / capacity_, to_seconds(min_idle)});
     next_start_ = std::max(run.end_mono, run.start_mono + from_seconds(sent_span + idle));
+    if (out->stalled) {
+      // Whatever preempted us may be periodic (a timer, another process):
+      // start the next train at a random phase of it, not locked to it.
+      next_start_ += std::uniform_int_distribution<Nanos>(0, 10 * kMs)(rng_);
+    }
     return true;
   }
 
   bool stopped(const char* why) {
     res_.stop_reason = why;
     return false;
+  }
+
+  // Trains our own host sent off their schedule (PacedSample::stalled).
+  void warn_stalls() const {
+    if (stalls_ == 0) return;
+    char worst[32];
+    std::snprintf(worst, sizeof worst, "%.0f", worst_stall_s_ * 1e6);
+    res_.warnings.push_back(
+        {"send_stalls", std::to_string(stalls_) + " of " + std::to_string(res_.trains_sent) +
+                            " trains left this host off their schedule (worst " + worst +
+                            " us: the CPU was busy or the process descheduled) and were not "
+                            "used"});
   }
 
  private:
@@ -83,6 +105,9 @@ class PacedRunner {
   Nanos t_cap_;
   AvailbwResult& res_;
   Nanos next_start_ = 0;
+  int stalls_ = 0;
+  double worst_stall_s_ = 0;
+  std::mt19937_64 rng_{std::random_device{}()};
 };
 
 PacedTrainRecord record_of(const Train& t, const PacedSample& s, int packet_size,
@@ -95,6 +120,7 @@ PacedTrainRecord record_of(const Train& t, const PacedSample& s, int packet_size
   r.ratio = s.ratio;
   r.ratio_head_tail = s.ratio_head_tail;
   r.pdt = s.pdt;
+  r.pacing_error_s = s.pacing_error_s;
   r.markers = s.markers;
   r.replies = s.replies;
   r.verdict = verdict;
@@ -170,16 +196,23 @@ void run_fleet_method(PacedRunner& runner, Session& ss, const Config& c, double 
     calib.verdict = "calibration";
     calib.at_s = to_seconds(mono_now() - t0);
     std::vector<double> cal_ratios;
-    for (int i = 0; i < c.calibration_trains; ++i) {
+    // Trains our host sent off schedule say nothing: send more in their
+    // place, up to twice as many again.
+    int stalled = 0;
+    for (int i = 0; i < c.calibration_trains + std::min(stalled, 2 * c.calibration_trains); ++i) {
       const Train t = make_capacity_train(cal, res.trains_sent, ss.seqs);
       PacedSample s;
       if (!runner.run(t, &s)) break;
+      stalled += s.stalled ? 1 : 0;
       const bool ok = s.usable && !s.lost;
       if (ok) cal_ratios.push_back(s.ratio);
-      calib.trains.push_back(record_of(t, s, cal.packet_size, ok ? "calibration" : "lost"));
+      calib.trains.push_back(record_of(t, s, cal.packet_size,
+                                       ok ? "calibration" : s.stalled ? "send_stall" : "lost"));
       if (c.verbose) {
-        std::fprintf(stderr, "calibration %d: N=%d ratio %.5f ht %.5f pdt %.2f replies %d/%d\n", i,
-                     cal.load_packets, s.ratio, s.ratio_head_tail, s.pdt, s.replies, s.markers);
+        std::fprintf(stderr,
+                     "calibration %d: N=%d ratio %.5f ht %.5f pdt %.2f replies %d/%d pacing %.0f us%s\n",
+                     i, cal.load_packets, s.ratio, s.ratio_head_tail, s.pdt, s.replies, s.markers,
+                     s.pacing_error_s * 1e6, s.stalled ? " (stall)" : "");
       }
     }
     summarize(calib);
@@ -241,7 +274,9 @@ void run_fleet_method(PacedRunner& runner, Session& ss, const Config& c, double 
       PacedSample s;
       if (!runner.run(t, &s)) break;
       std::string v;
-      if (s.lost) {
+      if (s.stalled) {
+        v = "send_stall";  // our host, not the path: no verdict
+      } else if (s.lost) {
         ++*lost;
         verdicts.push_back(TrainVerdict::kAbove);  // loss inside a train counts as above
         v = "lost";
@@ -289,12 +324,12 @@ void run_fleet_method(PacedRunner& runner, Session& ss, const Config& c, double 
       const Train t = make_capacity_train(tp[j], res.trains_sent, ss.seqs);
       PacedSample s;
       if (!runner.run(t, &s)) break;
-      std::string v = s.lost ? "lost" : !s.usable ? "unusable" : "";
+      std::string v = s.stalled ? "send_stall" : s.lost ? "lost" : !s.usable ? "unusable" : "";
       if (v.empty()) {
         response.push_back({s.offered_bps, s.ratio});
         v = train_verdict_name(classify_train(s.ratio, false, noise));
       }
-      lost += s.lost ? 1 : 0;
+      lost += s.lost && !s.stalled ? 1 : 0;
       rec[j].trains.push_back(record_of(t, s, L, v));
       if (c.verbose) {
         std::fprintf(stderr, "response %.4g: ratio %.5f %s\n", rates[j], s.ratio, v.c_str());
@@ -458,6 +493,7 @@ AvailbwResult run_availbw_phase(Session& ss, const Config& c, const std::atomic<
   } else {
     run_fleet_method(runner, ss, c, capacity_bps, res, t0, t_cap);
   }
+  runner.warn_stalls();
   take_reply_warnings(ss, res.warnings);
   res.probe_bytes = ss.prober->bytes_sent() - bytes0;
   res.probe_packets = ss.prober->packets_sent() - packets0;

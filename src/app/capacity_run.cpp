@@ -99,6 +99,12 @@ void conclude(CapacityResult& res, const Samples& sm, bool two_lengths,
                                       " train(s) were not sent faster than the path and were "
                                       "not used"});
   }
+  if (const auto it = sm.rejected.find("send_stall"); it != sm.rejected.end()) {
+    res.warnings.push_back(
+        {"send_stalls", std::to_string(it->second) +
+                            " train(s) left this host so late that the bottleneck could have run "
+                            "dry (the CPU was busy or the process descheduled) and were not used"});
+  }
   if (!sm.rejected.empty()) {
     std::ostringstream m;
     int total = 0;

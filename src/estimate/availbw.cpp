@@ -15,6 +15,21 @@ PacedSample evaluate_paced_train(const TrainTiming& t) {
   for (Nanos x : t.sent) {
     if (x == 0) return s;  // unsent: nothing to say about the path
   }
+  if (t.planned.size() == n) {
+    // From the first packet after the head: the head leaves right behind the
+    // drain packets, whose sends delay it a little on every train.
+    const std::size_t r = n > 2 ? 1 : 0;
+    Nanos lo = 0, hi = 0;
+    for (std::size_t i = r + 1; i < n; ++i) {
+      const Nanos late = (t.sent[i] - t.sent[r]) - (t.planned[i] - t.planned[r]);
+      lo = std::min(lo, late);
+      hi = std::max(hi, late);
+    }
+    s.pacing_error_s = to_seconds(hi - lo);
+    const Nanos planned_span = t.planned.back() - t.planned.front();
+    const double limit = std::max(to_seconds(kStallFloor), kStallShare * to_seconds(planned_span));
+    s.stalled = s.pacing_error_s > limit;
+  }
   bool all_left = t.left.size() == n;
   std::vector<std::size_t> idx;  // markers with a reply, in send order
   for (std::size_t i = 0; i < n; ++i) {
@@ -71,6 +86,7 @@ PacedSample evaluate_paced_train(const TrainTiming& t) {
     s.pdt = total > 0 ? rise / total : 0;
   }
   s.usable = s.ratio > 0;
+  if (s.stalled) s.usable = false;
   return s;
 }
 

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "linkwidth/time.hpp"
+
 namespace lw {
 
 struct TrainTiming;
@@ -37,7 +39,16 @@ struct PacedSample {
   // ratio uses: +1 for a steadily increasing delay, about 0 for a flat one;
   // 0 with fewer than 3 such markers.
   double pdt = 0;
+  // Our own pacing: the spread of (sent - planned) over the train's packets
+  // (a uniform delay is harmless; a stall followed by a catch-up burst is
+  // not). Above max(kStallFloor, kStallShare of the planned span) the train
+  // is `stalled` and not usable: it measured our host, not the path.
+  double pacing_error_s = 0;
+  bool stalled = false;
 };
+
+constexpr Nanos kStallFloor = 100 * kUs;
+constexpr double kStallShare = 0.10;
 
 // Send times: the captured departures (`left`) when every marker has one,
 // else the user-space send times. Pure.

@@ -44,6 +44,7 @@ TrainTiming timing_of(const Train& train, const TrainOutcome& outcome) {
     t.marker.push_back(is_marker);
     t.reply.push_back(is_marker ? o.reply : 0);
     t.left.push_back(o.left);
+    t.planned.push_back(p.offset);
   }
   for (int i = first - 1; i >= 0 && train.probes[i].role == Role::kDrain; --i) {
     t.lead_bits += 8.0 * train.probes[i].ip_len;

@@ -22,6 +22,8 @@ struct TrainTiming {
   // 0 = not seen. Already shaped if our own uplink is the bottleneck, so it is
   // a diagnostic, never the offered schedule.
   std::vector<Nanos> left;
+  // Planned departure of each packet (Probe::offset, relative to the train's t0).
+  std::vector<Nanos> planned;
   // Bits sent back to back right before the head (drain packets): on a FIFO
   // link they keep the bottleneck busy while the head is handed to the kernel.
   double lead_bits = 0;

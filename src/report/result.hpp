@@ -66,9 +66,10 @@ struct PacedTrainRecord {
   double ratio = 0;            // R_m / R_o used for the verdict
   double ratio_head_tail = 0;  // the paper's, head to tail
   double pdt = 0;
+  double pacing_error_s = 0;  // spread of our own send lateness over the train
   int markers = 0;
   int replies = 0;
-  std::string verdict;  // above / below / unclear / lost / unusable
+  std::string verdict;  // above / below / unclear / lost / unusable / send_stall
 };
 
 // One tested rate: a fleet of trains (one train for --method linkwidth).

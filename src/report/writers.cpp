@@ -104,6 +104,7 @@ nlohmann::json to_json(const MeasureResult& m) {
                         {"ratio", t.ratio},
                         {"ratio_head_tail", t.ratio_head_tail},
                         {"pdt", t.pdt},
+                        {"pacing_error_s", t.pacing_error_s},
                         {"markers", t.markers},
                         {"replies", t.replies},
                         {"verdict", t.verdict}});

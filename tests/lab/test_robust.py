@@ -255,3 +255,40 @@ def test_save_pcap_keeps_every_probe_and_reply():
                 prev = ts_
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+# A real-time CPU hog on the prober's CPU: 2 ms busy every 10 ms. The pacer
+# (an ordinary process) is descheduled in mid-train, then catches up in a
+# burst: such trains measure our host, not the path.
+HOG = ("import time\nwhile True:\n t = time.perf_counter()\n"
+       " while time.perf_counter() - t < 0.002: pass\n time.sleep(0.008)\n")
+
+
+@pytest.mark.skipif(shutil.which("chrt") is None, reason="needs chrt (util-linux)")
+def test_send_stalls_are_warned_about_and_excluded():
+    spec = lab.Spec(links=[lab.Link(rate=None), lab.Link(rate=50e6)])
+    with lab.Lab(spec) as L:
+        truth = L.ground_truth_capacity(ip_len=1500)
+        hog = subprocess.Popen(["chrt", "-f", "10", "taskset", "-c", "0", sys.executable, "-c",
+                                HOG])
+        try:
+            p = L.run_in_prober(["taskset", "-c", "0", BIN, "measure", L.target_ip, "--json",
+                                 "--no-hops"], timeout=120)
+        finally:
+            hog.kill()
+            hog.wait()
+        doc = json.loads(p.stdout)
+        assert p.returncode == 0, doc
+        stalls = [w for w in doc["warnings"] if w["code"] == "send_stalls"]
+        assert stalls, doc["warnings"]
+        verdicts = [t["verdict"] for r in doc["rates"] for t in r["trains"]]
+        assert "send_stall" in verdicts
+        # Every train marked so was judged off schedule by the rule, and none
+        # of them voted.
+        for r in doc["rates"]:
+            for t in r["trains"]:
+                if t["verdict"] == "send_stall":
+                    assert t["pacing_error_s"] > 100e-6
+        # The trains that remain still measure the path.
+        assert abs(doc["capacity_bps"] / truth - 1) < 0.05, (doc["capacity_bps"], truth)
+        assert abs(doc["availbw_bps"] / truth - 1) < 0.10, (doc["availbw_bps"], truth)

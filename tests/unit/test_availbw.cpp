@@ -349,6 +349,42 @@ TEST_CASE("paced train: loss, reordering, unsent packets, captured send times",
   CHECK_FALSE(evaluate_paced_train(TrainTiming{}).usable);
 }
 
+TEST_CASE("paced train: a stall of our own host excludes the train", "[availbw][paced]") {
+  // 40 packets at 50 Mbit/s: a planned span of 9.6 ms.
+  TrainTiming t = fluid_train(100e6, 0, 40, 1500, gap_ns(50e6), 8);
+  const Nanos t0 = t.sent.front() - 5 * kUs;
+  for (Nanos x : t.sent) t.planned.push_back(x - t0);  // sent exactly as planned
+  const PacedSample on_time = evaluate_paced_train(t);
+  CHECK(on_time.usable);
+  CHECK_FALSE(on_time.stalled);
+  CHECK(on_time.pacing_error_s == Approx(0).margin(1e-9));
+  // Everything 200 us late, evenly: harmless.
+  TrainTiming late = t;
+  for (auto& x : late.sent) x += 200 * kUs;
+  CHECK_FALSE(evaluate_paced_train(late).stalled);
+  // The process was descheduled: what was due in a window left at its end,
+  // back to back (the pacer catches up against absolute deadlines).
+  auto stall = [&](Nanos from, Nanos length) {
+    TrainTiming s = t;
+    const Nanos a = t.sent.front() + from, b = a + length;
+    for (auto& x : s.sent) {
+      if (x >= a && x < b) x = b;
+    }
+    return evaluate_paced_train(s);
+  };
+  const PacedSample big = stall(3000 * kUs, 2000 * kUs);
+  CHECK(big.stalled);
+  CHECK_FALSE(big.usable);
+  CHECK(big.pacing_error_s == Approx(2000e-6).margin(250e-6));
+  // A hiccup well under 10% of the span is timing noise (the calibration
+  // trains see it too), not a stall.
+  CHECK_FALSE(stall(3000 * kUs, 300 * kUs).stalled);
+  // Without a plan (older callers) nothing is judged.
+  TrainTiming no_plan = t;
+  no_plan.planned.clear();
+  CHECK_FALSE(evaluate_paced_train(no_plan).stalled);
+}
+
 TEST_CASE("a response slope never makes the tight link slower than the narrow one", "[availbw]") {
   NoiseModel noise;
   noise.threshold = 0.004;
