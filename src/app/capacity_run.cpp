@@ -5,6 +5,7 @@
 #include <map>
 #include <sstream>
 
+#include "app/path_checks.hpp"
 #include "app/session.hpp"
 #include "estimate/capacity.hpp"
 #include "estimate/stats.hpp"
@@ -192,6 +193,7 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
   bool sized = !auto_size;
   const bool two_lengths = c.length_ratio > 1;
   Samples sm;
+  std::vector<ReplyStamp> stamps;  // TTL and IP ID of every marker reply
   int consecutive_silent = 0;
   int measured = 0;  // trains after sizing
   int sizing_trains = 0;
@@ -248,6 +250,7 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
     const Nanos busy = std::min<Nanos>(from_seconds(1.5 * expect_s) + 2 * kMs, 50 * kMs);
     const TrainRun run = prober.run(train, train.markers, reply_wait, false, busy);
     ++res.trains_sent;
+    add_reply_stamps(train, run.outcome, stamps);
     const CapacitySample s = evaluate_capacity_train(timing_of(train, run.outcome), filter);
 
     TrainRecord rec;
@@ -376,6 +379,7 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
         {"max_rate_limited", "trains were paced at --max-rate " + format_rate(c.max_rate_bps) +
                                  "; the path may be faster: raise --max-rate to measure it"});
   }
+  check_capacity_plausible(ss, c, stop, t_cap, stamps, res);
   const CaptureStats cs = prober.capture_stats();
   if (cs.dropped > 0) {
     res.warnings.push_back(

@@ -74,6 +74,7 @@ HopsResult run_hops(Session& s, const Config& c, const std::atomic<bool>& stop) 
   res.params["packet_size"] = L;
   res.port = s.disc.port;
   res.rtt_s = s.disc.rtt_s;
+  res.replier = s.replier;
   res.warnings = s.warnings;
   Prober& prober = *s.prober;
   SeqAllocator& seqs = s.seqs;

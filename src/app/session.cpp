@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <random>
 
+#include "app/path_checks.hpp"
 #include "linkwidth/error.hpp"
 
 namespace lw {
@@ -44,6 +45,7 @@ std::unique_ptr<Session> open_session(const Config& c, const std::atomic<bool>& 
                                  from_seconds(c.reply_timeout_s), s->seqs);
   s->flow.dport = static_cast<std::uint16_t>(s->disc.port);
   s->warnings.insert(s->warnings.end(), s->disc.warnings.begin(), s->disc.warnings.end());
+  s->replier = check_replier(*s, c, s->warnings);
   return s;
 }
 
@@ -55,6 +57,7 @@ void describe_endpoints(const Session& s, const Config& c, CapacityResult& r) {
   r.source_port = s.reserved->port();
   r.port = s.disc.port;
   r.rtt_s = s.disc.rtt_s;
+  r.replier = s.replier;
 }
 
 Nanos reply_wait(const Session& s, const Config& c) {

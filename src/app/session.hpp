@@ -25,7 +25,8 @@ struct Session {
   SeqAllocator seqs{0};
   FlowId flow;
   DiscoveryResult disc;
-  std::vector<Warning> warnings;  // from setup (packet size clamp, discovery)
+  ReplierInfo replier;            // who answers in the target's name (app/path_checks)
+  std::vector<Warning> warnings;  // from setup (packet size clamp, discovery, replier)
   Nanos t_begin = 0;
 };
 
