@@ -82,6 +82,25 @@ std::string hop_list(const std::vector<int>& hops) {
 
 }  // namespace
 
+void apply_replier_check(const ReplierCheck& chk, std::uint32_t target, ReplierInfo& info,
+                         std::vector<Warning>& warnings) {
+  info.check = replier_verdict_name(chk.verdict);
+  if (chk.verdict != ReplierVerdict::kMiddlebox) return;
+  const std::string h = std::to_string(chk.reply_hops);
+  info.box = format_ipv4(chk.box);
+  warnings.push_back(
+      {"middlebox_reply",
+       "the replies in the name of " + format_ipv4(target) +
+           " probably come from a middlebox at hop " + h + " (" + info.box +
+           " or a box right behind it), not from the target: they travelled " + h +
+           " hop(s) back, but a SYN sent with TTL " + h + " expired at " + info.box +
+           " (itself " + h + " hop(s) back) and only a SYN with TTL " +
+           std::to_string(chk.reply_hops + 1) +
+           " drew the RST/ACK; the capacity and avail-bw are then those of the path up to "
+           "that box (a forward path one hop longer than the return path could look the "
+           "same)"});
+}
+
 ReplierInfo check_replier(Session& s, const Config& c, std::vector<Warning>& warnings) {
   ReplierInfo info;
   info.reply_ttl = s.disc.reply_ttl;
@@ -106,22 +125,7 @@ ReplierInfo check_replier(Session& s, const Config& c, std::vector<Warning>& war
                            answer_of(run.outcome.probes[1], s.dst));
     if (run.outcome.probes[0].reply != 0) break;
   }
-  info.check = replier_verdict_name(chk.verdict);
-  if (chk.verdict == ReplierVerdict::kMiddlebox) {
-    const std::string h = std::to_string(chk.reply_hops);
-    info.box = format_ipv4(chk.box);
-    warnings.push_back(
-        {"middlebox_reply",
-         "the replies in the name of " + format_ipv4(s.dst) +
-             " probably come from a middlebox at hop " + h + " (" + info.box +
-             " or a box right behind it), not from the target: they travelled " + h +
-             " hop(s) back, but a SYN sent with TTL " + h + " expired at " + info.box +
-             " (itself " + h + " hop(s) back) and only a SYN with TTL " +
-             std::to_string(chk.reply_hops + 1) +
-             " drew the RST/ACK; the capacity and avail-bw are then those of the path up to "
-             "that box (a forward path one hop longer than the return path could look the "
-             "same)"});
-  }
+  apply_replier_check(chk, s.dst, info, warnings);
   return info;
 }
 

@@ -25,6 +25,10 @@ struct Session;
 // h) and returns its result; adds a middlebox_reply warning to `warnings`.
 ReplierInfo check_replier(Session& s, const Config& c, std::vector<Warning>& warnings);
 
+// Records a check's verdict in `info`; a middlebox adds its warning.
+void apply_replier_check(const ReplierCheck& chk, std::uint32_t target, ReplierInfo& info,
+                         std::vector<Warning>& warnings);
+
 // The TTL and IP ID of every RST/ACK that answered one of a train's markers.
 void add_reply_stamps(const Train& t, const TrainOutcome& o, std::vector<ReplyStamp>& out);
 
