@@ -454,6 +454,9 @@ nlohmann::json plan_capacity(const Config& c) {
                      : "first train sizes the rest: N = ceil(train_dispersion * C / (8 L)), "
                        "clamped to [8, max_load_packets]"},
       {"idle", "after each train: max(train time at C / max_load, 2 N L / C)"},
+      {"checks", "after discovery: SYNs with TTL h and h+1 (h = hop count of the reply; "
+                 "middlebox check); if the capacity is at our own sending rate: up to 8 trains "
+                 "of 7 full-size SYNs (dropped-load check)"},
       {"stop", "precision reached after min_trains, or max_trains / max_time / max_bytes"}};
   plan["caps"] = {{"max_trains", c.max_trains},
                   {"max_time_s", c.max_time_s},
