@@ -8,6 +8,7 @@
 #include "app/session.hpp"
 #include "estimate/capacity.hpp"
 #include "estimate/stats.hpp"
+#include "plan/hops_plan.hpp"
 #include "plan/syn_train.hpp"
 #include "report/writers.hpp"
 
@@ -38,32 +39,6 @@ TtlAnswer answer_of(const ProbeOutcome& o, std::uint32_t target) {
     a.kind = TtlAnswer::kOther;
   }
   return a;
-}
-
-// Two SYNs in the run's 5-tuple with TTL h and h + 1, spaced like discovery.
-Train ttl_pair(Session& s, double max_rate_bps, int h, int id) {
-  const Nanos spacing =
-      max_rate_bps > 0 ? std::max<Nanos>(kMs, min_gap_for_rate(max_rate_bps, 40)) : kMs;
-  Train t;
-  t.id = id;
-  for (int i = 0; i < 2; ++i) {
-    Probe p;
-    p.src = s.flow.src;
-    p.dst = s.flow.dst;
-    p.sport = s.flow.sport;
-    p.dport = s.flow.dport;
-    p.flags = kSyn;
-    p.seq = s.seqs.next();
-    p.ip_len = 40;
-    p.ttl = static_cast<std::uint8_t>(std::min(255, h + i));
-    p.role = Role::kMarker;
-    p.train = id;
-    p.index = i;
-    p.offset = i * spacing;
-    t.markers.push_back(i);
-    t.probes.push_back(p);
-  }
-  return t;
 }
 
 // The interface's link speed from sysfs (bit/s); 0 when it does not say.
@@ -108,6 +83,8 @@ ReplierInfo check_replier(Session& s, const Config& c, std::vector<Warning>& war
   if (info.reply_hops == 0) return info;
   const Nanos wait = reply_wait(s, c);
   const Nanos t_cap = s.t_begin + from_seconds(c.max_time_s);
+  const Nanos spacing =
+      c.max_rate_bps > 0 ? std::max<Nanos>(kMs, min_gap_for_rate(c.max_rate_bps, 40)) : kMs;
   ReplierCheck chk;
   for (int round = 0; round < 2 && !s.prober->stopped(); ++round) {
     if (round > 0) {
@@ -118,7 +95,9 @@ ReplierInfo check_replier(Session& s, const Config& c, std::vector<Warning>& war
       while (mono_now() < again && !s.prober->stopped()) sleep_until(again);
       if (s.prober->stopped()) break;
     }
-    const Train t = ttl_pair(s, c.max_rate_bps, info.reply_hops, -300 - round);
+    // Two SYNs in the run's 5-tuple, TTL h and h + 1, spaced like discovery.
+    const Train t = make_ttl_sweep(s.flow, {info.reply_hops, std::min(255, info.reply_hops + 1)},
+                                   spacing, -300 - round, s.seqs);
     if (s.prober->bytes_sent() + t.total_bytes() > c.max_bytes) break;
     const TrainRun run = s.prober->run(t, t.markers, wait);
     chk = classify_replier(info.reply_ttl, answer_of(run.outcome.probes[0], s.dst),
