@@ -139,7 +139,8 @@ def cmd_firewall(a) -> int:
 
 def cmd_middlebox(a) -> int:
     lab = Lab.attach(a.name)
-    lab.set_middlebox(a.router, None if a.off else "reset" if a.reset else "drop_rst")
+    lab.set_middlebox(a.router, None if a.off else "reset" if a.reset else "drop_rst",
+                      limit=a.limit)
     lab.save_state()
     print(json.dumps(lab.middlebox))
     return 0
@@ -234,6 +235,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--drop-rst", action="store_true",
                    help="stateful firewall: drop RSTs not in an established connection")
     g.add_argument("--off", action="store_true", help="remove the middlebox")
+    s.add_argument("--limit", help="act on at most this nft rate, e.g. '40/second burst 5 packets'")
     s.set_defaults(func=cmd_middlebox)
 
     s = sub.add_parser("rate", help="change a link's rate live")

@@ -597,7 +597,7 @@ class Lab:
 
     MIDDLEBOX_MODES = ("reset", "drop_rst")
 
-    def set_middlebox(self, router: int, mode: Optional[str]) -> None:
+    def set_middlebox(self, router: int, mode: Optional[str], limit: Optional[str] = None) -> None:
         """Make router ``router`` (1..N-1) a middlebox on the path (nftables
         forward chain, table ``lwmb``):
 
@@ -609,7 +609,11 @@ class Lab:
           the prober's side unless they belong to an established (conntrack
           "assured") connection; SYNs and the target's replies pass.  Our RST
           load then never reaches the links after it.
-        * ``None``: remove it."""
+        * ``None``: remove it.
+
+        ``limit`` (nft rate, e.g. ``"20/second burst 2 packets"``): the box acts
+        on at most that many packets; the rest pass as if it were not there
+        (with ``"reset"``: some replies from the box, some from the target)."""
         k = self.node_index(router)
         if not 1 <= k <= self.n - 1:
             raise LabError(f"middlebox must be a router (r1..r{self.n - 1}), got {router!r}")
@@ -622,16 +626,17 @@ class Lab:
             if subprocess.run(ns_exec_cmd(ns, ["sh", "-c", "command -v nft"]),
                               capture_output=True).returncode != 0:
                 raise LabError("a middlebox needs nftables: run scripts/install-deps.sh")
+            lim = f" limit rate {limit}" if limit else ""
             rst = "iifname up 'tcp flags & rst == rst'"
             rules = ([f"nft add rule ip lwmb path ip daddr {self.target_ip} "
-                      f"'tcp flags & (syn|ack) == syn' counter reject with tcp reset"]
+                      f"'tcp flags & (syn|ack) == syn'{lim} counter reject with tcp reset"]
                      if mode == "reset" else
                      [f"nft add rule ip lwmb path {rst} ct status assured accept",
-                      f"nft add rule ip lwmb path {rst} counter drop"])
+                      f"nft add rule ip lwmb path {rst}{lim} counter drop"])
             ns_script(ns, ["nft add table ip lwmb",
                            "nft add chain ip lwmb path '{ type filter hook forward priority 0; }'"]
                       + rules)
-            self.middlebox[str(k)] = mode
+            self.middlebox[str(k)] = mode + (f" limit {limit}" if limit else "")
         if self.keep:
             self.save_state()
 

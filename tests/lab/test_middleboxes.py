@@ -48,6 +48,16 @@ def test_router_answering_for_the_target_is_a_middlebox():
         assert "middlebox_reply" in p.stdout and "TTL check: middlebox" in p.stdout
 
 
+def test_box_answering_some_syns_mixes_the_replies():
+    # r1 resets at most 40 SYNs a second; the others reach the target.
+    with new_lab([None, "50M", None]) as L:
+        L.set_middlebox(1, "reset", limit="40/second burst 5 packets")
+        code, doc = run(L, "capacity", L.target_ip, "--max-time", "3")
+        assert "replies_mixed" in codes(doc), doc["warnings"]
+        msg = [w["message"] for w in doc["warnings"] if w["code"] == "replies_mixed"][0]
+        assert "(3, 1 hops back)" in msg or "(1, 3 hops back)" in msg, msg
+
+
 def test_stateful_firewall_before_the_bottleneck_drops_the_load():
     with new_lab([None, "50M", None]) as L:
         L.set_middlebox(1, "drop_rst")
