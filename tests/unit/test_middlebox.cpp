@@ -6,6 +6,7 @@
 #include "estimate/middlebox.hpp"
 #include "match/match.hpp"
 #include "plan/syn_train.hpp"
+#include "report/writers.hpp"
 
 using namespace lw;
 
@@ -189,4 +190,39 @@ TEST_CASE("full-size SYN train: drains, markers, acks and the rate cap", "[plan]
   const CapacitySample s = evaluate_capacity_train(timing_of(t, o), CapacityFilter{});
   CHECK(s.kept());
   CHECK(s.capacity_bps == Approx(50e6).epsilon(0.01));
+}
+
+TEST_CASE("capacity document: replier fields and the labelled SYN-train fallback", "[middlebox]") {
+  CapacityResult r;
+  r.target = r.target_addr = "198.18.3.2";
+  r.valid = true;
+  r.capacity_bps = 1e9;
+  r.low_bps = r.high_bps = 1e9;
+  r.replier = {64, 1, "middlebox", "198.18.1.2"};
+  nlohmann::json j = to_json(r);
+  CHECK(j["reply_ttl"] == 64);
+  CHECK(j["reply_hops"] == 1);
+  CHECK(j["replier_check"] == "middlebox");
+  CHECK(j["replier_box"] == "198.18.1.2");
+  CHECK(j["capacity_source"] == "rst_trains");
+  CHECK(j["capacity_confidence"] == "normal");
+  CHECK(j["load_check"].is_null());
+
+  r.capacity_source = "syn_pairs";
+  r.capacity_bps = 49.6e6;
+  r.load_check.ran = r.load_check.dropped = true;
+  r.load_check.trains_used = 5;
+  r.load_check.syn_capacity_bps = 49.6e6;
+  r.load_check.rst_capacity_bps = 998e6;
+  r.load_check.ratio = 49.6e6 / 998e6;
+  r.replier = {62, 3, "consistent", ""};
+  j = to_json(r);
+  CHECK(j["replier_box"].is_null());
+  CHECK(j["capacity_confidence"] == "low");
+  CHECK(j["load_check"]["load_dropped"] == true);
+  CHECK(j["load_check"]["rst_capacity_bps"] == Approx(998e6));
+  const std::string text = to_text(r);
+  CHECK(text.find("~49.60 Mbit/s") != std::string::npos);
+  CHECK(text.find("low confidence") != std::string::npos);
+  CHECK(text.find("TTL 62 (3 hops back), TTL check: consistent") != std::string::npos);
 }
