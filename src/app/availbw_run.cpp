@@ -488,8 +488,9 @@ MeasureResult run_measure(const Config& c, const std::atomic<bool>& stop) {
       m.availbw.stop_reason = "load_dropped";
       m.availbw.warnings.push_back(
           {"availbw_not_run",
-           "the avail-bw search (and the hops phase) did not run: our RST load is dropped "
-           "before the narrow link, so its paced trains would measure nothing"});
+           std::string("the avail-bw search") + (with_hops ? " and the hops phase" : "") +
+               " did not run: our RST load is dropped before the narrow link, so their "
+               "trains would measure nothing"});
       finish();
       return m;
     }
