@@ -74,6 +74,10 @@ Python API
         L.iface_stats(node, ifname)
         L.set_target_firewall(drop_syn=True, port=None) # or reject=True; () = off
         L.firewall_drops()
+        L.set_middlebox(1, "reset")     # r1 answers SYNs to the target with a TCP reset
+        L.set_middlebox(1, "drop_rst")  # r1 drops RSTs outside established connections
+        L.set_middlebox(1, "reset", limit="40/second")  # acts on some packets only
+        L.set_middlebox(1, None); L.middlebox_hits(1)   # off; packets reset/dropped
         L.listen(port, node="target")              # open TCP port (tracked process)
         L.set_rate(i, rate, "fwd"), L.set_router_icmp(k, enabled)
         L.info()                                    # JSON-able description + truth
@@ -88,6 +92,7 @@ Command line
     lab.py exec NAME NODE -- CMD ...
     lab.py cross NAME --link I (--udp RATE [--size B] | --tcp N | --poisson RATE) [--duration S]
     lab.py firewall NAME (--drop-syn | --reject | --off) [--port P]
+    lab.py middlebox NAME --router K (--reset | --drop-rst | --off) [--limit RATE]
     lab.py rate NAME --link I [--rev] RATE
     lab.py down NAME
     lab.py cleanup        # every lw-* namespace, its processes, all state files

@@ -137,6 +137,15 @@ def cmd_firewall(a) -> int:
     return 0
 
 
+def cmd_middlebox(a) -> int:
+    lab = Lab.attach(a.name)
+    lab.set_middlebox(a.router, None if a.off else "reset" if a.reset else "drop_rst",
+                      limit=a.limit)
+    lab.save_state()
+    print(json.dumps(lab.middlebox))
+    return 0
+
+
 def cmd_rate(a) -> int:
     lab = Lab.attach(a.name)
     lab.set_rate(a.link, a.rate, "rev" if a.rev else "fwd")
@@ -216,6 +225,18 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--off", action="store_true", help="remove the firewall")
     s.add_argument("--port", type=int, help="only SYNs to this TCP port")
     s.set_defaults(func=cmd_firewall)
+
+    s = sub.add_parser("middlebox", help="make a router a middlebox on the path (nftables)")
+    s.add_argument("name")
+    s.add_argument("--router", type=int, required=True, help="router index k (r1 = 1)")
+    g = s.add_mutually_exclusive_group(required=True)
+    g.add_argument("--reset", action="store_true",
+                   help="answer SYNs towards the target with a TCP reset itself")
+    g.add_argument("--drop-rst", action="store_true",
+                   help="stateful firewall: drop RSTs not in an established connection")
+    g.add_argument("--off", action="store_true", help="remove the middlebox")
+    s.add_argument("--limit", help="act on at most this nft rate, e.g. '40/second burst 5 packets'")
+    s.set_defaults(func=cmd_middlebox)
 
     s = sub.add_parser("rate", help="change a link's rate live")
     s.add_argument("name")

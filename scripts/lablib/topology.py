@@ -198,6 +198,7 @@ class Lab:
         self.cross_hosts: set = set()
         self.silent: set = set(self.spec.silent_routers)
         self.firewall: dict = {}
+        self.middlebox: dict = {}    # router index (str) -> mode, see set_middlebox()
         self._procs: List[subprocess.Popen] = []
         self._cross: list = []
         self._next_port = 5201
@@ -626,6 +627,65 @@ class Lab:
             pass
         return 0
 
+    MIDDLEBOX_MODES = ("reset", "drop_rst")
+
+    def set_middlebox(self, router: int, mode: Optional[str], limit: Optional[str] = None) -> None:
+        """Make router ``router`` (1..N-1) a middlebox on the path (nftables
+        forward chain, table ``lwmb``):
+
+        * ``"reset"``: it answers every SYN towards the target itself with a
+          TCP reset (``reject with tcp reset``: an RST/ACK that carries the
+          target's address, sent with the router's own initial TTL), so the
+          SYN never reaches the target.
+        * ``"drop_rst"``: a stateful firewall that drops TCP RSTs coming from
+          the prober's side unless they belong to an established (conntrack
+          "assured") connection; SYNs and the target's replies pass.  Our RST
+          load then never reaches the links after it.
+        * ``None``: remove it.
+
+        ``limit`` (nft rate, e.g. ``"20/second burst 2 packets"``): the box acts
+        on at most that many packets; the rest pass as if it were not there
+        (with ``"reset"``: some replies from the box, some from the target)."""
+        k = self.node_index(router)
+        if not 1 <= k <= self.n - 1:
+            raise LabError(f"middlebox must be a router (r1..r{self.n - 1}), got {router!r}")
+        if mode is not None and mode not in self.MIDDLEBOX_MODES:
+            raise LabError(f"bad middlebox mode {mode!r}: {', '.join(self.MIDDLEBOX_MODES)}")
+        ns = self.ns(k)
+        ns_script(ns, ["nft delete table ip lwmb 2>/dev/null || true"])
+        self.middlebox.pop(str(k), None)
+        if mode is not None:
+            if subprocess.run(ns_exec_cmd(ns, ["sh", "-c", "command -v nft"]),
+                              capture_output=True).returncode != 0:
+                raise LabError("a middlebox needs nftables: run scripts/install-deps.sh")
+            lim = f" limit rate {limit}" if limit else ""
+            rst = "iifname up 'tcp flags & rst == rst'"
+            rules = ([f"nft add rule ip lwmb path ip daddr {self.target_ip} "
+                      f"'tcp flags & (syn|ack) == syn'{lim} counter reject with tcp reset"]
+                     if mode == "reset" else
+                     [f"nft add rule ip lwmb path {rst} ct status assured accept",
+                      f"nft add rule ip lwmb path {rst}{lim} counter drop"])
+            ns_script(ns, ["nft add table ip lwmb",
+                           "nft add chain ip lwmb path '{ type filter hook forward priority 0; }'"]
+                      + rules)
+            self.middlebox[str(k)] = mode + (f" limit {limit}" if limit else "")
+        if self.keep:
+            self.save_state()
+
+    def middlebox_hits(self, router: int) -> int:
+        """Packets the middlebox on ``router`` has reset or dropped so far."""
+        cp = self.exec(router, ["nft", "-j", "list", "table", "ip", "lwmb"])
+        try:
+            items = json.loads(cp.stdout)["nftables"]
+        except (ValueError, KeyError):
+            return 0
+        n = 0
+        for it in items:
+            for e in it.get("rule", {}).get("expr", []):
+                if "counter" in e:
+                    n += int(e["counter"].get("packets", 0))
+        return n
+
     def firewall_drops(self) -> int:
         """Packets dropped so far by the target's SYN-drop firewall."""
         cp = self.exec("target", ["tc", "-s", "-j", "qdisc", "show", "dev", "fwbh"])
@@ -778,6 +838,7 @@ class Lab:
             "prober_ip": self.prober_ip, "target_ip": self.target_ip,
             "links": links,
             "silent_routers": sorted(self.silent), "firewall": self.firewall,
+            "middlebox": self.middlebox,
             "cross_hosts": sorted(self.cross_hosts),
             "truth": {
                 "narrow_link_fwd": self.narrow_link("fwd"),
@@ -796,7 +857,8 @@ class Lab:
         os.makedirs(STATE_DIR, exist_ok=True)
         state = {"name": self.id, "spec": self.spec.to_dict(),
                  "cross_hosts": sorted(self.cross_hosts), "silent": sorted(self.silent),
-                 "firewall": self.firewall, "saved": time.time()}
+                 "firewall": self.firewall, "middlebox": self.middlebox,
+                 "saved": time.time()}
         tmp = self.state_path() + ".tmp"
         with open(tmp, "w") as f:
             json.dump(state, f, indent=1)
@@ -822,6 +884,7 @@ class Lab:
         lab.cross_hosts = set(st.get("cross_hosts", ()))
         lab.silent = set(st.get("silent", ()))
         lab.firewall = st.get("firewall", {})
+        lab.middlebox = st.get("middlebox", {})
         lab._started = True
         _install_signal_handlers()
         _LIVE.append(lab)

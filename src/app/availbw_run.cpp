@@ -540,6 +540,17 @@ MeasureResult run_measure(const Config& c, const std::atomic<bool>& stop) {
       return m;
     }
     C = m.capacity.capacity_bps;
+    if (m.capacity.load_check.dropped) {
+      // Paced RST trains would meet no queue at all: nothing to search.
+      m.availbw.stop_reason = "load_dropped";
+      m.availbw.warnings.push_back(
+          {"availbw_not_run",
+           std::string("the avail-bw search") + (with_hops ? " and the hops phase" : "") +
+               " did not run: our RST load is dropped before the narrow link, so their "
+               "trains would measure nothing"});
+      finish();
+      return m;
+    }
     if (m.capacity.lower_bound) {
       m.availbw.warnings.push_back(
           {"capacity_lower_bound",

@@ -5,6 +5,7 @@
 #include <map>
 #include <sstream>
 
+#include "app/path_checks.hpp"
 #include "app/session.hpp"
 #include "estimate/capacity.hpp"
 #include "estimate/stats.hpp"
@@ -199,6 +200,7 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
   bool sized = !auto_size;
   const bool two_lengths = c.length_ratio > 1;
   Samples sm;
+  std::vector<ReplyStamp> stamps;  // TTL and IP ID of every marker reply
   int consecutive_silent = 0;
   int measured = 0;  // trains after sizing
   int sizing_trains = 0;
@@ -258,6 +260,7 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
     // The target's reply limit, not the path, took this train's replies.
     if (governed.replies_limited) long_losses = 0;
     ++res.trains_sent;
+    add_reply_stamps(train, run.outcome, stamps);
     const CapacitySample s = evaluate_capacity_train(timing_of(train, run.outcome), filter);
 
     TrainRecord rec;
@@ -387,6 +390,7 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
         {"max_rate_limited", "trains were paced at --max-rate " + format_rate(c.max_rate_bps) +
                                  "; the path may be faster: raise --max-rate to measure it"});
   }
+  check_capacity_plausible(ss, c, stop, t_cap, stamps, res);
   const CaptureStats cs = prober.capture_stats();
   if (cs.dropped > 0) {
     res.warnings.push_back(
@@ -461,6 +465,9 @@ nlohmann::json plan_capacity(const Config& c) {
                      : "first train sizes the rest: N = ceil(train_dispersion * C / (8 L)), "
                        "clamped to [8, max_load_packets]"},
       {"idle", "after each train: max(train time at C / max_load, 2 N L / C)"},
+      {"checks", "after discovery: SYNs with TTL h and h+1 (h = hop count of the reply; "
+                 "middlebox check); if the capacity is at our own sending rate: up to 8 trains "
+                 "of 7 full-size SYNs (dropped-load check)"},
       {"stop", "precision reached after min_trains, or max_trains / max_time / max_bytes"}};
   plan["caps"] = {{"max_trains", c.max_trains},
                   {"max_time_s", c.max_time_s},

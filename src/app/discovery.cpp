@@ -84,6 +84,8 @@ DiscoveryResult discover_closed_port(Prober& prober, const FlowId& flow,
       const ProbeOutcome& o = run.outcome.probes[best];
       res.port = ports[best];
       res.rtt_s = to_seconds(o.reply - o.sent);
+      res.reply_ttl = o.reply_ttl;
+      res.reply_ip_id = o.reply_ip_id;
       if (!res.open_ports.empty()) {
         res.warnings.push_back({"open_ports_skipped",
                                 std::to_string(res.open_ports.size()) +

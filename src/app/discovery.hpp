@@ -14,6 +14,8 @@ namespace lw {
 struct DiscoveryResult {
   int port = 0;
   double rtt_s = 0;
+  int reply_ttl = 0;  // TTL and IP ID of the RST/ACK that named the port
+  std::uint16_t reply_ip_id = 0;
   std::vector<int> open_ports;
   std::vector<Warning> warnings;
 };

@@ -8,6 +8,7 @@
 #include "app/capacity_run.hpp"
 #include "app/discovery.hpp"
 #include "app/net.hpp"
+#include "app/path_checks.hpp"
 #include "app/prober.hpp"
 #include "app/session.hpp"
 #include "estimate/hops.hpp"
@@ -28,6 +29,7 @@ constexpr Nanos kBudgetSlack = 30 * kMs;
 struct PathHop {
   std::uint32_t addr = 0;  // 0 = unknown
   bool tcp = false;        // answers RST/ACK to a SYN on its own address
+  int icmp_ttl = 0;        // TTL of its time exceeded as received
 };
 
 std::string hop_list(const std::vector<int>& hops) {
@@ -74,6 +76,7 @@ HopsResult run_hops(Session& s, const Config& c, const std::atomic<bool>& stop) 
   res.params["packet_size"] = L;
   res.port = s.disc.port;
   res.rtt_s = s.disc.rtt_s;
+  res.replier = s.replier;
   res.warnings = s.warnings;
   Prober& prober = *s.prober;
   SeqAllocator& seqs = s.seqs;
@@ -109,6 +112,7 @@ HopsResult run_hops(Session& s, const Config& c, const std::atomic<bool>& stop) 
         if (H == 0 || ttl < H) H = ttl;
       } else if (o.kind == ReplyKind::kIcmp && path[ttl - 1].addr == 0) {
         path[ttl - 1].addr = o.reply_from;
+        path[ttl - 1].icmp_ttl = o.icmp_type == 11 ? o.reply_ttl : 0;
       }
     }
     if (H == 0) break;  // the target is not within reach: asking again will not help
@@ -134,6 +138,16 @@ HopsResult run_hops(Session& s, const Config& c, const std::atomic<bool>& stop) 
   budget.erase(budget.begin() + H, budget.end());
   path[H - 1].addr = dst;
   path[H - 1].tcp = true;
+  // The target answered from TTL H: when the session's TTL check heard
+  // nothing at the replies' hop count, the sweep may have (path_checks).
+  const int rh = res.replier.reply_hops;
+  if (res.replier.check == "inconclusive" && rh >= 1 && rh + 1 == H && path[rh - 1].icmp_ttl > 0) {
+    apply_replier_check(
+        classify_replier(res.replier.reply_ttl,
+                         {TtlAnswer::kTimeExceeded, path[rh - 1].addr, path[rh - 1].icmp_ttl},
+                         {TtlAnswer::kTargetReply, dst, 0}),
+        dst, res.replier, res.warnings);
+  }
 
   // Which routers answer TCP on their own address (the paper's markers).
   std::vector<std::uint32_t> check;

@@ -5,6 +5,7 @@
 #include <map>
 #include <random>
 
+#include "app/path_checks.hpp"
 #include "linkwidth/error.hpp"
 #include "plan/hops_plan.hpp"
 #include "report/writers.hpp"
@@ -51,6 +52,7 @@ std::unique_ptr<Session> open_session(const Config& c, const std::atomic<bool>& 
   // Discovery's SYNs drew replies too (at least the last round's).
   s->replies.spend(s->dst, static_cast<int>(candidates.size()), mono_now());
   s->warnings.insert(s->warnings.end(), s->disc.warnings.begin(), s->disc.warnings.end());
+  s->replier = check_replier(*s, c, s->warnings);
   return s;
 }
 
@@ -62,6 +64,7 @@ void describe_endpoints(const Session& s, const Config& c, CapacityResult& r) {
   r.source_port = s.reserved->port();
   r.port = s.disc.port;
   r.rtt_s = s.disc.rtt_s;
+  r.replier = s.replier;
 }
 
 Nanos reply_wait(const Session& s, const Config& c) {
@@ -99,7 +102,7 @@ std::vector<std::pair<int, int>> bare_syn_trains(Session& s, const Config& c, in
   std::vector<std::pair<int, int>> out;
   const std::vector<std::uint32_t> to(per_train, s.dst);
   for (int k = 0; k < trains; ++k) {
-    const Train t = make_addr_check(s.flow, to, 200 * kUs, -300 - k, s.seqs);
+    const Train t = make_addr_check(s.flow, to, 200 * kUs, -400 - k, s.seqs);
     if (s.prober->bytes_sent() + t.total_bytes() > c.max_bytes) break;
     const Nanos after = mono_now() + idle;
     if (after + reply_timeout > t_cap) break;

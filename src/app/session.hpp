@@ -26,7 +26,8 @@ struct Session {
   SeqAllocator seqs{0};
   FlowId flow;
   DiscoveryResult disc;
-  std::vector<Warning> warnings;  // from setup (packet size clamp, discovery)
+  ReplierInfo replier;            // who answers in the target's name (app/path_checks)
+  std::vector<Warning> warnings;  // from setup (packet size clamp, discovery, replier)
   Nanos t_begin = 0;
   // Replies asked of each host per second (--max-replies), lowered when a host
   // turns out to limit its RSTs; warnings it found that no result holds yet.

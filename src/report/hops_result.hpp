@@ -32,6 +32,7 @@ struct HopsResult {
   std::string interface;
   int source_port = 0;
   double rtt_s = 0;
+  ReplierInfo replier;
 
   std::string hop_markers;  // auto / ttl / addr as asked
   bool target_reached = false;

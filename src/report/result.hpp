@@ -15,6 +15,29 @@ struct Warning {
   std::string message;  // one sentence for people
 };
 
+// Who answers in the target's name (estimate/middlebox.hpp): the TTL of the
+// discovery reply, the hop count it implies, and the TTL check's verdict.
+struct ReplierInfo {
+  int reply_ttl = 0;
+  int reply_hops = 0;
+  std::string check = "not_checked";  // consistent / middlebox / forward_longer / inconclusive
+  std::string box;                    // middlebox: the router at whose hop the answers start
+};
+
+// The verification of a capacity at our own sending rate: full-size SYN
+// trains, which a stateful firewall passes where it drops the RST load.
+struct LoadCheckRecord {
+  bool ran = false;
+  bool dropped = false;
+  int trains_sent = 0;
+  int trains_used = 0;
+  int trains_uncompressed = 0;
+  double syn_capacity_bps = 0;  // median of the kept SYN trains (0 = none)
+  double ratio = 0;             // that / the RST trains' capacity
+  double rst_capacity_bps = 0;  // what the RST trains said
+  double send_limit_bps = 0;    // what we could send at most
+};
+
 struct TrainRecord {
   int train = 0;
   int load_packets = 0;
@@ -44,6 +67,11 @@ struct CapacityResult {
   double kde_bandwidth_bps = 0;
   double per_train_capacity_bps = 0;  // KDE mode of bits/dispersion per train (diagnostic)
   double dispersion_offset_s = 0;     // fixed part of the dispersion, from the slope fit
+  // "rst_trains", or "syn_pairs": a fallback from full-size SYN trains when the
+  // RST load was dropped on the way (low confidence).
+  std::string capacity_source = "rst_trains";
+  ReplierInfo replier;
+  LoadCheckRecord load_check;
 
   int trains_sent = 0;
   int trains_used = 0;

@@ -30,6 +30,44 @@ nlohmann::json warnings_json(const std::vector<Warning>& ws) {
 
 nlohmann::json nullable(bool valid, double v) { return valid ? nlohmann::json(v) : nullptr; }
 
+nlohmann::json load_check_json(const LoadCheckRecord& l) {
+  if (!l.ran) return nullptr;
+  return {{"load_dropped", l.dropped},
+          {"syn_trains_sent", l.trains_sent},
+          {"syn_trains_used", l.trains_used},
+          {"syn_trains_uncompressed", l.trains_uncompressed},
+          {"syn_capacity_bps", nullable(l.trains_used > 0, l.syn_capacity_bps)},
+          {"ratio", nullable(l.ratio > 0, l.ratio)},
+          {"rst_capacity_bps", l.rst_capacity_bps},
+          {"send_limit_bps", nullable(l.send_limit_bps > 0, l.send_limit_bps)}};
+}
+
+// Low: a lower bound, or the SYN-train fallback after the load was dropped.
+const char* confidence(const CapacityResult& r) {
+  return r.lower_bound || r.capacity_source != "rst_trains" ? "low" : "normal";
+}
+
+// The capacity line of the text output.
+std::string capacity_line(const CapacityResult& r) {
+  std::ostringstream o;
+  if (!r.valid) {
+    o << "  capacity   no estimate\n";
+  } else if (r.capacity_source == "syn_pairs") {
+    o << "  capacity   ~" << format_rate(r.capacity_bps) << "  (low confidence: from full-size SYN "
+      << "trains, the RST load was dropped on the way; the RST trains said "
+      << format_rate(r.load_check.rst_capacity_bps) << ")\n";
+  } else {
+    o << "  capacity   " << (r.lower_bound ? ">= " : "") << format_rate(r.capacity_bps)
+      << "  (95% interval " << format_rate(r.low_bps) << " .. " << format_rate(r.high_bps)
+      << ", IP layer)\n";
+  }
+  if (r.replier.reply_ttl > 0) {
+    o << "  replies    TTL " << r.replier.reply_ttl << " (" << r.replier.reply_hops
+      << " hops back), TTL check: " << r.replier.check << "\n";
+  }
+  return o.str();
+}
+
 }  // namespace
 
 nlohmann::json to_json(const CapacityResult& r) {
@@ -53,6 +91,9 @@ nlohmann::json to_json(const CapacityResult& r) {
             {"kde_bandwidth_bps", nullable(r.valid, r.kde_bandwidth_bps)},
             {"per_train_capacity_bps", r.per_train_capacity_bps},
             {"dispersion_offset_s", r.dispersion_offset_s},
+            {"capacity_source", r.capacity_source},
+            {"capacity_confidence", confidence(r)},
+            {"load_check", load_check_json(r.load_check)},
             {"layer", "ip"},
             {"trains_sent", r.trains_sent},
             {"trains_used", r.trains_used},
@@ -69,7 +110,7 @@ nlohmann::json to_json(const MeasureResult& m) {
   nlohmann::json j = to_json(m.capacity);
   const AvailbwResult& a = m.availbw;
   j["type"] = m.command;
-  j["capacity_source"] = m.capacity_given ? "given" : "measured";
+  if (m.capacity_given) j["capacity_source"] = "given";
   j["capacity_stop_reason"] = j["stop_reason"];
   j["capacity_trains"] = j["trains"];
   j.erase("trains");
@@ -142,12 +183,8 @@ std::string to_text(const MeasureResult& m) {
   o << ", closed port " << r.port << ", via " << r.interface << " from " << r.source << "\n";
   if (m.capacity_given) {
     o << "  capacity   " << format_rate(r.capacity_bps) << " (given with --capacity)\n";
-  } else if (r.valid) {
-    o << "  capacity   " << (r.lower_bound ? ">= " : "") << format_rate(r.capacity_bps)
-      << "  (95% interval " << format_rate(r.low_bps) << " .. " << format_rate(r.high_bps)
-      << ", IP layer)\n";
   } else {
-    o << "  capacity   no estimate\n";
+    o << capacity_line(r);
   }
   if (a.valid) {
     o << "  avail-bw   " << format_rate(a.availbw_bps) << "  (range " << format_rate(a.low_bps)
@@ -211,13 +248,7 @@ std::string to_text(const CapacityResult& r) {
   o << "linkwidth capacity to " << r.target;
   if (r.target != r.target_addr) o << " (" << r.target_addr << ")";
   o << ", closed port " << r.port << ", via " << r.interface << " from " << r.source << "\n";
-  if (r.valid) {
-    o << "  capacity   " << (r.lower_bound ? ">= " : "") << format_rate(r.capacity_bps)
-      << "  (95% interval " << format_rate(r.low_bps) << " .. " << format_rate(r.high_bps)
-      << ", IP layer)\n";
-  } else {
-    o << "  capacity   no estimate\n";
-  }
+  o << capacity_line(r);
   std::snprintf(buf, sizeof buf, "  trains     %d sent, %d used (%s)\n", r.trains_sent,
                 r.trains_used, r.stop_reason.c_str());
   o << buf;

@@ -22,6 +22,10 @@ nlohmann::json document_head(const char* type, const R& r) {
           {"source_port", r.source_port},
           {"interface", r.interface},
           {"rtt_s", r.rtt_s},
+          {"reply_ttl", r.replier.reply_ttl},
+          {"reply_hops", r.replier.reply_hops},
+          {"replier_check", r.replier.check},
+          {"replier_box", r.replier.box.empty() ? nlohmann::json() : nlohmann::json(r.replier.box)},
           {"params", r.params}};
 }
 

@@ -1,0 +1,214 @@
+#include "app/path_checks.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "app/session.hpp"
+#include "estimate/capacity.hpp"
+#include "estimate/stats.hpp"
+#include "plan/hops_plan.hpp"
+#include "plan/syn_train.hpp"
+#include "report/writers.hpp"
+
+namespace lw {
+
+namespace {
+
+constexpr int kSynMarkers = 5;       // per verification train: 4 gaps of full-size SYNs
+constexpr int kMaxSynTrains = 8;
+constexpr int kEnoughSynTrains = 5;  // kept trains after which we stop
+constexpr int kEnoughUncompressed = 3;
+// A router's ICMP bucket refills one token per second (Linux): wait that long
+// before asking a silent hop again.
+constexpr Nanos kIcmpRefill = 1050 * kMs;
+
+TtlAnswer answer_of(const ProbeOutcome& o, std::uint32_t target) {
+  TtlAnswer a;
+  a.from = o.reply_from;
+  a.ttl = o.reply_ttl;
+  if (o.reply == 0) {
+    a.kind = TtlAnswer::kNone;
+  } else if ((o.kind == ReplyKind::kRstAck || o.kind == ReplyKind::kSynAck) &&
+             o.reply_from == target) {
+    a.kind = TtlAnswer::kTargetReply;
+  } else if (o.kind == ReplyKind::kIcmp && o.icmp_type == 11) {
+    a.kind = TtlAnswer::kTimeExceeded;
+  } else {
+    a.kind = TtlAnswer::kOther;
+  }
+  return a;
+}
+
+// The interface's link speed from sysfs (bit/s); 0 when it does not say.
+double interface_bps(const std::string& ifname) {
+  std::ifstream f("/sys/class/net/" + ifname + "/speed");
+  long mbps = 0;
+  if (!(f >> mbps) || mbps <= 0) return 0;
+  return static_cast<double>(mbps) * 1e6;
+}
+
+std::string hop_list(const std::vector<int>& hops) {
+  std::string out;
+  for (int h : hops) out += (out.empty() ? "" : ", ") + std::to_string(h);
+  return out;
+}
+
+}  // namespace
+
+void apply_replier_check(const ReplierCheck& chk, std::uint32_t target, ReplierInfo& info,
+                         std::vector<Warning>& warnings) {
+  info.check = replier_verdict_name(chk.verdict);
+  if (chk.verdict != ReplierVerdict::kMiddlebox) return;
+  const std::string h = std::to_string(chk.reply_hops);
+  info.box = format_ipv4(chk.box);
+  warnings.push_back(
+      {"middlebox_reply",
+       "the replies in the name of " + format_ipv4(target) +
+           " probably come from a middlebox at hop " + h + " (" + info.box +
+           " or a box right behind it), not from the target: they travelled " + h +
+           " hop(s) back, but a SYN sent with TTL " + h + " expired at " + info.box +
+           " (itself " + h + " hop(s) back) and only a SYN with TTL " +
+           std::to_string(chk.reply_hops + 1) +
+           " drew the RST/ACK; the capacity and avail-bw are then those of the path up to "
+           "that box (a forward path one hop longer than the return path could look the "
+           "same)"});
+}
+
+ReplierInfo check_replier(Session& s, const Config& c, std::vector<Warning>& warnings) {
+  ReplierInfo info;
+  info.reply_ttl = s.disc.reply_ttl;
+  info.reply_hops = reply_hops(info.reply_ttl);
+  if (info.reply_hops == 0) return info;
+  const Nanos wait = reply_wait(s, c);
+  const Nanos t_cap = s.t_begin + from_seconds(c.max_time_s);
+  const Nanos spacing =
+      c.max_rate_bps > 0 ? std::max<Nanos>(kMs, min_gap_for_rate(c.max_rate_bps, 40)) : kMs;
+  ReplierCheck chk;
+  for (int round = 0; round < 2 && !s.prober->stopped(); ++round) {
+    if (round > 0) {
+      // Only silence at TTL h is worth asking again: the router there may
+      // have had no ICMP token left.
+      const Nanos again = mono_now() + kIcmpRefill;
+      if (again + wait > t_cap) break;
+      while (mono_now() < again && !s.prober->stopped()) sleep_until(again);
+      if (s.prober->stopped()) break;
+    }
+    // Two SYNs in the run's 5-tuple, TTL h and h + 1, spaced like discovery.
+    const Train t = make_ttl_sweep(s.flow, {info.reply_hops, std::min(255, info.reply_hops + 1)},
+                                   spacing, -300 - round, s.seqs);
+    if (s.prober->bytes_sent() + t.total_bytes() > c.max_bytes) break;
+    const TrainRun run = s.prober->run(t, t.markers, wait);
+    chk = classify_replier(info.reply_ttl, answer_of(run.outcome.probes[0], s.dst),
+                           answer_of(run.outcome.probes[1], s.dst));
+    if (run.outcome.probes[0].reply != 0) break;
+  }
+  apply_replier_check(chk, s.dst, info, warnings);
+  return info;
+}
+
+void add_reply_stamps(const Train& t, const TrainOutcome& o, std::vector<ReplyStamp>& out) {
+  for (int m : t.markers) {
+    const ProbeOutcome& p = o.probes[m];
+    if (p.kind == ReplyKind::kRstAck) out.push_back({p.reply_ttl, p.reply_ip_id});
+  }
+}
+
+void check_capacity_plausible(Session& s, const Config& c, const std::atomic<bool>& stop,
+                              Nanos t_cap, const std::vector<ReplyStamp>& stamps,
+                              CapacityResult& res) {
+  const MixedReplies mix = mixed_repliers(stamps);
+  if (mix.mixed) {
+    res.warnings.push_back(
+        {"replies_mixed",
+         std::to_string(mix.minority) + " of " + std::to_string(mix.total) +
+             " marker replies differ from the rest in hop count (" + hop_list(mix.hops) +
+             " hops back) or IP ID behaviour: some probably come from a box on the path "
+             "answering in the target's name, or the route changed during the run"});
+  }
+  if (!res.valid || stop.load()) return;
+  double sent = 0;  // the fastest train we managed to offer
+  for (const auto& t : res.trains) sent = std::max(sent, t.offered_bps);
+  const double limit = send_limit_bps(sent, c.max_rate_bps, interface_bps(res.interface));
+  if (!res.lower_bound && !capacity_at_send_rate(res.capacity_bps, limit)) return;
+  res.warnings.push_back(
+      {"capacity_at_send_rate",
+       "the capacity " + format_rate(res.capacity_bps) + " is at or above what we could send (" +
+           format_rate(limit) +
+           "): the replies only show our own sending rate; the path may be faster than we can "
+           "send, or a firewall or NAT on the way drops our RST load"});
+
+  // Verification: full-size SYN trains, through the same prober and caps.
+  LoadCheckRecord& lc = res.load_check;
+  lc.ran = true;
+  lc.rst_capacity_bps = res.capacity_bps;
+  lc.send_limit_bps = limit;
+  SynTrainParams p;
+  p.flow = s.flow;
+  p.markers = kSynMarkers;
+  p.drain = c.drain_packets;
+  p.packet_size = static_cast<std::uint16_t>(s.packet_size);
+  p.max_rate_bps = c.max_rate_bps;
+  const CapacityFilter filter;
+  const Nanos wait = reply_wait(s, c);
+  std::vector<double> kept;
+  Nanos next_start = mono_now();
+  for (int i = 0; i < kMaxSynTrains && !stop.load(); ++i) {
+    const Train t = make_syn_train(p, 1000 + i, s.seqs);
+    if (s.prober->bytes_sent() + t.total_bytes() > c.max_bytes) break;
+    while (mono_now() < next_start && !stop.load()) sleep_until(next_start);
+    if (stop.load() || mono_now() + wait > t_cap) break;
+    const double rate = kept.empty() ? 1e6 : median(kept);
+    const double bits = 8.0 * static_cast<double>(t.total_bytes());
+    const Nanos busy =
+        std::min<Nanos>(from_seconds(1.5 * (bits / rate + 2 * s.disc.rtt_s)) + 2 * kMs, 50 * kMs);
+    const TrainRun run = run_train(s, c, t, t.markers, wait, t_cap, false, busy).run;
+    ++lc.trains_sent;
+    const CapacitySample smp = evaluate_capacity_train(timing_of(t, run.outcome), filter);
+    if (smp.kept()) kept.push_back(smp.capacity_bps);
+    if (smp.verdict == SampleVerdict::kNotCompressed) ++lc.trains_uncompressed;
+    if (c.verbose) {
+      std::fprintf(stderr, "syn train %d: %s C=%.4g\n", i, verdict_name(smp.verdict),
+                   smp.capacity_bps);
+    }
+    // Idle: under --max-load of the rate these trains show, and the queue drains.
+    const double shown = kept.empty() ? std::max(smp.capacity_bps, 1e6) : median(kept);
+    next_start = run.start_mono + from_seconds(std::max(bits / shown / c.max_load, 0.002));
+    if (static_cast<int>(kept.size()) >= kEnoughSynTrains ||
+        lc.trains_uncompressed >= kEnoughUncompressed) {
+      break;
+    }
+  }
+  const LoadCheck j = judge_load(res.capacity_bps, kept, lc.trains_uncompressed);
+  lc.trains_used = j.used;
+  lc.syn_capacity_bps = j.syn_capacity_bps;
+  lc.ratio = j.ratio;
+  lc.dropped = j.dropped;
+  if (!j.dropped) return;
+  // Reported, but labelled: a handful of short SYN trains, each a few packet
+  // pairs, is a weaker measurement than the RST trains were meant to be; the
+  // RST trains' number (our own sending rate) would be wrong outright.
+  const CapacityEstimate e = aggregate_capacity(kept);
+  res.capacity_bps = e.capacity_bps;
+  res.low_bps = e.low_bps;
+  res.high_bps = e.high_bps;
+  res.kde_bandwidth_bps = e.kde_bandwidth_bps;
+  res.lower_bound = false;
+  res.capacity_source = "syn_pairs";
+  // The lower-bound warnings spoke of the RST trains' number, now replaced.
+  res.warnings.erase(std::remove_if(res.warnings.begin(), res.warnings.end(),
+                                    [](const Warning& w) {
+                                      return w.code == "capacity_lower_bound" ||
+                                             w.code == "max_rate_limited";
+                                    }),
+                     res.warnings.end());
+  res.warnings.push_back(
+      {"load_dropped", "the replies came back at our own sending rate (" +
+                           format_rate(lc.rst_capacity_bps) + "), but trains of full-size SYNs show about " +
+                           format_rate(j.syn_capacity_bps) +
+                           ": a stateful firewall or NAT on the path probably drops the RST "
+                           "load; the capacity reported is the SYN trains' (low confidence)"});
+}
+
+}  // namespace lw

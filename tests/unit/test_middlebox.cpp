@@ -1,0 +1,228 @@
+// Issue 6: who answers in the target's name, and did the RST load arrive?
+// The pure checks of estimate/middlebox.hpp and the full-size SYN train.
+#include <catch2/catch.hpp>
+
+#include "estimate/capacity.hpp"
+#include "estimate/middlebox.hpp"
+#include "match/match.hpp"
+#include "plan/syn_train.hpp"
+#include "report/writers.hpp"
+
+using namespace lw;
+
+namespace {
+
+TtlAnswer target_reply(int ttl) { return {TtlAnswer::kTargetReply, 0xC6120302u, ttl}; }
+TtlAnswer time_exceeded(std::uint32_t from, int ttl) {
+  return {TtlAnswer::kTimeExceeded, from, ttl};
+}
+TtlAnswer silence() { return {}; }
+
+}  // namespace
+
+TEST_CASE("initial TTL guess and reply hop count", "[middlebox]") {
+  CHECK(initial_ttl_guess(0) == 0);
+  CHECK(initial_ttl_guess(1) == 32);
+  CHECK(initial_ttl_guess(32) == 32);
+  CHECK(initial_ttl_guess(33) == 64);
+  CHECK(initial_ttl_guess(64) == 64);
+  CHECK(initial_ttl_guess(113) == 128);
+  CHECK(initial_ttl_guess(129) == 255);
+  CHECK(initial_ttl_guess(255) == 255);
+  // A SYN needs (routers on the way back) + 1 of TTL to reach the replier.
+  CHECK(reply_hops(64) == 1);    // directly attached
+  CHECK(reply_hops(62) == 3);    // the lab's prober - r1 - r2 - target
+  CHECK(reply_hops(113) == 16);  // Windows, 15 routers
+  CHECK(reply_hops(243) == 13);  // a router's 255
+  CHECK(reply_hops(0) == 0);
+}
+
+TEST_CASE("TTL check: a host answers a SYN with just enough TTL", "[middlebox]") {
+  const ReplierCheck r = classify_replier(62, target_reply(62), target_reply(62));
+  CHECK(r.verdict == ReplierVerdict::kConsistent);
+  CHECK(r.reply_hops == 3);
+  CHECK(r.box == 0);
+  CHECK(std::string(replier_verdict_name(r.verdict)) == "consistent");
+  // The SYN with TTL + 1 need not even be answered.
+  CHECK(classify_replier(62, target_reply(62), silence()).verdict == ReplierVerdict::kConsistent);
+}
+
+TEST_CASE("TTL check: a router answering in the target's name", "[middlebox]") {
+  // The lab: r1 (198.18.1.2) rejects SYNs with a reset, TTL 64 on arrival.
+  const std::uint32_t r1 = 0xC6120102u;
+  ReplierCheck r = classify_replier(64, time_exceeded(r1, 64), target_reply(64));
+  CHECK(r.verdict == ReplierVerdict::kMiddlebox);
+  CHECK(r.reply_hops == 1);
+  CHECK(r.box == r1);
+  CHECK(r.box_hops == 1);
+  // A firewall 5 hops out whose ICMP starts at 255 and its resets at 64:
+  // both come back over 5 hops.
+  r = classify_replier(60, time_exceeded(r1, 251), target_reply(60));
+  CHECK(r.verdict == ReplierVerdict::kMiddlebox);
+  CHECK(r.reply_hops == 5);
+}
+
+TEST_CASE("TTL check: asymmetric routes and silence are not a middlebox", "[middlebox]") {
+  const std::uint32_t x = 0x0A000001u;
+  // Forward path one hop longer: the router before the target is nearer on
+  // the way back than the target.
+  ReplierCheck r = classify_replier(56, time_exceeded(x, 248), target_reply(56));
+  CHECK(r.reply_hops == 9);
+  CHECK(r.box_hops == 8);
+  CHECK(r.verdict == ReplierVerdict::kForwardLonger);
+  CHECK(r.box == 0);
+  // Two or more hops longer: TTL + 1 expires as well.
+  r = classify_replier(56, time_exceeded(x, 247), time_exceeded(x, 248));
+  CHECK(r.verdict == ReplierVerdict::kForwardLonger);
+  // A host with initial TTL 64 forty hops away looks like 32 - 24 + 1 = 9
+  // hops; TTL 9 and 10 both expire on the way: never a middlebox.
+  r = classify_replier(24, time_exceeded(x, 247), time_exceeded(x, 246));
+  CHECK(r.reply_hops == 9);
+  CHECK(r.verdict == ReplierVerdict::kForwardLonger);
+  // A silent hop proves nothing.
+  CHECK(classify_replier(62, silence(), target_reply(62)).verdict ==
+        ReplierVerdict::kInconclusive);
+  CHECK(classify_replier(62, silence(), silence()).verdict == ReplierVerdict::kInconclusive);
+  // The expiring router is farther back than the replier: no simple picture.
+  CHECK(classify_replier(62, time_exceeded(x, 250), target_reply(62)).verdict ==
+        ReplierVerdict::kInconclusive);
+  // Unreachable or anything else at TTL h.
+  CHECK(classify_replier(62, {TtlAnswer::kOther, x, 60}, target_reply(62)).verdict ==
+        ReplierVerdict::kInconclusive);
+  CHECK(classify_replier(0, silence(), silence()).verdict == ReplierVerdict::kNotChecked);
+}
+
+TEST_CASE("replies of one run from more than one box", "[middlebox]") {
+  std::vector<ReplyStamp> same(40, ReplyStamp{62, 0});
+  CHECK_FALSE(mixed_repliers(same).mixed);
+  CHECK(mixed_repliers(same).total == 40);
+  // One stray reply is not enough (an IP ID that counted through zero).
+  std::vector<ReplyStamp> counting;
+  for (int i = 0; i < 40; ++i) counting.push_back({117, static_cast<std::uint16_t>(i)});
+  CHECK_FALSE(mixed_repliers(counting).mixed);
+  // Half from the host 3 hops away, half from a box 1 hop away.
+  std::vector<ReplyStamp> two = same;
+  for (int i = 0; i < 20; ++i) two[static_cast<std::size_t>(i)] = {64, 0};
+  MixedReplies m = mixed_repliers(two);
+  CHECK(m.mixed);
+  CHECK(m.minority == 20);
+  CHECK(m.hops.size() == 2);
+  // Same hop count, but IP IDs from a counter and from a stack that sends 0.
+  std::vector<ReplyStamp> ids = same;
+  for (int i = 0; i < 10; ++i) ids[static_cast<std::size_t>(i)] = {62, static_cast<std::uint16_t>(100 + i)};
+  m = mixed_repliers(ids);
+  CHECK(m.mixed);
+  CHECK(m.hops == std::vector<int>{3});
+  // Replies without a TTL (none recorded) are ignored.
+  CHECK(mixed_repliers({{0, 0}, {0, 5}}).total == 0);
+}
+
+TEST_CASE("capacity at or above what we could send", "[middlebox]") {
+  CHECK(send_limit_bps(0, 0, 0) == 0);
+  CHECK(send_limit_bps(950e6, 1e9, 10e9) == Approx(950e6));
+  CHECK(send_limit_bps(0, 20e6, 0) == Approx(20e6));
+  CHECK(send_limit_bps(3e9, 0, 1e9) == Approx(1e9));
+  CHECK(capacity_at_send_rate(949e6, 1e9));
+  CHECK(capacity_at_send_rate(1.2e9, 1e9));
+  CHECK_FALSE(capacity_at_send_rate(49.5e6, 1e9));
+  CHECK_FALSE(capacity_at_send_rate(800e6, 1e9));
+  CHECK_FALSE(capacity_at_send_rate(49.5e6, 0));  // nothing known: no claim
+}
+
+TEST_CASE("judging the load by full-size SYN trains", "[middlebox]") {
+  // RST trains at our own 1 Gbit/s, SYN trains at the 50 Mbit/s link: dropped.
+  LoadCheck j = judge_load(997e6, {49.6e6, 49.7e6, 49.5e6, 50.1e6, 49.4e6}, 0);
+  CHECK(j.checked);
+  CHECK(j.dropped);
+  CHECK(j.syn_capacity_bps == Approx(49.6e6));
+  CHECK(j.ratio == Approx(49.6e6 / 997e6));
+  // The path is as fast as we send: the SYN trains were not compressed either.
+  j = judge_load(950e6, {}, 3);
+  CHECK_FALSE(j.dropped);
+  CHECK(j.syn_capacity_bps == 0);
+  // A couple compressed by cross traffic among uncompressed ones: no drop.
+  CHECK_FALSE(judge_load(950e6, {400e6, 420e6, 390e6}, 5).dropped);
+  // Slower, but not by enough.
+  CHECK_FALSE(judge_load(950e6, {800e6, 790e6, 810e6}, 0).dropped);
+  // Too few trains to say.
+  CHECK_FALSE(judge_load(950e6, {50e6, 50e6}, 0).dropped);
+}
+
+TEST_CASE("full-size SYN train: drains, markers, acks and the rate cap", "[plan][middlebox]") {
+  SeqAllocator seqs(1000);
+  SynTrainParams p;
+  p.flow = {0xC6120101u, 0xC6120302u, 40000, 47391};
+  p.markers = 5;
+  p.drain = 2;
+  p.packet_size = 1500;
+  const Train t = make_syn_train(p, 7, seqs);
+  REQUIRE(t.probes.size() == 7);
+  REQUIRE(t.markers == std::vector<int>{2, 3, 4, 5, 6});
+  for (const auto& q : t.probes) {
+    CHECK(q.flags == kSyn);
+    CHECK(q.ip_len == 1500);
+    CHECK(q.dport == 47391);
+    CHECK(q.offset == 0);  // back to back without a cap
+    // A SYN with 1460 payload bytes is acknowledged past its data.
+    CHECK(q.expected_ack() == q.seq + 1 + 1460);
+  }
+  CHECK(t.probes[0].role == Role::kDrain);
+  CHECK(t.probes[2].role == Role::kMarker);
+  CHECK(t.bits_from_head == std::vector<double>{0, 12000, 24000, 36000, 48000});
+
+  // Under --max-rate the schedule fits the bucket the pacer enforces.
+  p.max_rate_bps = 20e6;
+  const Train capped = make_syn_train(p, 8, seqs);
+  CHECK(first_over_rate(capped, 20e6) == -1);
+  CHECK(capped.probes.back().offset > 0);
+
+  // Through a 50 Mbit/s FIFO the replies are spread at the link's rate.
+  TrainOutcome o;
+  o.probes.resize(t.probes.size());
+  const Nanos t0 = 1'000'000'000;
+  double link_free = 0;
+  for (std::size_t i = 0; i < t.probes.size(); ++i) {
+    o.probes[i].sent = t0 + static_cast<Nanos>(i) * 2 * kUs;
+    link_free = std::max(link_free, 2e-6 * static_cast<double>(i)) + 12000 / 50e6;
+    o.probes[i].reply = t0 + 300 * kUs + from_seconds(link_free);
+    o.probes[i].kind = ReplyKind::kRstAck;
+  }
+  const CapacitySample s = evaluate_capacity_train(timing_of(t, o), CapacityFilter{});
+  CHECK(s.kept());
+  CHECK(s.capacity_bps == Approx(50e6).epsilon(0.01));
+}
+
+TEST_CASE("capacity document: replier fields and the labelled SYN-train fallback", "[middlebox]") {
+  CapacityResult r;
+  r.target = r.target_addr = "198.18.3.2";
+  r.valid = true;
+  r.capacity_bps = 1e9;
+  r.low_bps = r.high_bps = 1e9;
+  r.replier = {64, 1, "middlebox", "198.18.1.2"};
+  nlohmann::json j = to_json(r);
+  CHECK(j["reply_ttl"] == 64);
+  CHECK(j["reply_hops"] == 1);
+  CHECK(j["replier_check"] == "middlebox");
+  CHECK(j["replier_box"] == "198.18.1.2");
+  CHECK(j["capacity_source"] == "rst_trains");
+  CHECK(j["capacity_confidence"] == "normal");
+  CHECK(j["load_check"].is_null());
+
+  r.capacity_source = "syn_pairs";
+  r.capacity_bps = 49.6e6;
+  r.load_check.ran = r.load_check.dropped = true;
+  r.load_check.trains_used = 5;
+  r.load_check.syn_capacity_bps = 49.6e6;
+  r.load_check.rst_capacity_bps = 998e6;
+  r.load_check.ratio = 49.6e6 / 998e6;
+  r.replier = {62, 3, "consistent", ""};
+  j = to_json(r);
+  CHECK(j["replier_box"].is_null());
+  CHECK(j["capacity_confidence"] == "low");
+  CHECK(j["load_check"]["load_dropped"] == true);
+  CHECK(j["load_check"]["rst_capacity_bps"] == Approx(998e6));
+  const std::string text = to_text(r);
+  CHECK(text.find("~49.60 Mbit/s") != std::string::npos);
+  CHECK(text.find("low confidence") != std::string::npos);
+  CHECK(text.find("TTL 62 (3 hops back), TTL check: consistent") != std::string::npos);
+}
