@@ -29,10 +29,13 @@ def _colour(verdict):
 
 
 def _threshold(doc):
-    """(ratio line, label) of the decision threshold the method used."""
+    """(ratio line, label) of the decision threshold the method used, or
+    None when the fleet calibration never finished (no threshold)."""
     noise = doc.get("noise") or {}
-    if doc.get("method") == "linkwidth" or not noise.get("threshold"):
+    if doc.get("method") == "linkwidth":
         return 1.0, "paper rule: above if R_m/R_o > 1"
+    if not noise.get("threshold"):
+        return None
     return (noise.get("baseline", 1.0) + noise["threshold"],
             f"baseline + noise threshold ({noise['threshold']:.3f})")
 
@@ -76,8 +79,9 @@ def plot(doc, png, title=None, truth_bps=None):
         ax1.plot(r["offered_bps"] / M, r["ratio"], "o", ms=7, color=_colour(v),
                  mec="k", mew=0.5, label=None if v in seen else v)
         seen.add(v)
-    thr, thr_label = _threshold(doc)
-    ax1.axhline(thr, color="tab:red", ls="-.", lw=1, label=thr_label)
+    thr = _threshold(doc)
+    if thr:
+        ax1.axhline(thr[0], color="tab:red", ls="-.", lw=1, label=thr[1])
     _mark_estimate(ax1, doc, vertical=True, truth_bps=truth_bps)
     ax1.set_xlabel("offered rate (Mbit/s, measured at the prober)")
     ax1.set_ylabel("R_m / R_o  (offered / received rate)")
