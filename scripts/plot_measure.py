@@ -104,7 +104,7 @@ def plot(doc, png, title=None, truth_bps=None):
     ax2.set_ylabel("tested rate (Mbit/s)")
     ax2.set_title(f"rate search ({doc.get('method', '?')}, stop: {doc.get('stop_reason', '?')})")
     ax2.grid(alpha=0.3)
-    ax2.legend(fontsize=8, loc="lower right")
+    ax2.legend(fontsize=8, loc="best")
     fig.suptitle(title or f"linkwidth measure {doc.get('target', '')}, "
                           f"method {doc.get('method', '?')}")
     fig.tight_layout()
