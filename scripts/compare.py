@@ -34,7 +34,7 @@ from benchlib import CROSS_CPU, PROBER_CPU, held, iperf3_run, measure_run, start
 M = 1e6
 TCP_FLOWS = 2             # long-lived cubic flows for Table 3 ("many single-threaded wget")
 HTTP_CAPACITY = 3 * M     # Table 4: the paper's 2/3/10 conn/s block (its LinkWidth "I" ~ 2.9)
-HTTP_FILE = 64 * 1024     # bytes per GET: 2 and 3 conn/s load a 3 Mbit/s link 37% and 55%,
+HTTP_FILE = 64 * 1024     # bytes per GET: 2 and 3 conn/s offer 35% and 53% of a 3 Mbit/s link,
 #                           10 conn/s overloads it (the paper's avail-bw fell 2.0 -> 1.08 -> 0.37)
 HTTP_TIMEOUT = 10         # s: httperf gives up a connection after this (under overload)
 METHODS = ("fleet", "linkwidth")
