@@ -12,11 +12,8 @@ defaults to BBR), under the same cross traffic. Reads only linkwidth's JSON.
 Writes results/availbw_benchmark{tag}.csv and .md.
 """
 import argparse
-import contextlib
 import csv
 import datetime
-import fcntl
-import json
 import os
 import statistics
 import subprocess
@@ -26,45 +23,18 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import lab  # noqa: E402
-from bench_capacity import iperf3_tcp  # noqa: E402
-
-
-@contextlib.contextmanager
-def held(lock_path):
-    """Holds an exclusive flock on lock_path (if given) for one condition, so
-    other lab users on a shared machine do not run at the same time."""
-    if not lock_path:
-        yield
-        return
-    with open(lock_path, "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
-
-
-def start_cross(L, kind, ip_bps, cpu):
-    if kind == "udp":
-        # iperf3 -b counts UDP payload: 1472 of every 1500 IP bytes.
-        return L.cross(2, "udp", rate=ip_bps * 1472 / 1500, cpu=cpu)
-    return L.cross(2, kind, rate=ip_bps, cpu=cpu)
+from benchlib import CROSS_CPU, PROBER_CPU, fmt, held, iperf3_tcp, measure_run, start_cross  # noqa: E402,E501
 
 
 def one_run(L, binary, method, extra, pin):
-    w = L.cross_window(2)
     # The hops phase has its own benchmark (bench_hops.py): leave it out here.
-    cmd = [binary, "measure", L.target_ip, "--json", "--no-hops", "--method", method, *extra]
-    if pin:
-        cmd = ["taskset", "-c", "0"] + cmd
-    p = L.run_in_prober(cmd, timeout=180)
-    cross = w.stop().bps
-    doc = json.loads(p.stdout)
+    code, doc, cross = measure_run(L, binary, ["--no-hops", "--method", method, *extra],
+                                   cpu=PROBER_CPU if pin else None)
     truth = L.ground_truth_capacity(ip_len=1500) - cross
     a = doc.get("availbw_bps")
     lo, hi = doc.get("availbw_low_bps"), doc.get("availbw_high_bps")
     return {
-        "method": method, "exit": p.returncode, "cross_bps": cross, "truth_bps": truth,
+        "method": method, "exit": code, "cross_bps": cross, "truth_bps": truth,
         "estimate_bps": a if a is not None else "",
         "low_bps": lo if lo is not None else "", "high_bps": hi if hi is not None else "",
         "error_pct": 100 * (a / truth - 1) if a is not None and truth > 0 else "",
@@ -79,10 +49,6 @@ def one_run(L, binary, method, extra, pin):
         "stop_reason": doc.get("stop_reason", ""),
         "warnings": " ".join(w["code"] for w in doc.get("warnings", [])),
     }
-
-
-def fmt(x, scale=1e6, digits=1):
-    return "" if x in ("", None) else f"{x / scale:.{digits}f}"
 
 
 def main():
@@ -114,7 +80,7 @@ def main():
                 with held(args.lock), lab.Lab(lab.Spec(
                         links=[lab.Link(rate=None), lab.Link(rate=rate)])) as L:
                     C = L.ground_truth_capacity(ip_len=1500)
-                    cpu = None if args.no_pin else 1
+                    cpu = None if args.no_pin else CROSS_CPU
                     x = start_cross(L, kind, util / 100 * C, cpu) if util else None
                     try:
                         time.sleep(0.5)

@@ -21,20 +21,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import lab  # noqa: E402
-
-
-def iperf3_tcp(L, seconds):
-    srv = L.popen("target", ["iperf3", "-s", "-1", "-p", "5299"])
-    time.sleep(1.0)  # let the server listen
-    try:
-        p = L.exec("prober", ["iperf3", "-c", L.target_ip, "-p", "5299", "-t", str(seconds),
-                              "-C", "cubic", "-J"], timeout=seconds + 30)
-        doc = json.loads(p.stdout)
-        return doc["end"]["sum_received"]["bits_per_second"]
-    except (ValueError, KeyError):
-        return float("nan")
-    finally:
-        L.stop_process(srv)
+from benchlib import iperf3_tcp  # noqa: E402
 
 
 def shaper_delivered(L, rate):

@@ -15,14 +15,18 @@
 #           procps (sysctl), nftables (only for the optional "reject with
 #           ICMP admin-prohibited" target firewall; the SYN-drop firewall and
 #           everything else in scripts/lab.py uses tc only)
-#   tests:  python3 python3-pytest python3-matplotlib
+#           httperf (short-lived HTTP cross traffic in scripts/compare.py; the
+#           web server is Python's http.server)
+#   tests:  python3 python3-pytest python3-matplotlib (plots of compare.py and
+#           plot_measure.py; also installed with pip for a python3 first on
+#           PATH that cannot import the Debian one)
 set -euo pipefail
 
 PACKAGES=(
   build-essential cmake ninja-build pkg-config util-linux libcap2-bin
   libnet1-dev libpcap-dev libboost-program-options-dev catch2
   nlohmann-json3-dev libcap-dev clang-format clang libclang-rt-dev
-  iproute2 ethtool iperf3 tcpdump iputils-ping procps nftables
+  iproute2 ethtool iperf3 tcpdump iputils-ping procps nftables httperf
   python3 python3-pytest python3-matplotlib
 )
 
@@ -60,6 +64,11 @@ PY=$(command -v python3 || true)
 if [[ -n "$PY" ]] && ! "$PY" -c 'import pytest' >/dev/null 2>&1; then
   echo "install-deps.sh: installing pytest for $PY"
   "$PY" -m pip install -q pytest || "$PY" -m pip install -q --break-system-packages pytest
+fi
+
+if [[ -n "$PY" ]] && ! "$PY" -c 'import matplotlib' >/dev/null 2>&1; then
+  echo "install-deps.sh: installing matplotlib for $PY"
+  "$PY" -m pip install -q matplotlib || "$PY" -m pip install -q --break-system-packages matplotlib
 fi
 
 echo "install-deps.sh: done"

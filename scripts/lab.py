@@ -67,6 +67,7 @@ Python API
             x.measured_bps()        # IP-layer bit/s from xr2's rx counters since start
             x.measure(seconds)      # fresh window
         L.cross(2, "tcp", flows=4)  # iperf3 -C cubic -P 4; L.cross(2, "poisson", rate="10M")
+        L.cross(2, "http", rate=3, size=65536)   # httperf 3 conn/s on xr2, http.server on xs2
         w = L.cross_window(2); ...; w.stop().bps   # CounterWindow on xr2 (IP layer)
         L.measure_cross(2, seconds)
         L.link_counters(i, "fwd")   # raw counters of the shaped iface (probe + cross)

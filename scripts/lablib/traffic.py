@@ -379,8 +379,53 @@ class BurstyUDP(PoissonUDP):
             sizes]))
 
 
+class HttpCross(CrossTraffic):
+    """Short-lived elastic TCP: httperf opening ``rate`` connections per
+    second, one GET of a ``size``-byte file each (HTTP/1.0, one request per
+    connection), against Python's ``http.server``.  The server runs on
+    xs{link} and httperf on xr{link}, so the responses (the bulk of the
+    bytes) cross link i in the forward direction, the one linkwidth probes.
+    ``timeout``: httperf gives up on a connection after this many seconds
+    (under overload connections pile up until then)."""
+    kind = "http"
+
+    def __init__(self, lab, link, rate, size: int = 65536, timeout: float = 10.0, **kw):
+        super().__init__(lab, link, **kw)
+        self.rate = float(rate)
+        if not 0 < self.rate <= 1000:
+            raise LabError("http cross traffic: rate must be 0 < conn/s <= 1000")
+        self.size, self.timeout = int(size), float(timeout)
+        if not 1 <= self.size <= 1 << 30:
+            raise LabError("http cross traffic: size must be 1 B .. 1 GiB")
+
+    def _launch(self) -> None:
+        import os
+        port = self.lab.alloc_port()
+        root = self.lab.log_path(f"www-l{self.link}")
+        os.makedirs(root, exist_ok=True)
+        with open(os.path.join(root, "file.bin"), "wb") as f:
+            f.write(os.urandom(self.size))
+        server_ip = self.lab.xs_ip(self.link)
+        self.procs.append(self.lab.popen(self.src, self._pin() + [
+            sys.executable, "-m", "http.server", str(port), "--bind", server_ip,
+            "--directory", root]))
+        _wait_listen(self.lab, self.src, port)
+        seconds = self.duration or IPERF_FOREVER
+        self.procs.append(self.lab.popen(self.dst, self._pin() + [
+            "httperf", "--hog", "--server", server_ip, "--port", str(port),
+            "--uri", "/file.bin", "--rate", f"{self.rate:g}", "--num-calls", "1",
+            "--num-conns", str(max(1, int(self.rate * seconds))),
+            "--timeout", f"{self.timeout:g}"],
+            log=self.lab.log_path(f"httperf-l{self.link}-{port}")))
+
+    def describe(self) -> dict:
+        return super().describe() | {"rate": self.rate, "size": self.size,
+                                     "timeout": self.timeout}
+
+
 CROSS_KINDS: Dict[str, Type[CrossTraffic]] = {
     "udp": IperfUDP, "tcp": IperfTCP, "poisson": PoissonUDP, "bursty": BurstyUDP,
+    "http": HttpCross,
 }
 
 
