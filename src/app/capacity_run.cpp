@@ -70,10 +70,20 @@ void apply_estimate(CapacityResult& res, const CapacityEstimate& e) {
 
 // The final estimate from the samples, with the warnings that qualify it.
 void conclude(CapacityResult& res, const Samples& sm, bool two_lengths,
-              const CapacityEstimate& est) {
+              const CapacityEstimate& est, double precision) {
   res.trains_used = static_cast<int>(sm.kept.size());
-  if (!sm.kept.empty()) res.per_train_capacity_bps = aggregate_capacity(sm.kept).capacity_bps;
-  if (est.valid) {
+  const CapacityEstimate per_train = aggregate_capacity(sm.kept);
+  if (!sm.kept.empty()) res.per_train_capacity_bps = per_train.capacity_bps;
+  if (est.valid && two_lengths && sm.kept.size() >= 4 &&
+      prefer_per_train(est, per_train, precision)) {
+    apply_estimate(res, per_train);
+    res.warnings.push_back(
+        {"slope_too_noisy", "the two-length slope was too noisy (" + format_rate(est.capacity_bps) +
+                                ", 95% interval " + format_rate(est.low_bps) + " to " +
+                                format_rate(est.high_bps) +
+                                "); reported: the per-train estimate, which may include a small "
+                                "fixed offset"});
+  } else if (est.valid) {
     apply_estimate(res, est);
   } else if (!sm.uncompressed.empty() && sm.kept.empty()) {
     // Everything we sent came back at our own sending rate: the path is at
@@ -383,7 +393,7 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
 
   update_estimate();
   res.dispersion_offset_s = offset_s;
-  conclude(res, sm, two_lengths, est);
+  conclude(res, sm, two_lengths, est, c.precision);
   take_reply_warnings(ss, res.warnings);
   if (res.lower_bound && res.capacity_bps >= c.max_rate_bps / 1.15) {
     res.warnings.push_back(

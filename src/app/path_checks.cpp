@@ -99,6 +99,8 @@ ReplierInfo check_replier(Session& s, const Config& c, std::vector<Warning>& war
     const Train t = make_ttl_sweep(s.flow, {info.reply_hops, std::min(255, info.reply_hops + 1)},
                                    spacing, -300 - round, s.seqs);
     if (s.prober->bytes_sent() + t.total_bytes() > c.max_bytes) break;
+    // Both may reach the target (or the box): they count against its budget.
+    if (!wait_for_reply_budget(s, s.dst, 2, t_cap - wait)) break;
     const TrainRun run = s.prober->run(t, t.markers, wait);
     chk = classify_replier(info.reply_ttl, answer_of(run.outcome.probes[0], s.dst),
                            answer_of(run.outcome.probes[1], s.dst));

@@ -199,6 +199,10 @@ GovernedRun run_train(Session& s, const Config& c, const Train& train,
   }
 }
 
+bool wait_for_reply_budget(Session& s, std::uint32_t host, int n, Nanos t_cap) {
+  return wait_for_budget(s, {{host, n}}, t_cap);
+}
+
 void take_reply_warnings(Session& s, std::vector<Warning>& to) {
   to.insert(to.end(), s.reply_warnings.begin(), s.reply_warnings.end());
   s.reply_warnings.clear();

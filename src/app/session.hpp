@@ -52,6 +52,11 @@ GovernedRun run_train(Session& s, const Config& c, const Train& train,
                       const std::vector<int>& wait_for, Nanos reply_timeout, Nanos t_cap,
                       bool any = false, Nanos busy_wait = 0);
 
+// Waits (stop-aware) until `n` replies of `host` fit the reply budget and
+// spends them; for probes run_train() does not count (TTL-limited SYNs that
+// may reach the host). False if stopped or the wait would pass t_cap.
+bool wait_for_reply_budget(Session& s, std::uint32_t host, int n, Nanos t_cap);
+
 // Moves the reply warnings not yet reported into `to`.
 void take_reply_warnings(Session& s, std::vector<Warning>& to);
 

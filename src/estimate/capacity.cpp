@@ -137,6 +137,20 @@ namespace lw {
 
 double dispersion_location(const std::vector<double>& d) { return quantile(d, 0.25); }
 
+namespace {
+double rel_half_width(const CapacityEstimate& e) {
+  return e.capacity_bps > 0 ? (e.high_bps - e.low_bps) / (2 * e.capacity_bps) : 1e9;
+}
+}  // namespace
+
+bool prefer_per_train(const CapacityEstimate& slope, const CapacityEstimate& per_train,
+                      double precision) {
+  if (!per_train.valid) return false;
+  if (!slope.valid) return true;
+  const double w = rel_half_width(slope);
+  return w > std::max(0.10, 2 * precision) && w > rel_half_width(per_train);
+}
+
 SlopeEstimate estimate_capacity_slope(const std::vector<double>& sd, double sbits,
                                       const std::vector<double>& ld, double lbits) {
   SlopeEstimate out;

@@ -216,3 +216,50 @@ TEST_CASE("slope estimate with one-sided host delays and a compressed outlier",
                                      *std::min_element(ds.begin(), ds.end()));
   CHECK(by_min > 1.03 * cap);
 }
+
+TEST_CASE("a noisy two-length slope gives way to the per-train estimate", "[capacity]") {
+  auto est = [](double c, double lo, double hi) {
+    lw::CapacityEstimate e;
+    e.valid = true;
+    e.capacity_bps = c;
+    e.low_bps = lo;
+    e.high_bps = hi;
+    return e;
+  };
+  // The case seen in the lab: 3 Mbit/s with HTTP cross traffic.
+  CHECK(lw::prefer_per_train(est(9.5e6, 3.4e6, 23.8e6), est(2.97e6, 2.9e6, 3.05e6), 0.01));
+  // A tight slope stays, even if the per-train is tighter still.
+  CHECK_FALSE(lw::prefer_per_train(est(3.0e6, 2.95e6, 3.05e6), est(2.9e6, 2.89e6, 2.91e6), 0.01));
+  // Wide, but the per-train estimate is no better.
+  CHECK_FALSE(lw::prefer_per_train(est(9.5e6, 3.4e6, 23.8e6), est(3e6, 1e6, 9e6), 0.01));
+  lw::CapacityEstimate none;
+  CHECK_FALSE(lw::prefer_per_train(est(9.5e6, 3.4e6, 23.8e6), none, 0.01));
+
+  // Simulated: 3 Mbit/s, trains of 8 and 16 MTU packets, a 100 us offset, and
+  // cross-traffic bursts (an HTTP response: up to 20 packets) landing in a
+  // third of the trains, 5 trains of each length (a time-limited run).
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> u(0, 1);
+  const double C = 3e6, L = 12000, a = 100e-6;
+  int slope_bad = 0, chosen_bad = 0;
+  for (int run = 0; run < 200; ++run) {
+    std::vector<double> sd, ld, per;
+    for (int i = 0; i < 5; ++i) {
+      for (int g = 0; g < 2; ++g) {
+        const double bits = (g ? 16 : 8) * L;
+        double d = a + bits / C;
+        if (u(rng) < 1.0 / 3) d += std::ceil(20 * u(rng)) * L / C;
+        (g ? ld : sd).push_back(d);
+        per.push_back(bits / d);
+      }
+    }
+    const auto slope = lw::estimate_capacity_slope(sd, 8 * L, ld, 16 * L).capacity;
+    const auto pt = lw::aggregate_capacity(per);
+    const auto chosen = lw::prefer_per_train(slope, pt, 0.01) ? pt : slope;
+    slope_bad += std::fabs(slope.capacity_bps / C - 1) > 0.15 ? 1 : 0;
+    chosen_bad += std::fabs(chosen.capacity_bps / C - 1) > 0.15 ? 1 : 0;
+  }
+  INFO("slope off by >15% in " << slope_bad << " of 200, chosen in " << chosen_bad);
+  CHECK(chosen_bad <= slope_bad);
+  CHECK(chosen_bad < slope_bad / 2 + 5);
+}
