@@ -184,7 +184,9 @@ void run_fleet_method(PacedRunner& runner, Session& ss, const Config& c, double 
   double scale = 1.0;
   NoiseModel noise;
   int burst_restarts = 0;
+  const Nanos cal_start = mono_now();
   for (int round = 0;; ++round) {
+    const Nanos round_start = mono_now();
     const int burst_before = ss.replies.max_burst();
     const CapacityTrainParams mid = search_train(c, ss, L, C / 2, scale);
     CapacityTrainParams cal = mid;
@@ -234,6 +236,18 @@ void run_fleet_method(PacedRunner& runner, Session& ss, const Config& c, double 
     noise = calibrate_noise(cal_ratios);
     if (noise.threshold <= kNoisyThreshold || round >= kMaxLengthening ||
         2 * mid.load_packets > c.max_load_packets) {
+      break;
+    }
+    // A round of trains twice as long takes twice as long: on a slow path
+    // (3 Mbit/s: 6 s a round) it would leave the search no time. Calibration
+    // keeps to 40% of the phase's budget.
+    const Nanos next_round = 2 * (mono_now() - round_start);
+    if (mono_now() + next_round > cal_start + (t_cap - cal_start) * 2 / 5) {
+      res.warnings.push_back(
+          {"noisy_path", "timing noise on this path was high (threshold " +
+                             std::to_string(noise.threshold) +
+                             ") but there was no time to calibrate with longer trains; the "
+                             "search decides with the wide threshold"});
       break;
     }
     scale *= 2;
@@ -359,8 +373,13 @@ void run_fleet_method(PacedRunner& runner, Session& ss, const Config& c, double 
   // its idle time, twice over.
   const CapacityTrainParams top = search_train(c, ss, L, C, scale);
   const double top_span = 8.0 * top.load_packets * L / C;
+  // On a slow path that reserve can be most of what is left (3 Mbit/s:
+  // about 10 s): the search always gets at least half of the remaining time,
+  // and the response trains what is left after it.
+  const Nanos now = mono_now();
   const Nanos search_deadline =
-      t_cap - from_seconds(2.0 * 2 * c.fleet_trains * top_span / c.max_load);
+      std::max(now + (t_cap - now) / 2,
+               t_cap - from_seconds(2.0 * 2 * c.fleet_trains * top_span / c.max_load));
   bool search_cut = false;
   for (int f = 0; f < c.max_fleets && !search.done(); ++f) {
     if (mono_now() > search_deadline) {
