@@ -672,6 +672,25 @@ class Lab:
         if self.keep:
             self.save_state()
 
+    def set_duplicate_replies(self, router: int, on: bool = True) -> None:
+        """Make router ``router`` (1..N-1) send every TCP packet it forwards
+        towards the prober twice (nftables ``dup`` in the forward chain, table
+        ``lwdup``): duplicated replies, as a misbehaving path or a mirror port
+        produces them."""
+        k = self.node_index(router)
+        if not 1 <= k <= self.n - 1:
+            raise LabError(f"duplication must be on a router (r1..r{self.n - 1}), got {router!r}")
+        ns = self.ns(k)
+        ns_script(ns, ["nft delete table ip lwdup 2>/dev/null || true"])
+        if on:
+            # The copy goes out of `up` to the next hop towards the prober.
+            ns_script(ns, [
+                "nft add table ip lwdup",
+                "nft add chain ip lwdup path '{ type filter hook forward priority 0; }'",
+                f"nft add rule ip lwdup path ip daddr {self.prober_ip} oifname up ip protocol tcp "
+                f"counter dup to {self.link_ip(k, 'up')} device up",
+            ])
+
     def middlebox_hits(self, router: int) -> int:
         """Packets the middlebox on ``router`` has reset or dropped so far."""
         cp = self.exec(router, ["nft", "-j", "list", "table", "ip", "lwmb"])

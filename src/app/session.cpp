@@ -130,6 +130,7 @@ GovernedRun run_train(Session& s, const Config& c, const Train& train,
   // bounded by it so that it cannot stretch a run beyond --max-time.
   wait_for_budget(s, asked, std::max(t_cap, mono_now()));
   g.run = s.prober->run(train, wait_for, reply_timeout, any, busy_wait);
+  s.duplicate_replies += g.run.outcome.duplicate_replies;
   int n_asked = 0, n_answered = 0;
   for (std::size_t i = 0; i < train.probes.size(); ++i) {
     if (!asks_reply(train.probes[i])) continue;
@@ -204,6 +205,15 @@ bool wait_for_reply_budget(Session& s, std::uint32_t host, int n, Nanos t_cap) {
 }
 
 void take_reply_warnings(Session& s, std::vector<Warning>& to) {
+  if (s.duplicate_replies > s.duplicates_reported) {
+    s.reply_warnings.push_back(
+        {"duplicate_replies",
+         std::to_string(s.duplicate_replies - s.duplicates_reported) +
+             " repl" + (s.duplicate_replies - s.duplicates_reported == 1 ? "y" : "ies") +
+             " arrived more than once (the path or the target duplicates packets); the first "
+             "copy of each was used"});
+    s.duplicates_reported = s.duplicate_replies;
+  }
   to.insert(to.end(), s.reply_warnings.begin(), s.reply_warnings.end());
   s.reply_warnings.clear();
 }

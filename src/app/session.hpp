@@ -33,6 +33,8 @@ struct Session {
   // turns out to limit its RSTs; warnings it found that no result holds yet.
   ReplyGovernor replies{100};
   std::vector<Warning> reply_warnings;
+  int duplicate_replies = 0;  // replies that came twice or more (extra copies)
+  int duplicates_reported = 0;
 };
 
 // What run_train() adds to a train's run.

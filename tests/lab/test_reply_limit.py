@@ -1,4 +1,5 @@
-"""Lab test for targets that limit their RST replies (issue 6).
+"""Lab tests for targets that limit their RST replies, and for duplicated
+replies (issue 6).
 
 FreeBSD and macOS cap the RSTs they send per second; firewalls do it with
 token buckets. The lab target limits its RSTs with nftables (``limit rate
@@ -61,3 +62,17 @@ def test_rst_rate_limit_is_found_backed_off_from_and_reported():
             assert doc["bottleneck_hop"] == 2
         finally:
             L.set_target_rst_limit(None)
+
+
+def test_duplicated_replies_are_reported_and_do_not_spoil_the_numbers():
+    spec = lab.Spec(links=[lab.Link(rate=None), lab.Link(rate=RATE)])
+    with lab.Lab(spec) as L:
+        truth = L.ground_truth_capacity(ip_len=1500)
+        L.set_duplicate_replies(1)  # r1 sends every TCP packet towards us twice
+        code, doc = run(L, "--no-hops")
+        assert code == 0, doc
+        dup = [w for w in doc["warnings"] if w["code"] == "duplicate_replies"]
+        assert dup, doc["warnings"]
+        assert all(int(w["message"].split()[0]) > 0 for w in dup)
+        assert abs(doc["capacity_bps"] / truth - 1) < 0.05, (doc["capacity_bps"], truth)
+        assert abs(doc["availbw_bps"] / truth - 1) < 0.10, (doc["availbw_bps"], truth)
