@@ -63,6 +63,8 @@ CASES = [
     (["capacity", T, "--max-rate", "0x10M"], USAGE, "--max-rate '0x10M' is not a number"),
     (["capacity", T, "--max-rate", "5X"], USAGE, "unknown unit"),
     (["capacity", T, "--max-rate", ""], USAGE, "--max-rate is empty"),
+    (["capacity", T, "--max-replies", "0"], USAGE, "--max-replies must be between 5 and 10000"),
+    (["measure", T, "--max-replies", "1e9"], USAGE, "--max-replies must be between 5 and 10000"),
     (["capacity", T, "--trains", "0"], USAGE, "--trains must be between 1 and 1000"),
     (["capacity", T, "--trains", "-1"], USAGE, "--trains must be between 1 and 1000"),
     (["capacity", T, "--min-trains", "0"], USAGE, "--min-trains must be between"),
