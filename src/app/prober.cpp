@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "capture/run_record.hpp"
 #include "linkwidth/error.hpp"
 
 namespace lw {
@@ -59,6 +60,13 @@ Prober::Prober(const Route& route, std::uint32_t target, std::uint16_t sport,
   }
 }
 
+void Prober::note(const nlohmann::json& j) {
+  const Nanos now = real_now();
+  for (const auto& body :
+       note_bodies(notes_++, j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)))
+    capture_.save_record(now, body);
+}
+
 TrainRun Prober::run(const Train& train, const std::vector<int>& wait_for, Nanos reply_timeout,
                      bool any, Nanos busy_wait) {
   std::vector<std::vector<std::uint8_t>> bytes;
@@ -88,6 +96,8 @@ TrainRun Prober::run(const Train& train, const std::vector<int>& wait_for, Nanos
     if (r.sent[i].sent) {
       ++packets_;
       bytes_ += bytes[i].size();
+      // The offered schedule, which the capture cannot see (--save-pcap only).
+      capture_.save_record(r.sent[i].actual_real, send_record_body(train.probes[i]));
     }
   }
   const Nanos sent_at = mono_now();
