@@ -13,6 +13,7 @@ namespace {
 struct LatticeFit {
   double period = 0;
   double fit = 0;
+  double rms = 0;  // residual of the gaps on the lattice, ns
   int levels = 0;
   bool neighbours = false;
 };
@@ -34,20 +35,23 @@ LatticeFit fit_lattice(const std::vector<double>& nz, int zero_gaps, double peri
   if (sum_kk > 0) period = sum_kg / sum_kk;
   std::map<long, int> count;
   int on = 0;
+  double sq = 0;
   for (double g : nz) {
     const double k = std::round(g / period);
     if (k >= 1 && std::abs(g - k * period) <= tol) {
       ++on;
+      sq += (g - k * period) * (g - k * period);
       ++count[static_cast<long>(k)];
     }
   }
   if (zero_gaps > 0) count[0] = zero_gaps;
   f.period = period;
+  f.rms = on > 0 ? std::sqrt(sq / on) : 0;
   f.fit = nz.empty() ? 0 : static_cast<double>(on) / static_cast<double>(nz.size());
   for (const auto& [k, n] : count) {
     if (k >= 1) ++f.levels;
     auto next = count.find(k + 1);
-    if (n >= 2 && next != count.end() && next->second >= 2) f.neighbours = true;
+    if (next != count.end() && n + next->second >= 3) f.neighbours = true;
   }
   return f;
 }
@@ -89,16 +93,25 @@ QuantisationFinding detect_quantisation(const std::vector<std::vector<Nanos>>& r
     }
     distinct.swap(thin);
   }
-  LatticeFit best;
+  std::vector<LatticeFit> fits;
   for (double g : distinct) {
-    for (int k = 1; k <= 64; ++k) {
+    for (int k = 1; k <= 400; ++k) {
       const double period = g / k;
       if (period < static_cast<double>(p.min_period)) break;
       if (period > coarsest) continue;
       const LatticeFit f = fit_lattice(nz, out.zero_gaps, period, p);
-      if (f.fit < p.min_fit || !f.neighbours || f.period > coarsest) continue;
-      if (f.period > best.period) best = f;
+      if (f.fit >= p.min_fit && f.neighbours && f.period <= 1.05 * coarsest) fits.push_back(f);
     }
+  }
+  // With few distinct gaps, lattices that only happen to pass near them fit
+  // too, within the tolerance; the true one fits best (its sub-multiples as
+  // well as it does). So: the coarsest of those that fit about as well as
+  // the best.
+  double best_rms = 1e18;
+  for (const auto& f : fits) best_rms = std::min(best_rms, f.rms);
+  LatticeFit best;
+  for (const auto& f : fits) {
+    if (f.rms <= best_rms * 1.1 + 50 && f.period > best.period) best = f;
   }
   if (best.period <= 0) return out;
   out.quantised = true;

@@ -18,7 +18,7 @@ struct QuantisationParams {
   Nanos min_period = 20 * kUs;  // finer lattices are indistinguishable from timing noise
   Nanos max_period = 5 * kMs;
   Nanos abs_tol = 2 * kUs;  // a gap is on the lattice within max(abs_tol, rel_tol * P)
-  double rel_tol = 0.05;
+  double rel_tol = 0.03;
   double min_fit = 0.9;  // share of the non-zero gaps that must sit on the lattice
   int min_gaps = 8;      // fewer gaps decide nothing
   // Without batch gaps at zero, a period must be at most half the median gap:
@@ -38,9 +38,10 @@ struct QuantisationFinding {
 
 // `reply_times`: per train, the arrival times of every reply matched to it
 // (any order). Fires only when the gaps sit on one lattice (>= min_fit of
-// them) and two neighbouring multiples (0 and 1, or k and k+1) are each
-// occupied by at least two gaps: clean timestamps, even in tight clusters at
-// a few dispersions, do not show that.
+// them) and two neighbouring multiples (0 and 1, or k and k+1) are both
+// occupied, by at least three gaps together: the lattice's own step shows.
+// Clean timestamps do not show that: spread-out gaps miss the lattice, and a
+// tight cluster of equal dispersions sits on one multiple only.
 QuantisationFinding detect_quantisation(const std::vector<std::vector<Nanos>>& reply_times,
                                         const QuantisationParams& p = {});
 
