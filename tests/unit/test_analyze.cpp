@@ -1,0 +1,125 @@
+// `linkwidth analyze` on the captures in tests/data (see README.md there):
+// recorded runs give back their live document exactly, and every capture's
+// estimate and warnings match the lab's truth and what was done to it.
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <vector>
+#include <set>
+#include <string>
+
+#include "app/analyze.hpp"
+#include "capture/offline_capture.hpp"
+#include "linkwidth/error.hpp"
+#include "nlohmann/json.hpp"
+#include "report/writers.hpp"
+
+using namespace lw;
+
+namespace {
+
+const std::string kData = std::string(LW_TEST_DATA_DIR) + "/";
+
+nlohmann::json load_json(const std::string& name) {
+  std::ifstream in(kData + name);
+  REQUIRE(in);
+  return nlohmann::json::parse(in);
+}
+
+nlohmann::json analyze_doc(const std::string& name) {
+  return to_json(analyze_capacity(read_pcap_file(kData + name + ".pcap"), name, false));
+}
+
+std::set<std::string> warning_codes(const nlohmann::json& doc) {
+  std::set<std::string> codes;
+  for (const auto& w : doc["warnings"]) codes.insert(w["code"].get<std::string>());
+  return codes;
+}
+
+double truth(const std::string& name) {
+  return load_json("captures.json")[name]["truth_capacity_bps"].get<double>();
+}
+
+}  // namespace
+
+TEST_CASE("analyze gives back the live document of each recorded run", "[analyze]") {
+  for (const char* name : {"clean_10m", "clean_100m", "loss_10m", "gro_timer_10m"}) {
+    INFO(name);
+    const nlohmann::json live = load_json(std::string(name) + ".json");
+    const nlohmann::json offline = analyze_doc(name);
+    for (const auto& [key, value] : live.items()) {
+      INFO(key);
+      CHECK(offline.value(key, nlohmann::json()) == value);
+    }
+    CHECK(offline.size() == live.size());
+  }
+}
+
+TEST_CASE("analyze estimates match the lab truth and name what went wrong", "[analyze]") {
+  SECTION("clean: within 3% of the truth, no warning") {
+    for (const char* name : {"clean_10m", "clean_100m"}) {
+      const nlohmann::json d = analyze_doc(name);
+      CHECK(d["capacity_bps"].get<double>() == Approx(truth(name)).epsilon(0.03));
+      CHECK_FALSE(d["capacity_is_lower_bound"].get<bool>());
+      CHECK(warning_codes(d).empty());
+    }
+  }
+  SECTION("10% random loss: trains rejected for lost replies, estimate within 10%") {
+    const nlohmann::json d = analyze_doc("loss_10m");
+    CHECK(warning_codes(d).count("trains_rejected") == 1);
+    int lost = 0;
+    for (const auto& t : d["trains"]) lost += t["verdict"] == "lost_reply" ? 1 : 0;
+    CHECK(lost >= 2);
+    CHECK(d["capacity_bps"].get<double>() == Approx(truth("loss_10m")).epsilon(0.10));
+  }
+  SECTION("reordered replies: those trains rejected as reordered, estimate within 3%") {
+    const nlohmann::json d = analyze_doc("reordered_10m");
+    CHECK(warning_codes(d).count("trains_rejected") == 1);
+    int reordered = 0;
+    for (const auto& t : d["trains"]) reordered += t["verdict"] == "reordered" ? 1 : 0;
+    CHECK(reordered == 2);
+    CHECK(d["capacity_bps"].get<double>() == Approx(truth("reordered_10m")).epsilon(0.03));
+  }
+  SECTION("quantised reply times: a lower bound with timestamps_quantised") {
+    const nlohmann::json d = analyze_doc("quantised_100m");
+    REQUIRE(warning_codes(d).count("timestamps_quantised") == 1);
+    CHECK(d["capacity_is_lower_bound"].get<bool>());
+    CHECK(d["capacity_high_bps"].is_null());
+    const double lb = d["capacity_bps"].get<double>();
+    CHECK(lb <= truth("quantised_100m") * 1.01);
+    CHECK(lb >= truth("quantised_100m") * 0.8);
+    for (const auto& w : d["warnings"]) {
+      if (w["code"] == "timestamps_quantised") {
+        CHECK(w["message"].get<std::string>().find("125.0 us") != std::string::npos);
+      }
+    }
+    // The capture it was made from is not quantised.
+    CHECK(warning_codes(analyze_doc("clean_100m")).count("timestamps_quantised") == 0);
+  }
+}
+
+TEST_CASE("analyze refuses files it cannot re-run, with a reason", "[analyze]") {
+  // A pcap without run records: a fuzz seed (two TCP packets) after its mode byte.
+  std::ifstream in(std::string(LW_FUZZ_CORPUS_DIR) + "/pcap_eth_us", std::ios::binary);
+  REQUIRE(in);
+  static std::vector<char> bytes;
+  bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  REQUIRE(bytes.size() > 1);
+  std::FILE* f = fmemopen(bytes.data() + 1, bytes.size() - 1, "rb");
+  REQUIRE(f);
+  const OfflineRead plain = read_pcap(f, "plain.pcap");
+  REQUIRE(plain.packets.size() == 2);
+  try {
+    analyze_capacity(plain, "plain.pcap", false);
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(e.exit_code() == ExitCode::kUsage);
+    CHECK(std::string(e.what()).find("no linkwidth run records") != std::string::npos);
+  }
+  CHECK(run_analyze_main({"analyze", kData + "README.md"}) == 2);
+  CHECK(run_analyze_main({"analyze", kData + "does-not-exist.pcap"}) == 2);
+  CHECK(run_analyze_main({"analyze"}) == 2);
+  CHECK(run_analyze_main({"analyze", "--bogus", kData + "clean_10m.pcap"}) == 2);
+  CHECK(run_analyze_main({"analyze", kData + "clean_10m.pcap", kData + "loss_10m.pcap"}) == 2);
+}
