@@ -120,7 +120,9 @@ std::uint32_t parse_ipv4(const std::string& s) {
 
 }  // namespace
 
-CapacityResult analyze_capacity(const OfflineRead& r, const std::string& name, bool verbose) {
+namespace {
+
+CapacityResult analyze_records(const OfflineRead& r, const std::string& name, bool verbose) {
   if (r.records.items.empty()) {
     throw bad_file(name,
                    "no linkwidth run records in this capture: analyze reads files written by "
@@ -172,7 +174,9 @@ CapacityResult analyze_capacity(const OfflineRead& r, const std::string& name, b
     const TrainOutcome outcome = match_train(train, sent, window, self);
     const nlohmann::json& m = rt.meta;
     const int n_train = m.value("load_packets", 0);
-    tally.add(train, outcome, n_train, m.value("short_load_packets", n_train), m.value("group", 0),
+    const int group = m.value("group", 0);
+    if (group != 0 && group != 1) throw bad_file(name, "a train record names no length group");
+    tally.add(train, outcome, n_train, m.value("short_load_packets", n_train), group,
               m.value("sizing", false), m.value("packet_size", 0), res);
   }
   if (run.end.is_null()) {
@@ -200,6 +204,17 @@ CapacityResult analyze_capacity(const OfflineRead& r, const std::string& name, b
     res.warnings.push_back({"capture_truncated", "the capture file ends inside a packet record"});
   }
   return res;
+}
+
+}  // namespace
+
+CapacityResult analyze_capacity(const OfflineRead& r, const std::string& name, bool verbose) {
+  try {
+    return analyze_records(r, name, verbose);
+  } catch (const nlohmann::json::exception&) {
+    // A note that parsed as JSON but holds the wrong types: a damaged file.
+    throw bad_file(name, "a linkwidth run record is damaged (a field of the wrong type)");
+  }
 }
 
 int run_analyze_main(const std::vector<std::string>& args) {

@@ -5,9 +5,9 @@
 #include <cstdio>
 #include <fstream>
 #include <iterator>
-#include <vector>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "app/analyze.hpp"
 #include "capture/offline_capture.hpp"
@@ -122,4 +122,23 @@ TEST_CASE("analyze refuses files it cannot re-run, with a reason", "[analyze]") 
   CHECK(run_analyze_main({"analyze"}) == 2);
   CHECK(run_analyze_main({"analyze", "--bogus", kData + "clean_10m.pcap"}) == 2);
   CHECK(run_analyze_main({"analyze", kData + "clean_10m.pcap", kData + "loss_10m.pcap"}) == 2);
+}
+
+TEST_CASE("a capture cut short is analysed as far as it goes, and says so", "[analyze]") {
+  // The fuzz seed holding the start of clean_10m.pcap (after its mode byte):
+  // the run note and the sizing train, no end record.
+  std::ifstream in(std::string(LW_FUZZ_CORPUS_DIR) + "/pcap_run_records", std::ios::binary);
+  REQUIRE(in);
+  static std::vector<char> bytes;
+  bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  REQUIRE(bytes.size() > 1);
+  std::FILE* f = fmemopen(bytes.data() + 1, bytes.size() - 1, "rb");
+  REQUIRE(f);
+  const CapacityResult res = analyze_capacity(read_pcap(f, "head.pcap"), "head.pcap", false);
+  CHECK(res.stop_reason == "incomplete");
+  CHECK(res.trains_sent >= 1);
+  CHECK_FALSE(res.valid);  // the sizing train alone gives no estimate
+  bool incomplete = false;
+  for (const auto& w : res.warnings) incomplete = incomplete || w.code == "capture_incomplete";
+  CHECK(incomplete);
 }
