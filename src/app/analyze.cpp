@@ -1,9 +1,14 @@
 #include "app/analyze.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <iostream>
 
+#include "app/availbw_run.hpp"
 #include "app/capacity_tally.hpp"
+#include "app/paced_trains.hpp"
+#include "app/session.hpp"
+#include "estimate/availbw.hpp"
 #include "linkwidth/error.hpp"
 #include "match/match.hpp"
 #include "report/writers.hpp"
@@ -16,17 +21,30 @@ Error bad_file(const std::string& name, const std::string& why) {
   return Error("analyze", name + ": " + why, "bad_capture", ExitCode::kUsage);
 }
 
-// One capacity train as the records describe it.
+// One train as the records describe it.
 struct RecordedTrain {
   nlohmann::json meta;  // the "train" note
   std::vector<SentProbe> sent;
   Nanos done = 0;  // when the live run stopped waiting for its replies (0 = unknown)
 };
 
-struct RecordedRun {
-  nlohmann::json run;  // the "run" note of the capacity phase
-  nlohmann::json end;  // the "end" note, null if the file stops before it
-  std::vector<RecordedTrain> trains;
+// A phase of the run: its "run" note, its notes and trains in file order,
+// its "end" note (null if the file stops before it).
+struct RecordedPhase {
+  nlohmann::json run;
+  nlohmann::json end;
+  struct Event {
+    nlohmann::json note;  // "clock", "stopped" or "train" (then `train` is filled)
+    RecordedTrain train;
+  };
+  std::vector<Event> events;
+};
+
+struct RecordedFile {
+  nlohmann::json measure;      // the "run" note of measure/availbw, null for capacity
+  nlohmann::json measure_end;  // its "end" note
+  unsigned availbw_drops = 0;  // the "drops" note
+  RecordedPhase capacity, availbw;
 };
 
 nlohmann::json parse_note(const RunRecords::Item& it, const std::string& name) {
@@ -37,34 +55,49 @@ nlohmann::json parse_note(const RunRecords::Item& it, const std::string& name) {
   return j;
 }
 
-RecordedRun collect(const RunRecords& recs, const std::string& name) {
-  RecordedRun out;
-  bool in_capacity = false;
+RecordedFile collect(const RunRecords& recs, const std::string& name) {
+  RecordedFile out;
+  RecordedPhase* in = nullptr;     // the phase being read
+  RecordedTrain* train = nullptr;  // its train waiting for send records
   for (const auto& it : recs.items) {
     if (!it.is_note) {
-      if (in_capacity && !out.trains.empty() && out.trains.back().done == 0 &&
-          it.sent.probe.train == out.trains.back().meta.value("train", -1)) {
-        out.trains.back().sent.push_back(it.sent);
+      if (train && it.sent.probe.train == train->meta.value("train", -1)) {
+        train->sent.push_back(it.sent);
       }
       continue;
     }
-    const nlohmann::json j = parse_note(it, name);
+    nlohmann::json j = parse_note(it, name);
     const std::string kind = j.value("kind", "");
     const std::string phase = j.value("phase", "");
     if (kind == "run") {
-      if (phase == "capacity" && out.run.is_null()) {
-        out.run = j;
-        in_capacity = true;
-      } else {
-        in_capacity = false;
+      train = nullptr;
+      in = nullptr;
+      if (phase == "measure" && out.measure.is_null()) {
+        out.measure = std::move(j);
+      } else if (phase == "capacity" && out.capacity.run.is_null()) {
+        out.capacity.run = std::move(j);
+        in = &out.capacity;
+      } else if (phase == "availbw" && out.availbw.run.is_null()) {
+        out.availbw.run = std::move(j);
+        in = &out.availbw;
       }
-    } else if (kind == "train" && in_capacity) {
-      out.trains.push_back({j, {}, 0});
-    } else if (kind == "train_done" && in_capacity && !out.trains.empty()) {
-      out.trains.back().done = it.ts;
-    } else if (kind == "end" && in_capacity) {
-      out.end = j;
-      in_capacity = false;
+    } else if (kind == "end") {
+      train = nullptr;
+      if (in && phase == in->run.value("phase", "")) in->end = std::move(j);
+      if (phase == "measure") out.measure_end = std::move(j);
+      in = nullptr;
+    } else if (kind == "drops" && phase == "availbw") {
+      out.availbw_drops = j.value("count", 0u);
+    } else if (in && kind == "train") {
+      in->events.push_back({std::move(j), {}});
+      in->events.back().train.meta = in->events.back().note;
+      train = &in->events.back().train;
+    } else if (in && kind == "train_done") {
+      if (train) train->done = it.ts;
+      train = nullptr;
+    } else if (in && (kind == "clock" || kind == "stopped")) {
+      train = nullptr;
+      in->events.push_back({std::move(j), {}});
     }
   }
   return out;
@@ -94,6 +127,25 @@ bool rebuild(const RecordedTrain& rt, Train& train, std::vector<SendRecord>& sen
   return true;
 }
 
+// Matches a recorded train against the packets the live run looked at: from
+// its first send until it stopped waiting (else until `next_start`).
+TrainOutcome replay_match(const RecordedTrain& rt, const std::vector<Decoded>& packets,
+                          std::uint32_t self, Nanos next_start, const std::string& name,
+                          Train& train) {
+  std::vector<SendRecord> sent;
+  if (!rebuild(rt, train, sent)) throw bad_file(name, "a train's records are inconsistent");
+  Nanos from = INT64_MAX;
+  for (const auto& s : sent) {
+    if (s.sent) from = std::min(from, s.actual_real);
+  }
+  const Nanos to = rt.done != 0 ? rt.done : next_start;
+  std::vector<Decoded> window;
+  for (const Decoded& d : packets) {
+    if (d.ts >= from && d.ts <= to) window.push_back(d);
+  }
+  return match_train(train, sent, window, self);
+}
+
 void fill_head(CapacityResult& res, const nlohmann::json& head) {
   res.target = head.value("target", "");
   res.target_addr = head.value("target_addr", "");
@@ -118,60 +170,35 @@ std::uint32_t parse_ipv4(const std::string& s) {
   return (a << 24) | (b << 16) | (c << 8) | d;
 }
 
-}  // namespace
-
-namespace {
-
-CapacityResult analyze_records(const OfflineRead& r, const std::string& name, bool verbose) {
-  if (r.records.items.empty()) {
-    throw bad_file(name,
-                   "no linkwidth run records in this capture: analyze reads files written by "
-                   "linkwidth --save-pcap (a plain tcpdump capture lacks the send times and the "
-                   "train boundaries)");
-  }
-  const RecordedRun run = collect(r.records, name);
-  if (run.run.is_null()) {
-    throw bad_file(name, "the capture holds no capacity run (only discovery or hops records)");
-  }
-  const std::string command = run.run.value("command", "");
-  if (command != "capacity") {
-    throw bad_file(name, "the capture holds a '" + command +
-                             "' run; analyze re-runs 'capacity' runs only (measure, availbw "
-                             "and hops captures are not supported yet)");
-  }
-  CapacityResult res;
-  fill_head(res, run.run.value("head", nlohmann::json::object()));
+std::uint32_t self_of(const CapacityResult& res, const std::string& name) {
   const std::uint32_t self = parse_ipv4(res.source);
   if (self == 0) throw bad_file(name, "the run record names no source address");
+  return self;
+}
 
-  CapacityTally tally(run.run.value("two_lengths", true), verbose);
+// The capacity phase through the live run's own tally.
+CapacityResult replay_capacity(const RecordedPhase& ph, const OfflineRead& r,
+                               const std::string& name, bool verbose) {
+  CapacityResult res;
+  fill_head(res, ph.run.value("head", nlohmann::json::object()));
+  const std::uint32_t self = self_of(res, name);
+  CapacityTally tally(ph.run.value("two_lengths", true), verbose);
   std::uint64_t packets = 0, bytes = 0;
-  for (std::size_t k = 0; k < run.trains.size(); ++k) {
-    const RecordedTrain& rt = run.trains[k];
-    Train train;
-    std::vector<SendRecord> sent;
-    if (!rebuild(rt, train, sent)) throw bad_file(name, "a train's records are inconsistent");
-    Nanos from = 0;
-    for (const auto& s : sent) {
-      if (s.sent && (from == 0 || s.actual_real < from)) from = s.actual_real;
-    }
+  std::size_t trains = 0;
+  for (std::size_t k = 0; k < ph.events.size(); ++k) {
+    const RecordedTrain& rt = ph.events[k].train;
+    if (rt.meta.is_null()) continue;
+    ++trains;
     for (const auto& sp : rt.sent) {
       ++packets;
       bytes += sp.probe.ip_len;
     }
-    // What the live run looked at: packets from the train's first send until
-    // it stopped waiting (else until the next train).
-    Nanos to = rt.done;
-    if (to == 0) {
-      to = k + 1 < run.trains.size() && !run.trains[k + 1].sent.empty()
-               ? run.trains[k + 1].sent.front().sent
-               : INT64_MAX;
+    Nanos next_start = INT64_MAX;
+    for (std::size_t j = k + 1; j < ph.events.size() && next_start == INT64_MAX; ++j) {
+      if (!ph.events[j].train.sent.empty()) next_start = ph.events[j].train.sent.front().sent;
     }
-    std::vector<Decoded> window;
-    for (const Decoded& d : r.packets) {
-      if (d.ts >= from && d.ts <= to) window.push_back(d);
-    }
-    const TrainOutcome outcome = match_train(train, sent, window, self);
+    Train train;
+    const TrainOutcome outcome = replay_match(rt, r.packets, self, next_start, name, train);
     const nlohmann::json& m = rt.meta;
     const int n_train = m.value("load_packets", 0);
     const int group = m.value("group", 0);
@@ -179,26 +206,26 @@ CapacityResult analyze_records(const OfflineRead& r, const std::string& name, bo
     tally.add(train, outcome, n_train, m.value("short_load_packets", n_train), group,
               m.value("sizing", false), m.value("packet_size", 0), res);
   }
-  if (run.end.is_null()) {
+  if (ph.end.is_null()) {
     res.stop_reason = "incomplete";
     res.probe_packets = packets;
     res.probe_bytes = bytes;
   } else {
-    res.stop_reason = run.end.value("stop_reason", "");
-    res.elapsed_s = run.end.value("elapsed_s", 0.0);
-    res.probe_packets = run.end.value("probe_packets", packets);
-    res.probe_bytes = run.end.value("probe_bytes", bytes);
+    res.stop_reason = ph.end.value("stop_reason", "");
+    res.elapsed_s = ph.end.value("elapsed_s", 0.0);
+    res.probe_packets = ph.end.value("probe_packets", packets);
+    res.probe_bytes = ph.end.value("probe_bytes", bytes);
   }
-  tally.finish(res, run.run.value("max_rate_bps", 1e9));
-  const unsigned drops = run.end.is_null() ? 0 : run.end.value("capture_drops", 0u);
+  tally.finish(res, ph.run.value("max_rate_bps", 1e9));
+  const unsigned drops = ph.end.is_null() ? 0 : ph.end.value("capture_drops", 0u);
   if (drops > 0) {
     res.warnings.push_back(
         {"capture_drops", std::to_string(drops) + " packets dropped by the capture buffer"});
   }
-  if (run.end.is_null()) {
+  if (ph.end.is_null()) {
     res.warnings.push_back(
         {"capture_incomplete", "the capture ends before the run did; the result covers the " +
-                                   std::to_string(run.trains.size()) + " trains it holds"});
+                                   std::to_string(trains) + " trains it holds"});
   }
   if (r.truncated) {
     res.warnings.push_back({"capture_truncated", "the capture file ends inside a packet record"});
@@ -206,15 +233,167 @@ CapacityResult analyze_records(const OfflineRead& r, const std::string& name, bo
   return res;
 }
 
+// Hands the avail-bw search what the recorded run saw, in the order it saw
+// it: the clock readings, each train's replies, the caps that stopped it. A
+// search that asks for anything else than what comes next has diverged from
+// the recording (a different build, a damaged file): an error, never a guess.
+class ReplayRunner : public PacedTrains {
+ public:
+  ReplayRunner(const RecordedPhase& ph, const OfflineRead& r, std::uint32_t self,
+               AvailbwResult& res, const std::string& name)
+      : ph_(ph), r_(r), self_(self), res_(res), name_(name) {}
+
+  Nanos now() override { return next("clock").note.at("mono").get<Nanos>(); }
+
+  bool run(const Train& train, PacedSample* out, Nanos) override {
+    if (pos_ < ph_.events.size() && ph_.events[pos_].note.value("kind", "") == "stopped") {
+      res_.stop_reason = ph_.events[pos_++].note.value("reason", "");
+      return false;
+    }
+    if (pos_ >= ph_.events.size() && ph_.end.is_null()) {
+      res_.stop_reason = "incomplete";
+      return false;
+    }
+    const RecordedTrain& rt = next("train").train;
+    Train recorded;
+    const TrainOutcome outcome = replay_match(rt, r_.packets, self_, INT64_MAX, name_, recorded);
+    bool same = recorded.probes.size() == train.probes.size();
+    for (std::size_t i = 0; same && i < train.probes.size(); ++i) {
+      same = recorded.probes[i].role == train.probes[i].role &&
+             recorded.probes[i].ip_len == train.probes[i].ip_len;
+    }
+    if (!same) diverged();
+    *out = paced_train_sample(recorded, outcome, res_);
+    return true;
+  }
+
+ private:
+  const RecordedPhase::Event& next(const char* kind) {
+    if (pos_ >= ph_.events.size() || ph_.events[pos_].note.value("kind", "") != kind) diverged();
+    return ph_.events[pos_++];
+  }
+  [[noreturn]] void diverged() const {
+    throw bad_file(name_, "the avail-bw search does not replay as recorded (record " +
+                              std::to_string(pos_) + " of the phase)");
+  }
+
+  const RecordedPhase& ph_;
+  const OfflineRead& r_;
+  std::uint32_t self_;
+  AvailbwResult& res_;
+  std::string name_;
+  std::size_t pos_ = 0;
+};
+
+MeasureResult replay_measure(const RecordedFile& f, const OfflineRead& r, const std::string& name,
+                             bool verbose) {
+  MeasureResult m;
+  m.command = f.measure.value("command", "");
+  Config c = availbw_config_from(f.measure.at("config"));
+  c.verbose = verbose;
+  auto finish = [&] {
+    if (f.measure_end.is_null()) {
+      m.availbw.warnings.push_back({"capture_incomplete", "the capture ends before the run did"});
+      return;
+    }
+    m.elapsed_s = f.measure_end.value("elapsed_s", 0.0);
+    m.probe_packets = f.measure_end.value("probe_packets", std::uint64_t{0});
+    m.probe_bytes = f.measure_end.value("probe_bytes", std::uint64_t{0});
+  };
+  double C = c.capacity_bps;
+  if (C > 0) {
+    fill_head(m.capacity, f.measure.value("head", nlohmann::json::object()));
+    given_capacity(m, C);
+  } else {
+    if (f.capacity.run.is_null()) throw bad_file(name, "the capture holds no capacity phase");
+    m.capacity = replay_capacity(f.capacity, r, name, verbose);
+    if (!capacity_phase_done(m, &C)) {
+      finish();
+      return m;
+    }
+  }
+  const RecordedPhase& ph = f.availbw;
+  if (ph.run.is_null()) {
+    // The live run ended between the phases (interrupted): nothing to replay.
+    m.availbw.stop_reason = "incomplete";
+    finish();
+    return m;
+  }
+  Session ss;
+  ss.flow = FlowId{self_of(m.capacity, name), parse_ipv4(m.capacity.target_addr),
+                   static_cast<std::uint16_t>(m.capacity.source_port),
+                   static_cast<std::uint16_t>(m.capacity.port)};
+  ss.packet_size = ph.run.value("packet_size", 1500);
+  AvailbwResult a;
+  ReplayRunner runner(ph, r, ss.flow.src, a, name);
+  search_availbw(runner, ss, c, ph.run.value("capacity_bps", C), ph.run.value("t_cap", Nanos{0}),
+                 a);
+  if (!ph.end.is_null()) {
+    a.elapsed_s = ph.end.value("elapsed_s", 0.0);
+    a.probe_bytes = ph.end.value("probe_bytes", std::uint64_t{0});
+    a.probe_packets = ph.end.value("probe_packets", std::uint64_t{0});
+  }
+  add_availbw(m, std::move(a), f.availbw_drops);
+  finish();
+  return m;
+}
+
+void require_records(const OfflineRead& r, const std::string& name) {
+  if (r.records.items.empty()) {
+    throw bad_file(name,
+                   "no linkwidth run records in this capture: analyze reads files written by "
+                   "linkwidth --save-pcap (a plain tcpdump capture lacks the send times and the "
+                   "train boundaries)");
+  }
+}
+
+template <class F>
+auto guarded(const std::string& name, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const nlohmann::json::exception&) {
+    // A note that parsed as JSON but holds the wrong types: a damaged file.
+    throw bad_file(name,
+                   "a linkwidth run record is damaged (a field missing or of the wrong type)");
+  }
+}
+
 }  // namespace
 
 CapacityResult analyze_capacity(const OfflineRead& r, const std::string& name, bool verbose) {
-  try {
-    return analyze_records(r, name, verbose);
-  } catch (const nlohmann::json::exception&) {
-    // A note that parsed as JSON but holds the wrong types: a damaged file.
-    throw bad_file(name, "a linkwidth run record is damaged (a field of the wrong type)");
-  }
+  return guarded(name, [&] {
+    require_records(r, name);
+    const RecordedFile f = collect(r.records, name);
+    if (f.capacity.run.is_null()) {
+      throw bad_file(name, "the capture holds no capacity run (only discovery or hops records)");
+    }
+    const std::string command = f.capacity.run.value("command", "");
+    if (command != "capacity") {
+      throw bad_file(name, "the capture holds a '" + command + "' run, not a capacity run");
+    }
+    return replay_capacity(f.capacity, r, name, verbose);
+  });
+}
+
+AnalyzedRun analyze_run(const OfflineRead& r, const std::string& name, bool verbose) {
+  return guarded(name, [&] {
+    require_records(r, name);
+    const RecordedFile f = collect(r.records, name);
+    AnalyzedRun out;
+    if (f.measure.is_null()) {
+      out.capacity = analyze_capacity(r, name, verbose);
+      return out;
+    }
+    if (f.measure.value("hops", false)) {
+      throw bad_file(name,
+                     "the capture holds a 'measure' run with its hops phase; analyze re-runs "
+                     "capacity, availbw and 'measure --no-hops' runs (the hops phase is not "
+                     "supported yet)");
+    }
+    out.is_measure = true;
+    out.measure = replay_measure(f, r, name, verbose);
+    return out;
+  });
 }
 
 int run_analyze_main(const std::vector<std::string>& args) {
@@ -228,8 +407,8 @@ int run_analyze_main(const std::vector<std::string>& args) {
       verbose = true;
     } else if (a == "-h" || a == "--help") {
       std::cout << "usage: linkwidth analyze FILE [--json] [-v]\n"
-                   "Re-runs the estimators on a capture written by --save-pcap (capacity runs)\n"
-                   "and prints the live command's result document.\n";
+                   "Re-runs the estimators on a capture written by --save-pcap (capacity,\n"
+                   "availbw and measure --no-hops runs) and prints the live command's document.\n";
       return 0;
     } else if (!a.empty() && a[0] == '-') {
       std::cerr << "linkwidth: analyze: unknown option '" << a
@@ -254,20 +433,25 @@ int run_analyze_main(const std::vector<std::string>& args) {
                 ExitCode::kUsage);
   }
   try {
-    const CapacityResult res = analyze_capacity(read_pcap_file(file), file, verbose);
+    const AnalyzedRun run = analyze_run(read_pcap_file(file), file, verbose);
+    nlohmann::json doc = run.is_measure ? to_json(run.measure) : to_json(run.capacity);
+    doc["offline"] = {{"pcap", file}};
     if (json) {
-      nlohmann::json doc = to_json(res);
-      doc["offline"] = {{"pcap", file}};
       std::cout << doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
     } else {
-      std::cout << "analysed offline from " << file << "\n" << to_text(res);
+      std::cout << "analysed offline from " << file << "\n"
+                << (run.is_measure ? to_text(run.measure) : to_text(run.capacity));
     }
-    return res.valid ? 0 : static_cast<int>(ExitCode::kRuntime);
+    const bool valid = run.is_measure ? run.measure.availbw.valid : run.capacity.valid;
+    return valid ? 0 : static_cast<int>(ExitCode::kRuntime);
   } catch (const Error& e) {
     std::string msg = e.what();
     msg = msg.substr(msg.find(": ") + 2);
-    // Every failure to read the file is the file's fault: exit 2.
-    return fail(e.code(), msg, ExitCode::kUsage);
+    // A file we cannot read or re-run is exit 2; a replayed run that failed
+    // live (e.g. calibration_failed) fails with the live run's code.
+    const bool file_error =
+        e.component() == "analyze" || e.component() == "capture" || e.code() == "bad_capture";
+    return fail(e.code(), msg, file_error ? ExitCode::kUsage : e.exit_code());
   } catch (const std::exception& e) {
     return fail("bad_capture", file + ": cannot analyse: " + e.what(), ExitCode::kUsage);
   }

@@ -1,6 +1,7 @@
 #pragma once
 // `linkwidth analyze FILE [--json] [-v]`: re-runs the estimators on a capture
-// written by `--save-pcap` and prints the live command's result document,
+// written by `--save-pcap` (capacity, availbw, measure --no-hops) and prints
+// the live command's result document,
 // with an "offline" object naming the file. The capture's run records
 // (capture/run_record.hpp) give each train's probes, send times, phase and
 // length group; its packets give the departures and the replies. The trains
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "capture/offline_capture.hpp"
+#include "report/measure_result.hpp"
 #include "report/result.hpp"
 
 namespace lw {
@@ -17,6 +19,16 @@ namespace lw {
 // The capacity result of the run recorded in `r`. Throws lw::Error (exit 2)
 // when the file holds no capacity run this can re-run; `name` labels errors.
 CapacityResult analyze_capacity(const OfflineRead& r, const std::string& name, bool verbose);
+
+// Whatever run the file holds: a capacity run, or an availbw / measure
+// --no-hops run (capacity phase, then the avail-bw search replayed through
+// search_availbw). Throws lw::Error (exit 2) for anything else.
+struct AnalyzedRun {
+  bool is_measure = false;
+  CapacityResult capacity;  // !is_measure
+  MeasureResult measure;    // is_measure
+};
+AnalyzedRun analyze_run(const OfflineRead& r, const std::string& name, bool verbose);
 
 // The command: args[0] == "analyze". Returns the exit code.
 int run_analyze_main(const std::vector<std::string>& args);

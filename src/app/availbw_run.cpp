@@ -6,12 +6,14 @@
 
 #include "app/capacity_run.hpp"
 #include "app/hops_run.hpp"
+#include "app/paced_trains.hpp"
 #include "app/session.hpp"
 #include "estimate/availbw.hpp"
 #include "estimate/capacity.hpp"
 #include "estimate/stats.hpp"
 #include "linkwidth/error.hpp"
 #include "plan/capacity_plan.hpp"
+#include "report/writers.hpp"
 
 namespace lw {
 
@@ -26,8 +28,10 @@ constexpr int kMaxLengthening = 2;
 
 // Sends trains with the budget checks, the reply wait and the idle rule every
 // avail-bw train shares. run() returns false (stop_reason set) when a cap,
-// the time budget or a signal ends the run before the train is sent.
-class PacedRunner {
+// the time budget or a signal ends the run before the train is sent. With
+// --save-pcap it notes every clock reading, train and stop the search sees,
+// so that `linkwidth analyze` can replay the search (app/analyze.cpp).
+class PacedRunner : public PacedTrains {
  public:
   PacedRunner(Session& s, const Config& c, const std::atomic<bool>& stop, double capacity_bps,
               Nanos t_cap, AvailbwResult& res)
@@ -35,7 +39,13 @@ class PacedRunner {
     next_start_ = mono_now();
   }
 
-  bool run(const Train& train, PacedSample* out, Nanos min_idle = 0) {
+  Nanos now() override {
+    const Nanos t = mono_now();
+    s_.prober->note({{"kind", "clock"}, {"mono", t}});
+    return t;
+  }
+
+  bool run(const Train& train, PacedSample* out, Nanos min_idle = 0) override {
     if (stop_.load()) return stopped("interrupted");
     if (s_.prober->bytes_sent() + train.total_bytes() > c_.max_bytes) return stopped("max_bytes");
     const Nanos span = train.probes.back().offset;
@@ -48,9 +58,13 @@ class PacedRunner {
     const double expect_s = to_seconds(span) + 2 * s_.disc.rtt_s +
                             8.0 * static_cast<double>(train.total_bytes()) / capacity_;
     const Nanos busy = std::min<Nanos>(from_seconds(expect_s) + 2 * kMs, 50 * kMs);
+    s_.prober->note({{"kind", "train"},
+                     {"phase", "availbw"},
+                     {"train", train.id},
+                     {"probes", train.probes.size()}});
     const TrainRun run = s_.prober->run(train, train.markers, wait, false, busy);
-    ++res_.trains_sent;
-    *out = evaluate_paced_train(timing_of(train, run.outcome));
+    s_.prober->note({{"kind", "train_done"}, {"train", train.id}});
+    *out = paced_train_sample(train, run.outcome, res_);
     // Idle: the average probing rate stays under max_load of the train's own
     // rate (pathload's rule: idle >= span·(1/max_load - 1)), and the
     // bottleneck queue the train may have built drains (>= 2·N·L/C).
@@ -64,6 +78,7 @@ class PacedRunner {
   }
 
   bool stopped(const char* why) {
+    s_.prober->note({{"kind", "stopped"}, {"reason", why}});
     res_.stop_reason = why;
     return false;
   }
@@ -134,7 +149,7 @@ CapacityTrainParams search_train(const Config& c, const FlowId& flow, int L, dou
   return p;
 }
 
-void run_fleet_method(PacedRunner& runner, Session& ss, const Config& c, double C,
+void run_fleet_method(PacedTrains& runner, Session& ss, const Config& c, double C,
                       AvailbwResult& res, Nanos t0, Nanos t_cap) {
   const int L = ss.packet_size;
   const double omega = res.resolution_bps;
@@ -155,7 +170,7 @@ void run_fleet_method(PacedRunner& runner, Session& ss, const Config& c, double 
     calib.phase = "calibration";
     calib.rate_bps = 8.0 * cal.packet_size / to_seconds(cal.gap);
     calib.verdict = "calibration";
-    calib.at_s = to_seconds(mono_now() - t0);
+    calib.at_s = to_seconds(runner.now() - t0);
     std::vector<double> cal_ratios;
     for (int i = 0; i < c.calibration_trains; ++i) {
       const Train t = make_capacity_train(cal, res.trains_sent, ss.seqs);
@@ -211,7 +226,7 @@ void run_fleet_method(PacedRunner& runner, Session& ss, const Config& c, double 
     RateRecord rr;
     rr.phase = phase;
     rr.rate_bps = rate;
-    rr.at_s = to_seconds(mono_now() - t0);
+    rr.at_s = to_seconds(runner.now() - t0);
     const CapacityTrainParams tp = search_train(c, ss.flow, L, rate, scale);
     std::vector<TrainVerdict> verdicts;
     *lost = 0;
@@ -259,7 +274,7 @@ void run_fleet_method(PacedRunner& runner, Session& ss, const Config& c, double 
     for (int j = 0; j < 2; ++j) {
       rec[j].phase = "response";
       rec[j].rate_bps = rates[j];
-      rec[j].at_s = to_seconds(mono_now() - t0);
+      rec[j].at_s = to_seconds(runner.now() - t0);
       tp[j] = search_train(c, ss.flow, L, rates[j], scale);
     }
     int lost = 0;
@@ -308,7 +323,7 @@ void run_fleet_method(PacedRunner& runner, Session& ss, const Config& c, double 
       t_cap - from_seconds(2.0 * 2 * c.fleet_trains * top_span / c.max_load);
   bool search_cut = false;
   for (int f = 0; f < c.max_fleets && !search.done(); ++f) {
-    if (mono_now() > search_deadline) {
+    if (runner.now() > search_deadline) {
       search_cut = true;
       break;
     }
@@ -363,7 +378,7 @@ void run_fleet_method(PacedRunner& runner, Session& ss, const Config& c, double 
   }
 }
 
-void run_linkwidth_method(PacedRunner& runner, Session& ss, const Config& c, double C,
+void run_linkwidth_method(PacedTrains& runner, Session& ss, const Config& c, double C,
                           AvailbwResult& res, Nanos t0) {
   LinkWidthSearchParams p;
   p.capacity_bps = C;
@@ -385,7 +400,7 @@ void run_linkwidth_method(PacedRunner& runner, Session& ss, const Config& c, dou
     RateRecord rr;
     rr.phase = "search";
     rr.rate_bps = rate;
-    rr.at_s = to_seconds(mono_now() - t0);
+    rr.at_s = to_seconds(runner.now() - t0);
     PacedSample s;
     if (!runner.run(t, &s, from_seconds(c.train_delay_s))) break;
     // The paper's ratio is head to tail; a lost marker gives none, and we
@@ -415,9 +430,14 @@ void run_linkwidth_method(PacedRunner& runner, Session& ss, const Config& c, dou
 
 }  // namespace
 
-AvailbwResult run_availbw_phase(Session& ss, const Config& c, const std::atomic<bool>& stop,
-                                double capacity_bps, Nanos t_cap) {
-  AvailbwResult res;
+PacedSample paced_train_sample(const Train& train, const TrainOutcome& outcome,
+                               AvailbwResult& res) {
+  ++res.trains_sent;
+  return evaluate_paced_train(timing_of(train, outcome));
+}
+
+void search_availbw(PacedTrains& runner, Session& ss, const Config& c, double capacity_bps,
+                    Nanos t_cap, AvailbwResult& res) {
   res.method = c.method;
   if (capacity_bps > c.max_rate_bps) {
     res.warnings.push_back({"max_rate_limited",
@@ -426,22 +446,132 @@ AvailbwResult run_availbw_phase(Session& ss, const Config& c, const std::atomic<
     capacity_bps = c.max_rate_bps;
   }
   res.search_capacity_bps = capacity_bps;
-  const Nanos t0 = mono_now();
-  const std::uint64_t bytes0 = ss.prober->bytes_sent();
-  const std::uint64_t packets0 = ss.prober->packets_sent();
+  const Nanos t0 = runner.now();
   res.resolution_bps = c.method == "linkwidth" && c.theta_bps > 0 ? c.theta_bps
                        : c.method == "linkwidth"                  ? c.theta * capacity_bps
                                                                   : c.resolution * capacity_bps;
-  PacedRunner runner(ss, c, stop, capacity_bps, t_cap, res);
   if (c.method == "linkwidth") {
     run_linkwidth_method(runner, ss, c, capacity_bps, res, t0);
   } else {
     run_fleet_method(runner, ss, c, capacity_bps, res, t0, t_cap);
   }
+}
+
+AvailbwResult run_availbw_phase(Session& ss, const Config& c, const std::atomic<bool>& stop,
+                                double capacity_bps, Nanos t_cap) {
+  AvailbwResult res;
+  const Nanos t0 = mono_now();
+  const std::uint64_t bytes0 = ss.prober->bytes_sent();
+  const std::uint64_t packets0 = ss.prober->packets_sent();
+  ss.prober->note({{"kind", "run"},
+                   {"phase", "availbw"},
+                   {"capacity_bps", capacity_bps},
+                   {"packet_size", ss.packet_size},
+                   {"t_cap", t_cap},
+                   {"config", availbw_config_json(c)}});
+  PacedRunner runner(ss, c, stop, std::min(capacity_bps, c.max_rate_bps), t_cap, res);
+  search_availbw(runner, ss, c, capacity_bps, t_cap, res);
   res.probe_bytes = ss.prober->bytes_sent() - bytes0;
   res.probe_packets = ss.prober->packets_sent() - packets0;
   res.elapsed_s = to_seconds(mono_now() - t0);
+  ss.prober->note({{"kind", "end"},
+                   {"phase", "availbw"},
+                   {"elapsed_s", res.elapsed_s},
+                   {"probe_bytes", res.probe_bytes},
+                   {"probe_packets", res.probe_packets}});
   return res;
+}
+
+nlohmann::json availbw_config_json(const Config& c) {
+  return {{"command", c.command},
+          {"method", c.method},
+          {"resolution", c.resolution},
+          {"fleet_trains", c.fleet_trains},
+          {"fleet_fraction", c.fleet_fraction},
+          {"train_time_s", c.train_time_s},
+          {"min_train_packets", c.min_train_packets},
+          {"avail_markers", c.avail_markers},
+          {"calibration_trains", c.calibration_trains},
+          {"calibration_rate", c.calibration_rate},
+          {"max_fleets", c.max_fleets},
+          {"epsilon", c.epsilon},
+          {"theta", c.theta},
+          {"theta_bps", c.theta_bps},
+          {"pairs", c.pairs},
+          {"pair_gap_s", c.pair_gap_s},
+          {"train_delay_s", c.train_delay_s},
+          {"max_load", c.max_load},
+          {"max_load_packets", c.max_load_packets},
+          {"drain_packets", c.drain_packets},
+          {"max_rate_bps", c.max_rate_bps},
+          {"capacity_bps", c.capacity_bps},
+          {"measure_hops", c.measure_hops}};
+}
+
+Config availbw_config_from(const nlohmann::json& j) {
+  Config c;
+  c.command = j.at("command").get<std::string>();
+  c.method = j.at("method").get<std::string>();
+  c.resolution = j.at("resolution").get<double>();
+  c.fleet_trains = j.at("fleet_trains").get<int>();
+  c.fleet_fraction = j.at("fleet_fraction").get<double>();
+  c.train_time_s = j.at("train_time_s").get<double>();
+  c.min_train_packets = j.at("min_train_packets").get<int>();
+  c.avail_markers = j.at("avail_markers").get<int>();
+  c.calibration_trains = j.at("calibration_trains").get<int>();
+  c.calibration_rate = j.at("calibration_rate").get<double>();
+  c.max_fleets = j.at("max_fleets").get<int>();
+  c.epsilon = j.at("epsilon").get<double>();
+  c.theta = j.at("theta").get<double>();
+  c.theta_bps = j.at("theta_bps").get<double>();
+  c.pairs = j.at("pairs").get<int>();
+  c.pair_gap_s = j.at("pair_gap_s").get<double>();
+  c.train_delay_s = j.at("train_delay_s").get<double>();
+  c.max_load = j.at("max_load").get<double>();
+  c.max_load_packets = j.at("max_load_packets").get<int>();
+  c.drain_packets = j.at("drain_packets").get<int>();
+  c.max_rate_bps = j.at("max_rate_bps").get<double>();
+  c.capacity_bps = j.at("capacity_bps").get<double>();
+  c.measure_hops = j.at("measure_hops").get<bool>();
+  return c;
+}
+
+bool capacity_phase_done(MeasureResult& m, double* capacity_bps) {
+  if (m.capacity.stop_reason == "interrupted") {
+    m.availbw.stop_reason = "interrupted";
+    return false;
+  }
+  if (!m.capacity.valid) {
+    m.availbw.stop_reason = "no_capacity";
+    m.availbw.warnings.push_back(
+        {"no_capacity", "no capacity estimate, so no upper end for the avail-bw search"});
+    return false;
+  }
+  *capacity_bps = m.capacity.capacity_bps;
+  if (m.capacity.lower_bound) {
+    m.availbw.warnings.push_back(
+        {"capacity_lower_bound",
+         "the capacity is only a lower bound (we could not send faster), so is the search's "
+         "upper end"});
+  }
+  return true;
+}
+
+void given_capacity(MeasureResult& m, double capacity_bps) {
+  m.capacity_given = true;
+  m.capacity.valid = true;
+  m.capacity.capacity_bps = m.capacity.low_bps = m.capacity.high_bps = capacity_bps;
+  m.capacity.stop_reason = "given";
+}
+
+void add_availbw(MeasureResult& m, AvailbwResult a, unsigned capture_drops) {
+  a.warnings.insert(a.warnings.begin(), m.availbw.warnings.begin(), m.availbw.warnings.end());
+  m.availbw = std::move(a);
+  if (capture_drops > 0) {
+    m.availbw.warnings.push_back({"capture_drops", std::to_string(capture_drops) +
+                                                       " packets dropped by the capture buffer "
+                                                       "during the avail-bw search"});
+  }
 }
 
 MeasureResult run_measure(const Config& c, const std::atomic<bool>& stop) {
@@ -455,39 +585,35 @@ MeasureResult run_measure(const Config& c, const std::atomic<bool>& stop) {
     m.elapsed_s = to_seconds(mono_now() - session->t_begin);
     m.probe_packets = session->prober->packets_sent();
     m.probe_bytes = session->prober->bytes_sent();
+    session->prober->note({{"kind", "end"},
+                           {"phase", "measure"},
+                           {"elapsed_s", m.elapsed_s},
+                           {"probe_packets", m.probe_packets},
+                           {"probe_bytes", m.probe_bytes}});
   };
   double C = c.capacity_bps;
   if (C > 0) {
-    m.capacity_given = true;
     describe_endpoints(*session, c, m.capacity);
     m.capacity.params = params_json(c);
     m.capacity.params["privileges"] = session->prober->privileges().to_json();
-    m.capacity.valid = true;
-    m.capacity.capacity_bps = m.capacity.low_bps = m.capacity.high_bps = C;
-    m.capacity.stop_reason = "given";
     m.capacity.warnings = session->warnings;
+  }
+  // With --save-pcap: what `linkwidth analyze` needs to replay the run.
+  session->prober->note({{"kind", "run"},
+                         {"phase", "measure"},
+                         {"command", c.command},
+                         {"hops", with_hops},
+                         {"head", to_json(m.capacity)},
+                         {"config", availbw_config_json(c)}});
+  if (C > 0) {
+    given_capacity(m, C);
   } else {
     // The capacity phase gets at most half the budget; it usually needs ~1 s.
     m.capacity =
         run_capacity_phase(*session, c, stop, session->t_begin + from_seconds(c.max_time_s / 2));
-    if (m.capacity.stop_reason == "interrupted") {
-      m.availbw.stop_reason = "interrupted";
+    if (!capacity_phase_done(m, &C)) {
       finish();
       return m;
-    }
-    if (!m.capacity.valid) {
-      m.availbw.stop_reason = "no_capacity";
-      m.availbw.warnings.push_back(
-          {"no_capacity", "no capacity estimate, so no upper end for the avail-bw search"});
-      finish();
-      return m;
-    }
-    C = m.capacity.capacity_bps;
-    if (m.capacity.lower_bound) {
-      m.availbw.warnings.push_back(
-          {"capacity_lower_bound",
-           "the capacity is only a lower bound (we could not send faster), so is the search's "
-           "upper end"});
     }
   }
   if (with_hops) {
@@ -508,14 +634,9 @@ MeasureResult run_measure(const Config& c, const std::atomic<bool>& stop) {
   }
   const unsigned drops_before = session->prober->capture_stats().dropped;
   AvailbwResult a = run_availbw_phase(*session, c, stop, C, t_end);
-  a.warnings.insert(a.warnings.begin(), m.availbw.warnings.begin(), m.availbw.warnings.end());
-  m.availbw = std::move(a);
   const unsigned drops = session->prober->capture_stats().dropped - drops_before;
-  if (drops > 0) {
-    m.availbw.warnings.push_back({"capture_drops", std::to_string(drops) +
-                                                       " packets dropped by the capture buffer "
-                                                       "during the avail-bw search"});
-  }
+  session->prober->note({{"kind", "drops"}, {"phase", "availbw"}, {"count", drops}});
+  add_availbw(m, std::move(a), drops);
   finish();
   return m;
 }
