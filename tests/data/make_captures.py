@@ -4,7 +4,8 @@
     flock /tmp/lw-lab.lock python3 tests/data/make_captures.py [--only NAME ...]
 
 Each recorded capture NAME.pcap is `linkwidth capacity TARGET --json --trains N
---save-pcap NAME.pcap` in a lab named "anadata"; the live JSON document is
+--save-pcap NAME.pcap` (one is a `measure --no-hops` run) in a lab named
+"anadata"; the live JSON document is
 kept beside it as NAME.json, the lab's ground truth in captures.json. The
 edited captures are then made from recorded ones by transform_capture.py.
 README.md in this folder lists what each one is.
@@ -49,12 +50,15 @@ def gro_timer(L):
     return "prober dn: ethtool -K dn gro on; gro_flush_timeout 1000000 ns; napi_defer_hard_irqs 100"
 
 
-# name: (narrow link rate, trains, setup)
+# name: (narrow link rate, linkwidth arguments after TARGET, setup)
 RECORDED = {
-    "clean_10m": (10e6, 10, no_setup),
-    "clean_100m": (100e6, 10, no_setup),
-    "loss_10m": (10e6, 16, random_loss),
-    "gro_timer_10m": (10e6, 10, gro_timer),
+    "clean_10m": (10e6, ["capacity", "--trains", "10"], no_setup),
+    "clean_100m": (100e6, ["capacity", "--trains", "10"], no_setup),
+    "loss_10m": (10e6, ["capacity", "--trains", "16"], random_loss),
+    "gro_timer_10m": (10e6, ["capacity", "--trains", "10"], gro_timer),
+    "measure_20m": (20e6, ["measure", "--no-hops", "--trains", "10", "--max-time", "4",
+                                 "--fleet", "3", "--calibration-trains", "4"],
+                    no_setup),
 }
 # name: (source capture, transform_capture.py arguments)
 TRANSFORMED = {
@@ -64,14 +68,14 @@ TRANSFORMED = {
 
 
 def record(name, truth_db):
-    rate, trains, setup = RECORDED[name]
+    rate, targs, setup = RECORDED[name]
     spec = lab.Spec(links=[lab.Link(rate=None), lab.Link(rate=rate)])
     with lab.Lab(spec, name="anadata") as L:
         how = setup(L)
         tmp = tempfile.mkdtemp(prefix="lw-anadata-")
         os.chmod(tmp, 0o777)  # linkwidth writes the pcap before it drops to nobody
         pcap = os.path.join(tmp, name + ".pcap")
-        args = ["capacity", L.target_ip, "--json", "--trains", str(trains), "--save-pcap", pcap]
+        args = [targs[0], L.target_ip, *targs[1:], "--json", "--save-pcap", pcap]
         p = L.run_in_prober([BIN, *args], timeout=60)
         doc = json.loads(p.stdout)
         shutil.copyfile(pcap, os.path.join(HERE, name + ".pcap"))
@@ -83,8 +87,9 @@ def record(name, truth_db):
             "truth_capacity_bps": L.ground_truth_capacity(ip_len=1500),
             "lab": f"prober -(unshaped)- r1 -(tbf {rate / 1e6:g} Mbit/s)- target",
             "setup": how,
-            "command": "linkwidth " + " ".join(args[:1] + ["TARGET"] + args[2:]),
+            "command": "linkwidth " + " ".join(args[:1] + ["TARGET"] + args[2:-1] + [name + ".pcap"]),
             "live_capacity_bps": doc.get("capacity_bps"),
+            "live_availbw_bps": doc.get("availbw_bps"),
             "transformed": False,
         }
         print(f"{name}: live {doc.get('capacity_bps')}, truth {truth_db[name]['truth_capacity_bps']:.0f}")
@@ -99,6 +104,7 @@ def transform(name, truth_db):
     t.update({"transformed": True, "from": src + ".pcap",
               "transform": "tests/data/transform_capture.py " + " ".join(targs)})
     t.pop("live_capacity_bps", None)
+    t.pop("live_availbw_bps", None)
     truth_db[name] = t
 
 

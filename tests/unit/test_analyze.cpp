@@ -56,6 +56,25 @@ TEST_CASE("analyze gives back the live document of each recorded run", "[analyze
   }
 }
 
+TEST_CASE("a measure --no-hops run replays into its live document", "[analyze]") {
+  const OfflineRead r = read_pcap_file(kData + "measure_20m.pcap");
+  const AnalyzedRun run = analyze_run(r, "measure_20m", false);
+  REQUIRE(run.is_measure);
+  const nlohmann::json offline = to_json(run.measure);
+  const nlohmann::json live = load_json("measure_20m.json");
+  for (const auto& [key, value] : live.items()) {
+    INFO(key);
+    CHECK(offline.value(key, nlohmann::json()) == value);
+  }
+  CHECK(offline.size() == live.size());
+  // An idle 20 Mbit/s link: the avail-bw is the capacity.
+  const double t = truth("measure_20m");
+  CHECK(offline["availbw_bps"].get<double>() == Approx(t).epsilon(0.05));
+  CHECK(offline["capacity_bps"].get<double>() == Approx(t).epsilon(0.03));
+  // analyze_capacity alone refuses it: the document would miss the avail-bw.
+  CHECK_THROWS_AS(analyze_capacity(r, "measure_20m", false), Error);
+}
+
 TEST_CASE("analyze estimates match the lab truth and name what went wrong", "[analyze]") {
   SECTION("clean: within 3% of the truth, no warning") {
     for (const char* name : {"clean_10m", "clean_100m"}) {
