@@ -41,6 +41,17 @@ double truth(const std::string& name) {
   return load_json("captures.json")[name]["truth_capacity_bps"].get<double>();
 }
 
+// A pcap fuzz seed, read after its leading mode byte (tests/fuzz/fuzz_decode.cpp).
+OfflineRead read_seed_pcap(const std::string& seed) {
+  std::ifstream in(std::string(LW_FUZZ_CORPUS_DIR) + "/" + seed, std::ios::binary);
+  REQUIRE(in);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  REQUIRE(bytes.size() > 1);
+  std::FILE* f = fmemopen(bytes.data() + 1, bytes.size() - 1, "rb");
+  REQUIRE(f);
+  return read_pcap(f, seed);  // reads it all before `bytes` goes
+}
+
 }  // namespace
 
 TEST_CASE("analyze gives back the live document of each recorded run", "[analyze]") {
@@ -119,15 +130,8 @@ TEST_CASE("analyze estimates match the lab truth and name what went wrong", "[an
 }
 
 TEST_CASE("analyze refuses files it cannot re-run, with a reason", "[analyze]") {
-  // A pcap without run records: a fuzz seed (two TCP packets) after its mode byte.
-  std::ifstream in(std::string(LW_FUZZ_CORPUS_DIR) + "/pcap_eth_us", std::ios::binary);
-  REQUIRE(in);
-  static std::vector<char> bytes;
-  bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  REQUIRE(bytes.size() > 1);
-  std::FILE* f = fmemopen(bytes.data() + 1, bytes.size() - 1, "rb");
-  REQUIRE(f);
-  const OfflineRead plain = read_pcap(f, "plain.pcap");
+  // A pcap without run records: a fuzz seed (two TCP packets).
+  const OfflineRead plain = read_seed_pcap("pcap_eth_us");
   REQUIRE(plain.packets.size() == 2);
   try {
     analyze_capacity(plain, "plain.pcap", false);
@@ -146,14 +150,8 @@ TEST_CASE("analyze refuses files it cannot re-run, with a reason", "[analyze]") 
 TEST_CASE("a capture cut short is analysed as far as it goes, and says so", "[analyze]") {
   // The fuzz seed holding the start of clean_10m.pcap (after its mode byte):
   // the run note and the sizing train, no end record.
-  std::ifstream in(std::string(LW_FUZZ_CORPUS_DIR) + "/pcap_run_records", std::ios::binary);
-  REQUIRE(in);
-  static std::vector<char> bytes;
-  bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  REQUIRE(bytes.size() > 1);
-  std::FILE* f = fmemopen(bytes.data() + 1, bytes.size() - 1, "rb");
-  REQUIRE(f);
-  const CapacityResult res = analyze_capacity(read_pcap(f, "head.pcap"), "head.pcap", false);
+  const CapacityResult res =
+      analyze_capacity(read_seed_pcap("pcap_run_records"), "head.pcap", false);
   CHECK(res.stop_reason == "incomplete");
   CHECK(res.trains_sent >= 1);
   CHECK_FALSE(res.valid);  // the sizing train alone gives no estimate
