@@ -6,11 +6,14 @@
 
 #include "app/availbw_run.hpp"
 #include "app/capacity_tally.hpp"
+#include "app/hops_run.hpp"
 #include "app/paced_trains.hpp"
 #include "app/session.hpp"
+#include "app/train_io.hpp"
 #include "estimate/availbw.hpp"
 #include "linkwidth/error.hpp"
 #include "match/match.hpp"
+#include "report/hops_writers.hpp"
 #include "report/writers.hpp"
 
 namespace lw {
@@ -25,7 +28,8 @@ Error bad_file(const std::string& name, const std::string& why) {
 struct RecordedTrain {
   nlohmann::json meta;  // the "train" note
   std::vector<SentProbe> sent;
-  Nanos done = 0;  // when the live run stopped waiting for its replies (0 = unknown)
+  Nanos done = 0;            // when the live run stopped waiting for its replies (0 = unknown)
+  nlohmann::json done_note;  // the "train_done" note (hops: the run's monotonic times)
 };
 
 // A phase of the run: its "run" note, its notes and trains in file order,
@@ -34,7 +38,7 @@ struct RecordedPhase {
   nlohmann::json run;
   nlohmann::json end;
   struct Event {
-    nlohmann::json note;  // "clock", "stopped" or "train" (then `train` is filled)
+    nlohmann::json note;  // "clock", "stopped", "stop", "drops" or "train" (then `train` is filled)
     RecordedTrain train;
   };
   std::vector<Event> events;
@@ -44,7 +48,7 @@ struct RecordedFile {
   nlohmann::json measure;      // the "run" note of measure/availbw, null for capacity
   nlohmann::json measure_end;  // its "end" note
   unsigned availbw_drops = 0;  // the "drops" note
-  RecordedPhase capacity, availbw;
+  RecordedPhase capacity, availbw, hops;
 };
 
 nlohmann::json parse_note(const RunRecords::Item& it, const std::string& name) {
@@ -80,6 +84,9 @@ RecordedFile collect(const RunRecords& recs, const std::string& name) {
       } else if (phase == "availbw" && out.availbw.run.is_null()) {
         out.availbw.run = std::move(j);
         in = &out.availbw;
+      } else if (phase == "hops" && out.hops.run.is_null()) {
+        out.hops.run = std::move(j);
+        in = &out.hops;
       }
     } else if (kind == "end") {
       train = nullptr;
@@ -88,12 +95,18 @@ RecordedFile collect(const RunRecords& recs, const std::string& name) {
       in = nullptr;
     } else if (kind == "drops" && phase == "availbw") {
       out.availbw_drops = j.value("count", 0u);
+    } else if (in == &out.hops && (kind == "drops" || kind == "stop")) {
+      train = nullptr;
+      in->events.push_back({std::move(j), {}});
     } else if (in && kind == "train") {
       in->events.push_back({std::move(j), {}});
       in->events.back().train.meta = in->events.back().note;
       train = &in->events.back().train;
     } else if (in && kind == "train_done") {
-      if (train) train->done = it.ts;
+      if (train) {
+        train->done = it.ts;
+        train->done_note = std::move(j);
+      }
       train = nullptr;
     } else if (in && (kind == "clock" || kind == "stopped")) {
       train = nullptr;
@@ -146,7 +159,9 @@ TrainOutcome replay_match(const RecordedTrain& rt, const std::vector<Decoded>& p
   return match_train(train, sent, window, self);
 }
 
-void fill_head(CapacityResult& res, const nlohmann::json& head) {
+// The endpoint fields every document starts with (CapacityResult, HopsResult).
+template <class R>
+void fill_head(R& res, const nlohmann::json& head) {
   res.target = head.value("target", "");
   res.target_addr = head.value("target_addr", "");
   res.port = head.value("port", 0);
@@ -285,6 +300,89 @@ class ReplayRunner : public PacedTrains {
   std::size_t pos_ = 0;
 };
 
+// The hops phase's world as recorded: its clock readings, trains, drops and
+// the check at which a stop was seen, handed out in the order the live run
+// asked for them; anything else is a divergence (an error).
+class ReplayTrainIo : public TrainIo {
+ public:
+  ReplayTrainIo(const RecordedPhase& ph, const OfflineRead& r, std::uint32_t self,
+                const std::string& name)
+      : ph_(ph), r_(r), self_(self), name_(name) {
+    bytes_ = ph.run.value("bytes0", std::uint64_t{0});
+    packets_ = ph.run.value("packets0", std::uint64_t{0});
+    for (const auto& e : ph.events) {
+      if (e.note.value("kind", "") == "stop") stop_at_ = e.note.value("check", 0);
+    }
+  }
+
+  TrainRun run(const Train& train, const std::vector<int>&, Nanos, bool, Nanos) override {
+    const RecordedTrain& rt = next("train").train;
+    TrainRun out;
+    Train recorded;
+    out.outcome = replay_match(rt, r_.packets, self_, INT64_MAX, name_, recorded);
+    bool same = recorded.probes.size() == train.probes.size();
+    for (std::size_t i = 0; same && i < train.probes.size(); ++i) {
+      const Probe &a = recorded.probes[i], &b = train.probes[i];
+      same = a.role == b.role && a.ip_len == b.ip_len && a.ttl == b.ttl && a.dst == b.dst;
+    }
+    if (!same) diverged();
+    for (const auto& sp : rt.sent) {
+      ++packets_;
+      bytes_ += sp.probe.ip_len;
+    }
+    out.start_mono = rt.done_note.value("start_mono", Nanos{0});
+    out.end_mono = rt.done_note.value("end_mono", Nanos{0});
+    return out;
+  }
+  Nanos now() override { return next("clock").note.at("mono").get<Nanos>(); }
+  void wait_until(Nanos) override {}
+  bool stopped() override { return stop_at_ > 0 && ++checks_ >= stop_at_; }
+  std::uint64_t bytes_sent() override { return bytes_; }
+  std::uint64_t packets_sent() override { return packets_; }
+  unsigned capture_drops() override { return next("drops").note.value("count", 0u); }
+
+ private:
+  const RecordedPhase::Event& next(const char* kind) {
+    while (pos_ < ph_.events.size() && ph_.events[pos_].note.value("kind", "") == "stop") ++pos_;
+    if (pos_ >= ph_.events.size() || ph_.events[pos_].note.value("kind", "") != kind) {
+      diverged();
+    }
+    return ph_.events[pos_++];
+  }
+  [[noreturn]] void diverged() const {
+    throw bad_file(name_, "the hops phase does not replay as recorded (record " +
+                              std::to_string(pos_) + " of the phase)");
+  }
+
+  const RecordedPhase& ph_;
+  const OfflineRead& r_;
+  std::uint32_t self_;
+  std::string name_;
+  std::size_t pos_ = 0;
+  int stop_at_ = 0;
+  int checks_ = 0;
+  std::uint64_t bytes_ = 0, packets_ = 0;
+};
+
+HopsResult replay_hops(const RecordedPhase& ph, const OfflineRead& r, const std::string& name,
+                       bool verbose) {
+  Config c = hops_config_from(ph.run.at("config"));
+  c.verbose = verbose;
+  HopsResult res;
+  fill_head(res, ph.run.value("head", nlohmann::json::object()));
+  res.hop_markers = c.hop_markers;
+  const std::uint32_t self = parse_ipv4(res.source);
+  const std::uint32_t dst = parse_ipv4(res.target_addr);
+  if (self == 0 || dst == 0) throw bad_file(name, "the hops record names no addresses");
+  const FlowId flow{self, dst, static_cast<std::uint16_t>(res.source_port),
+                    static_cast<std::uint16_t>(res.port)};
+  SeqAllocator seqs(0);
+  ReplayTrainIo io(ph, r, self, name);
+  return run_hops_on(io, std::move(res), c, flow, dst, ph.run.value("packet_size", 1500), seqs,
+                     ph.run.value("rtt_s", 0.0), ph.run.value("reply_wait", Nanos{0}),
+                     ph.run.value("t_begin", Nanos{0}));
+}
+
 MeasureResult replay_measure(const RecordedFile& f, const OfflineRead& r, const std::string& name,
                              bool verbose) {
   MeasureResult m;
@@ -308,6 +406,16 @@ MeasureResult replay_measure(const RecordedFile& f, const OfflineRead& r, const 
     if (f.capacity.run.is_null()) throw bad_file(name, "the capture holds no capacity phase");
     m.capacity = replay_capacity(f.capacity, r, name, verbose);
     if (!capacity_phase_done(m, &C)) {
+      finish();
+      return m;
+    }
+  }
+  if (f.measure.value("hops", false)) {
+    if (f.hops.run.is_null()) throw bad_file(name, "the capture holds no hops phase");
+    m.hops = replay_hops(f.hops, r, name, verbose);
+    m.has_hops = true;
+    if (m.hops.stop_reason == "interrupted") {
+      m.availbw.stop_reason = "interrupted";
       finish();
       return m;
     }
@@ -380,17 +488,17 @@ AnalyzedRun analyze_run(const OfflineRead& r, const std::string& name, bool verb
     require_records(r, name);
     const RecordedFile f = collect(r.records, name);
     AnalyzedRun out;
+    if (f.measure.is_null() && !f.hops.run.is_null() &&
+        f.hops.run.at("config").value("command", "") == "hops") {
+      out.kind = AnalyzedRun::kHops;
+      out.hops = replay_hops(f.hops, r, name, verbose);
+      return out;
+    }
     if (f.measure.is_null()) {
       out.capacity = analyze_capacity(r, name, verbose);
       return out;
     }
-    if (f.measure.value("hops", false)) {
-      throw bad_file(name,
-                     "the capture holds a 'measure' run with its hops phase; analyze re-runs "
-                     "capacity, availbw and 'measure --no-hops' runs (the hops phase is not "
-                     "supported yet)");
-    }
-    out.is_measure = true;
+    out.kind = AnalyzedRun::kMeasure;
     out.measure = replay_measure(f, r, name, verbose);
     return out;
   });
@@ -408,7 +516,7 @@ int run_analyze_main(const std::vector<std::string>& args) {
     } else if (a == "-h" || a == "--help") {
       std::cout << "usage: linkwidth analyze FILE [--json] [-v]\n"
                    "Re-runs the estimators on a capture written by --save-pcap (capacity,\n"
-                   "availbw and measure --no-hops runs) and prints the live command's document.\n";
+                   "availbw, measure and hops runs) and prints the live command's document.\n";
       return 0;
     } else if (!a.empty() && a[0] == '-') {
       std::cerr << "linkwidth: analyze: unknown option '" << a
@@ -434,15 +542,22 @@ int run_analyze_main(const std::vector<std::string>& args) {
   }
   try {
     const AnalyzedRun run = analyze_run(read_pcap_file(file), file, verbose);
-    nlohmann::json doc = run.is_measure ? to_json(run.measure) : to_json(run.capacity);
+    const bool measure = run.kind == AnalyzedRun::kMeasure, hops = run.kind == AnalyzedRun::kHops;
+    nlohmann::json doc = measure ? to_json(run.measure)
+                         : hops  ? to_json(run.hops)
+                                 : to_json(run.capacity);
     doc["offline"] = {{"pcap", file}};
     if (json) {
       std::cout << doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
     } else {
       std::cout << "analysed offline from " << file << "\n"
-                << (run.is_measure ? to_text(run.measure) : to_text(run.capacity));
+                << (measure ? to_text(run.measure)
+                    : hops  ? to_text(run.hops)
+                            : to_text(run.capacity));
     }
-    const bool valid = run.is_measure ? run.measure.availbw.valid : run.capacity.valid;
+    const bool valid = measure ? run.measure.availbw.valid
+                       : hops  ? run.hops.bottleneck_hop != 0
+                               : run.capacity.valid;
     return valid ? 0 : static_cast<int>(ExitCode::kRuntime);
   } catch (const Error& e) {
     std::string msg = e.what();

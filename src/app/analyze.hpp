@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "capture/offline_capture.hpp"
+#include "report/hops_result.hpp"
 #include "report/measure_result.hpp"
 #include "report/result.hpp"
 
@@ -20,13 +21,14 @@ namespace lw {
 // when the file holds no capacity run this can re-run; `name` labels errors.
 CapacityResult analyze_capacity(const OfflineRead& r, const std::string& name, bool verbose);
 
-// Whatever run the file holds: a capacity run, or an availbw / measure
-// --no-hops run (capacity phase, then the avail-bw search replayed through
-// search_availbw). Throws lw::Error (exit 2) for anything else.
+// Whatever run the file holds: capacity; availbw / measure (capacity phase,
+// the hops phase replayed through run_hops_on, the avail-bw search through
+// search_availbw); hops. Throws lw::Error (exit 2) for anything else.
 struct AnalyzedRun {
-  bool is_measure = false;
-  CapacityResult capacity;  // !is_measure
-  MeasureResult measure;    // is_measure
+  enum Kind { kCapacity, kMeasure, kHops } kind = kCapacity;
+  CapacityResult capacity;  // kCapacity
+  MeasureResult measure;    // kMeasure (availbw, measure)
+  HopsResult hops;          // kHops
 };
 AnalyzedRun analyze_run(const OfflineRead& r, const std::string& name, bool verbose);
 

@@ -4,7 +4,7 @@
     flock /tmp/lw-lab.lock python3 tests/data/make_captures.py [--only NAME ...]
 
 Each recorded capture NAME.pcap is `linkwidth capacity TARGET --json --trains N
---save-pcap NAME.pcap` (one is a `measure --no-hops` run) in a lab named
+--save-pcap NAME.pcap` (one is a `measure --no-hops` run, one a `hops` run) in a lab named
 "anadata"; the live JSON document is
 kept beside it as NAME.json, the lab's ground truth in captures.json. The
 edited captures are then made from recorded ones by transform_capture.py.
@@ -50,15 +50,15 @@ def gro_timer(L):
     return "prober dn: ethtool -K dn gro on; gro_flush_timeout 1000000 ns; napi_defer_hard_irqs 100"
 
 
-# name: (narrow link rate, linkwidth arguments after TARGET, setup)
+# name: (link rates prober -> target, None = unshaped; linkwidth arguments; setup)
 RECORDED = {
-    "clean_10m": (10e6, ["capacity", "--trains", "10"], no_setup),
-    "clean_100m": (100e6, ["capacity", "--trains", "10"], no_setup),
-    "loss_10m": (10e6, ["capacity", "--trains", "16"], random_loss),
-    "gro_timer_10m": (10e6, ["capacity", "--trains", "10"], gro_timer),
-    "measure_20m": (20e6, ["measure", "--no-hops", "--trains", "10", "--max-time", "4",
-                                 "--fleet", "3", "--calibration-trains", "4"],
-                    no_setup),
+    "clean_10m": ([None, 10e6], ["capacity", "--trains", "10"], no_setup),
+    "clean_100m": ([None, 100e6], ["capacity", "--trains", "10"], no_setup),
+    "loss_10m": ([None, 10e6], ["capacity", "--trains", "16"], random_loss),
+    "gro_timer_10m": ([None, 10e6], ["capacity", "--trains", "10"], gro_timer),
+    "measure_20m": ([None, 20e6], ["measure", "--no-hops", "--trains", "10", "--max-time", "4",
+                                   "--fleet", "3", "--calibration-trains", "4"], no_setup),
+    "hops_50m": ([None, 50e6, None], ["hops"], no_setup),
 }
 # name: (source capture, transform_capture.py arguments)
 TRANSFORMED = {
@@ -68,8 +68,8 @@ TRANSFORMED = {
 
 
 def record(name, truth_db):
-    rate, targs, setup = RECORDED[name]
-    spec = lab.Spec(links=[lab.Link(rate=None), lab.Link(rate=rate)])
+    rates, targs, setup = RECORDED[name]
+    spec = lab.Spec(links=[lab.Link(rate=r) for r in rates])
     with lab.Lab(spec, name="anadata") as L:
         how = setup(L)
         tmp = tempfile.mkdtemp(prefix="lw-anadata-")
@@ -85,11 +85,14 @@ def record(name, truth_db):
             f.write("\n")
         truth_db[name] = {
             "truth_capacity_bps": L.ground_truth_capacity(ip_len=1500),
-            "lab": f"prober -(unshaped)- r1 -(tbf {rate / 1e6:g} Mbit/s)- target",
+            "lab": " - ".join(["prober"] + [f"({'unshaped' if r is None else f'tbf {r / 1e6:g} Mbit/s'})"
+                                             for r in rates] + ["target"]),
+            "narrow_link": L.narrow_link(),
             "setup": how,
             "command": "linkwidth " + " ".join(args[:1] + ["TARGET"] + args[2:-1] + [name + ".pcap"]),
             "live_capacity_bps": doc.get("capacity_bps"),
             "live_availbw_bps": doc.get("availbw_bps"),
+            "live_bottleneck_hop": doc.get("bottleneck_hop"),
             "transformed": False,
         }
         print(f"{name}: live {doc.get('capacity_bps')}, truth {truth_db[name]['truth_capacity_bps']:.0f}")
@@ -105,6 +108,7 @@ def transform(name, truth_db):
               "transform": "tests/data/transform_capture.py " + " ".join(targs)})
     t.pop("live_capacity_bps", None)
     t.pop("live_availbw_bps", None)
+    t.pop("live_bottleneck_hop", None)
     truth_db[name] = t
 
 

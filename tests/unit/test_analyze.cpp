@@ -13,6 +13,7 @@
 #include "capture/offline_capture.hpp"
 #include "linkwidth/error.hpp"
 #include "nlohmann/json.hpp"
+#include "report/hops_writers.hpp"
 #include "report/writers.hpp"
 
 using namespace lw;
@@ -70,7 +71,7 @@ TEST_CASE("analyze gives back the live document of each recorded run", "[analyze
 TEST_CASE("a measure --no-hops run replays into its live document", "[analyze]") {
   const OfflineRead r = read_pcap_file(kData + "measure_20m.pcap");
   const AnalyzedRun run = analyze_run(r, "measure_20m", false);
-  REQUIRE(run.is_measure);
+  REQUIRE(run.kind == AnalyzedRun::kMeasure);
   const nlohmann::json offline = to_json(run.measure);
   const nlohmann::json live = load_json("measure_20m.json");
   for (const auto& [key, value] : live.items()) {
@@ -84,6 +85,22 @@ TEST_CASE("a measure --no-hops run replays into its live document", "[analyze]")
   CHECK(offline["capacity_bps"].get<double>() == Approx(t).epsilon(0.03));
   // analyze_capacity alone refuses it: the document would miss the avail-bw.
   CHECK_THROWS_AS(analyze_capacity(r, "measure_20m", false), Error);
+}
+
+TEST_CASE("a hops run replays into its live document and names the narrow link", "[analyze]") {
+  const AnalyzedRun run = analyze_run(read_pcap_file(kData + "hops_50m.pcap"), "hops_50m", false);
+  REQUIRE(run.kind == AnalyzedRun::kHops);
+  const nlohmann::json offline = to_json(run.hops);
+  const nlohmann::json live = load_json("hops_50m.json");
+  for (const auto& [key, value] : live.items()) {
+    INFO(key);
+    CHECK(offline.value(key, nlohmann::json()) == value);
+  }
+  CHECK(offline.size() == live.size());
+  const nlohmann::json truth_db = load_json("captures.json")["hops_50m"];
+  CHECK(offline["bottleneck_hop"] == truth_db["narrow_link"]);
+  CHECK(offline["bottleneck_rate_bps"].get<double>() ==
+        Approx(truth_db["truth_capacity_bps"].get<double>()).epsilon(0.10));
 }
 
 TEST_CASE("analyze estimates match the lab truth and name what went wrong", "[analyze]") {
