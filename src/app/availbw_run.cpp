@@ -533,6 +533,22 @@ Config availbw_config_from(const nlohmann::json& j) {
   c.max_rate_bps = j.at("max_rate_bps").get<double>();
   c.capacity_bps = j.at("capacity_bps").get<double>();
   c.measure_hops = j.at("measure_hops").get<bool>();
+  // The ranges parse_cli allows: a damaged record must not size the search.
+  const bool ok = (c.method == "fleet" || c.method == "linkwidth") && c.resolution >= 0.001 &&
+                  c.resolution <= 0.5 && c.fleet_trains >= 1 && c.fleet_trains <= 50 &&
+                  c.fleet_fraction > 0.5 && c.fleet_fraction <= 1 && c.train_time_s >= 0.0005 &&
+                  c.train_time_s <= 1 && c.min_train_packets >= 2 && c.min_train_packets <= 10000 &&
+                  c.avail_markers >= 2 && c.avail_markers <= 16 && c.calibration_trains >= 3 &&
+                  c.calibration_trains <= 100 && c.calibration_rate > 0 &&
+                  c.calibration_rate <= 1 && c.max_fleets >= 1 && c.max_fleets <= 1000 &&
+                  c.pairs >= 1 && c.pairs <= 5000 && c.pair_gap_s >= 0 && c.pair_gap_s <= 0.1 &&
+                  c.max_load > 0 && c.max_load <= 0.5 && c.max_load_packets >= 1 &&
+                  c.max_load_packets <= 10000 && c.drain_packets >= 0 && c.drain_packets <= 16 &&
+                  c.max_rate_bps >= 100e3 && c.epsilon > 0 && c.epsilon < 1;
+  if (!ok) {
+    throw Error("analyze", "the recorded avail-bw configuration is out of range", "bad_capture",
+                ExitCode::kUsage);
+  }
   return c;
 }
 

@@ -455,6 +455,18 @@ Config hops_config_from(const nlohmann::json& j) {
   c.target_dispersion_s = j.at("target_dispersion_s").get<double>();
   c.max_load_packets = j.at("max_load_packets").get<int>();
   c.max_time_s = j.at("max_time_s").get<double>();
+  // The ranges parse_cli allows: a damaged record must not size the run.
+  const bool ok = c.max_hops >= 1 && c.max_hops <= 64 && c.max_trains >= 1 &&
+                  c.max_trains <= 1000 && c.min_trains >= 1 && c.discovery_tries >= 1 &&
+                  c.discovery_tries <= 10 && c.icmp_rate > 0 && c.icmp_burst >= 2 &&
+                  c.max_load > 0 && c.max_load <= 0.5 && c.load_packets >= 0 &&
+                  c.load_packets <= 10000 && c.max_load_packets >= 1 &&
+                  c.max_load_packets <= 10000 && c.drain_packets >= 0 && c.drain_packets <= 16 &&
+                  c.max_rate_bps >= 100e3 && c.target_dispersion_s > 0;
+  if (!ok) {
+    throw Error("analyze", "the recorded hops configuration is out of range", "bad_capture",
+                ExitCode::kUsage);
+  }
   return c;
 }
 

@@ -59,10 +59,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const lw::OfflineRead r = lw::read_pcap(f, "fuzz input");
     for (const auto& d : r.packets) check_record(d);
     // `linkwidth analyze` on it: run records, train rebuild, matching, the
-    // capacity tally. A file it cannot re-run is an Error (exit 2).
+    // capacity tally, the replayed phases. A file it cannot re-run is an
+    // Error (exit 2).
     try {
-      const lw::CapacityResult res = lw::analyze_capacity(r, "fuzz input", false);
-      if (res.trains_used > res.trains_sent) __builtin_trap();
+      const lw::AnalyzedRun run = lw::analyze_run(r, "fuzz input", false);
+      if (run.capacity.trains_used > run.capacity.trains_sent) __builtin_trap();
     } catch (const lw::Error&) {
     }
   } catch (const lw::Error&) {

@@ -61,11 +61,11 @@ def pcapng(dlt, packets):
     return out
 
 
-def recorded_run_head(limit=6000):
-    """The start of tests/data/clean_10m.pcap (a --save-pcap capture with run
-    records): the run note, the first train's notes, send records and
-    replies, cut at the first packet record that would pass `limit` bytes."""
-    data = open(os.path.join(HERE, "..", "data", "clean_10m.pcap"), "rb").read()
+def recorded_run_head(name="clean_10m", limit=6000):
+    """The start of a --save-pcap capture in tests/data (with run records):
+    its first notes, send records and replies, cut at the first packet
+    record that would pass `limit` bytes."""
+    data = open(os.path.join(HERE, "..", "data", name + ".pcap"), "rb").read()
     off = 24
     while off + 16 <= len(data):
         caplen = struct.unpack("<I", data[off + 8:off + 12])[0]
@@ -87,6 +87,7 @@ SEEDS = {
     "pcap_truncated": b"\1" + pcap(1, [ETH + SYN, ETH + RST_ACK])[:-10],
     "pcapng_eth": b"\1" + pcapng(1, [ETH + SYN, ETH + RST_ACK]),
     "pcap_run_records": b"\1" + recorded_run_head(),
+    "pcap_hops_records": b"\1" + recorded_run_head("hops_50m", 8000),
 }
 
 if __name__ == "__main__":
