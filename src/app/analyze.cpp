@@ -248,66 +248,93 @@ CapacityResult replay_capacity(const RecordedPhase& ph, const OfflineRead& r,
   return res;
 }
 
+// A recorded phase handed back in order. Anything else than what comes next
+// means the code asks for another run than the recorded one (a different
+// build, a damaged file): an error, never a guess.
+class PhaseCursor {
+ public:
+  PhaseCursor(const RecordedPhase& ph, const OfflineRead& r, std::uint32_t self,
+              const std::string& name)
+      : ph_(ph), r_(r), self_(self), name_(name) {}
+
+  // The next event, which must be of `kind` ("stop" events are skipped).
+  const RecordedPhase::Event& next(const char* kind) {
+    while (pos_ < ph_.events.size() && kind_at(pos_) == "stop") ++pos_;
+    if (pos_ >= ph_.events.size() || kind_at(pos_) != kind) diverged();
+    return ph_.events[pos_++];
+  }
+  bool next_is(const char* kind) const { return pos_ < ph_.events.size() && kind_at(pos_) == kind; }
+  bool exhausted() const { return pos_ >= ph_.events.size(); }
+
+  // The next recorded train, re-matched, in *recorded; it must have the
+  // shape of `planned` (the train the code would have sent now).
+  TrainOutcome train(const Train& planned, Train* recorded, const RecordedTrain** rt = nullptr) {
+    const RecordedTrain& t = next("train").train;
+    const TrainOutcome o = replay_match(t, r_.packets, self_, INT64_MAX, name_, *recorded);
+    bool same = recorded->probes.size() == planned.probes.size();
+    for (std::size_t i = 0; same && i < planned.probes.size(); ++i) {
+      const Probe &a = recorded->probes[i], &b = planned.probes[i];
+      same = a.role == b.role && a.ip_len == b.ip_len && a.ttl == b.ttl && a.dst == b.dst;
+    }
+    if (!same) diverged();
+    if (rt) *rt = &t;
+    return o;
+  }
+
+  [[noreturn]] void diverged() const {
+    throw bad_file(name_, "the " + ph_.run.value("phase", std::string("?")) +
+                              " phase does not replay as recorded (record " + std::to_string(pos_) +
+                              " of the phase)");
+  }
+
+ private:
+  std::string kind_at(std::size_t i) const { return ph_.events[i].note.value("kind", ""); }
+
+  const RecordedPhase& ph_;
+  const OfflineRead& r_;
+  std::uint32_t self_;
+  std::string name_;
+  std::size_t pos_ = 0;
+};
+
 // Hands the avail-bw search what the recorded run saw, in the order it saw
-// it: the clock readings, each train's replies, the caps that stopped it. A
-// search that asks for anything else than what comes next has diverged from
-// the recording (a different build, a damaged file): an error, never a guess.
+// it: the clock readings, each train's replies, the caps that stopped it.
 class ReplayRunner : public PacedTrains {
  public:
   ReplayRunner(const RecordedPhase& ph, const OfflineRead& r, std::uint32_t self,
                AvailbwResult& res, const std::string& name)
-      : ph_(ph), r_(r), self_(self), res_(res), name_(name) {}
+      : cur_(ph, r, self, name), ph_(ph), res_(res) {}
 
-  Nanos now() override { return next("clock").note.at("mono").get<Nanos>(); }
+  Nanos now() override { return cur_.next("clock").note.at("mono").get<Nanos>(); }
 
   bool run(const Train& train, PacedSample* out, Nanos) override {
-    if (pos_ < ph_.events.size() && ph_.events[pos_].note.value("kind", "") == "stopped") {
-      res_.stop_reason = ph_.events[pos_++].note.value("reason", "");
+    if (cur_.next_is("stopped")) {
+      res_.stop_reason = cur_.next("stopped").note.value("reason", "");
       return false;
     }
-    if (pos_ >= ph_.events.size() && ph_.end.is_null()) {
+    if (cur_.exhausted() && ph_.end.is_null()) {
       res_.stop_reason = "incomplete";
       return false;
     }
-    const RecordedTrain& rt = next("train").train;
     Train recorded;
-    const TrainOutcome outcome = replay_match(rt, r_.packets, self_, INT64_MAX, name_, recorded);
-    bool same = recorded.probes.size() == train.probes.size();
-    for (std::size_t i = 0; same && i < train.probes.size(); ++i) {
-      same = recorded.probes[i].role == train.probes[i].role &&
-             recorded.probes[i].ip_len == train.probes[i].ip_len;
-    }
-    if (!same) diverged();
+    const TrainOutcome outcome = cur_.train(train, &recorded);
     *out = paced_train_sample(recorded, outcome, res_);
     return true;
   }
 
  private:
-  const RecordedPhase::Event& next(const char* kind) {
-    if (pos_ >= ph_.events.size() || ph_.events[pos_].note.value("kind", "") != kind) diverged();
-    return ph_.events[pos_++];
-  }
-  [[noreturn]] void diverged() const {
-    throw bad_file(name_, "the avail-bw search does not replay as recorded (record " +
-                              std::to_string(pos_) + " of the phase)");
-  }
-
+  PhaseCursor cur_;
   const RecordedPhase& ph_;
-  const OfflineRead& r_;
-  std::uint32_t self_;
   AvailbwResult& res_;
-  std::string name_;
-  std::size_t pos_ = 0;
 };
 
 // The hops phase's world as recorded: its clock readings, trains, drops and
-// the check at which a stop was seen, handed out in the order the live run
-// asked for them; anything else is a divergence (an error).
+// the check at which a stop was seen, in the order the live run asked.
 class ReplayTrainIo : public TrainIo {
  public:
   ReplayTrainIo(const RecordedPhase& ph, const OfflineRead& r, std::uint32_t self,
                 const std::string& name)
-      : ph_(ph), r_(r), self_(self), name_(name) {
+      : cur_(ph, r, self, name) {
     bytes_ = ph.run.value("bytes0", std::uint64_t{0});
     packets_ = ph.run.value("packets0", std::uint64_t{0});
     for (const auto& e : ph.events) {
@@ -316,49 +343,27 @@ class ReplayTrainIo : public TrainIo {
   }
 
   TrainRun run(const Train& train, const std::vector<int>&, Nanos, bool, Nanos) override {
-    const RecordedTrain& rt = next("train").train;
     TrainRun out;
     Train recorded;
-    out.outcome = replay_match(rt, r_.packets, self_, INT64_MAX, name_, recorded);
-    bool same = recorded.probes.size() == train.probes.size();
-    for (std::size_t i = 0; same && i < train.probes.size(); ++i) {
-      const Probe &a = recorded.probes[i], &b = train.probes[i];
-      same = a.role == b.role && a.ip_len == b.ip_len && a.ttl == b.ttl && a.dst == b.dst;
-    }
-    if (!same) diverged();
-    for (const auto& sp : rt.sent) {
+    const RecordedTrain* rt = nullptr;
+    out.outcome = cur_.train(train, &recorded, &rt);
+    for (const auto& sp : rt->sent) {
       ++packets_;
       bytes_ += sp.probe.ip_len;
     }
-    out.start_mono = rt.done_note.value("start_mono", Nanos{0});
-    out.end_mono = rt.done_note.value("end_mono", Nanos{0});
+    out.start_mono = rt->done_note.value("start_mono", Nanos{0});
+    out.end_mono = rt->done_note.value("end_mono", Nanos{0});
     return out;
   }
-  Nanos now() override { return next("clock").note.at("mono").get<Nanos>(); }
+  Nanos now() override { return cur_.next("clock").note.at("mono").get<Nanos>(); }
   void wait_until(Nanos) override {}
   bool stopped() override { return stop_at_ > 0 && ++checks_ >= stop_at_; }
   std::uint64_t bytes_sent() override { return bytes_; }
   std::uint64_t packets_sent() override { return packets_; }
-  unsigned capture_drops() override { return next("drops").note.value("count", 0u); }
+  unsigned capture_drops() override { return cur_.next("drops").note.value("count", 0u); }
 
  private:
-  const RecordedPhase::Event& next(const char* kind) {
-    while (pos_ < ph_.events.size() && ph_.events[pos_].note.value("kind", "") == "stop") ++pos_;
-    if (pos_ >= ph_.events.size() || ph_.events[pos_].note.value("kind", "") != kind) {
-      diverged();
-    }
-    return ph_.events[pos_++];
-  }
-  [[noreturn]] void diverged() const {
-    throw bad_file(name_, "the hops phase does not replay as recorded (record " +
-                              std::to_string(pos_) + " of the phase)");
-  }
-
-  const RecordedPhase& ph_;
-  const OfflineRead& r_;
-  std::uint32_t self_;
-  std::string name_;
-  std::size_t pos_ = 0;
+  PhaseCursor cur_;
   int stop_at_ = 0;
   int checks_ = 0;
   std::uint64_t bytes_ = 0, packets_ = 0;

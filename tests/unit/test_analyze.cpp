@@ -42,6 +42,15 @@ double truth(const std::string& name) {
   return load_json("captures.json")[name]["truth_capacity_bps"].get<double>();
 }
 
+// Every field of the live document, with the same value, and nothing more.
+void check_same_document(const nlohmann::json& offline, const nlohmann::json& live) {
+  for (const auto& [key, value] : live.items()) {
+    INFO(key);
+    CHECK(offline.value(key, nlohmann::json()) == value);
+  }
+  CHECK(offline.size() == live.size());
+}
+
 // A pcap fuzz seed, read after its leading mode byte (tests/fuzz/fuzz_decode.cpp).
 OfflineRead read_seed_pcap(const std::string& seed) {
   std::ifstream in(std::string(LW_FUZZ_CORPUS_DIR) + "/" + seed, std::ios::binary);
@@ -60,11 +69,7 @@ TEST_CASE("analyze gives back the live document of each recorded run", "[analyze
     INFO(name);
     const nlohmann::json live = load_json(std::string(name) + ".json");
     const nlohmann::json offline = analyze_doc(name);
-    for (const auto& [key, value] : live.items()) {
-      INFO(key);
-      CHECK(offline.value(key, nlohmann::json()) == value);
-    }
-    CHECK(offline.size() == live.size());
+    check_same_document(offline, live);
   }
 }
 
@@ -74,11 +79,7 @@ TEST_CASE("a measure --no-hops run replays into its live document", "[analyze]")
   REQUIRE(run.kind == AnalyzedRun::kMeasure);
   const nlohmann::json offline = to_json(run.measure);
   const nlohmann::json live = load_json("measure_20m.json");
-  for (const auto& [key, value] : live.items()) {
-    INFO(key);
-    CHECK(offline.value(key, nlohmann::json()) == value);
-  }
-  CHECK(offline.size() == live.size());
+  check_same_document(offline, live);
   // An idle 20 Mbit/s link: the avail-bw is the capacity.
   const double t = truth("measure_20m");
   CHECK(offline["availbw_bps"].get<double>() == Approx(t).epsilon(0.05));
@@ -92,11 +93,7 @@ TEST_CASE("a hops run replays into its live document and names the narrow link",
   REQUIRE(run.kind == AnalyzedRun::kHops);
   const nlohmann::json offline = to_json(run.hops);
   const nlohmann::json live = load_json("hops_50m.json");
-  for (const auto& [key, value] : live.items()) {
-    INFO(key);
-    CHECK(offline.value(key, nlohmann::json()) == value);
-  }
-  CHECK(offline.size() == live.size());
+  check_same_document(offline, live);
   const nlohmann::json truth_db = load_json("captures.json")["hops_50m"];
   CHECK(offline["bottleneck_hop"] == truth_db["narrow_link"]);
   CHECK(offline["bottleneck_rate_bps"].get<double>() ==
