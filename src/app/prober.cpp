@@ -52,6 +52,7 @@ Prober::Prober(const Route& route, std::uint32_t target, std::uint16_t sport,
       pacer_(socket_, pacer_options(c)) {
   // Created while we may still write where the user can (before the drop).
   if (!c.save_pcap.empty()) capture_.save_to(c.save_pcap);
+  saving_ = !c.save_pcap.empty();
   privileges_ = drop_privileges();
   if (c.verbose) {
     std::fprintf(stderr, "privileges: dropped; running as %s (uid %u, gid %u), no capabilities%s\n",
@@ -61,6 +62,7 @@ Prober::Prober(const Route& route, std::uint32_t target, std::uint16_t sport,
 }
 
 void Prober::note(const nlohmann::json& j) {
+  if (!saving_) return;
   const Nanos now = real_now();
   for (const auto& body :
        note_bodies(notes_++, j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)))

@@ -81,6 +81,7 @@ class Prober {
   std::uint64_t packets_ = 0;
   std::uint64_t bytes_ = 0;
   std::uint32_t notes_ = 0;
+  bool saving_ = false;  // --save-pcap: notes go into the file
   PrivilegeDrop privileges_;
 };
 
