@@ -7,12 +7,14 @@
 
 #include "app/capacity_run.hpp"
 #include "app/hops_run.hpp"
+#include "app/paced_trains.hpp"
 #include "app/session.hpp"
 #include "estimate/availbw.hpp"
 #include "estimate/capacity.hpp"
 #include "estimate/stats.hpp"
 #include "linkwidth/error.hpp"
 #include "plan/capacity_plan.hpp"
+#include "report/writers.hpp"
 
 namespace lw {
 
@@ -27,8 +29,10 @@ constexpr int kMaxLengthening = 2;
 
 // Sends trains with the budget checks, the reply wait and the idle rule every
 // avail-bw train shares. run() returns false (stop_reason set) when a cap,
-// the time budget or a signal ends the run before the train is sent.
-class PacedRunner {
+// the time budget or a signal ends the run before the train is sent. With
+// --save-pcap it notes every clock reading, train and stop the search sees,
+// so that `linkwidth analyze` can replay the search (app/analyze.cpp).
+class PacedRunner : public PacedTrains {
  public:
   PacedRunner(Session& s, const Config& c, const std::atomic<bool>& stop, double capacity_bps,
               Nanos t_cap, AvailbwResult& res)
@@ -36,7 +40,13 @@ class PacedRunner {
     next_start_ = mono_now();
   }
 
-  bool run(const Train& train, PacedSample* out, Nanos min_idle = 0) {
+  Nanos now() override {
+    const Nanos t = mono_now();
+    s_.prober->note({{"kind", "clock"}, {"mono", t}});
+    return t;
+  }
+
+  bool run(const Train& train, PacedSample* out, Nanos min_idle = 0) override {
     if (stop_.load()) return stopped("interrupted");
     if (s_.prober->bytes_sent() + train.total_bytes() > c_.max_bytes) return stopped("max_bytes");
     const Nanos span = train.probes.back().offset;
@@ -49,20 +59,18 @@ class PacedRunner {
     const double expect_s = to_seconds(span) + 2 * s_.disc.rtt_s +
                             8.0 * static_cast<double>(train.total_bytes()) / capacity_;
     const Nanos busy = std::min<Nanos>(from_seconds(expect_s) + 2 * kMs, 50 * kMs);
-    const GovernedRun governed = run_train(s_, c_, train, train.markers, wait, t_cap_, false, busy);
-    ++res_.trains_sent;
+    s_.prober->note({{"kind", "train"},
+                     {"phase", "availbw"},
+                     {"train", train.id},
+                     {"probes", train.probes.size()}});
+    const GovernedRun governed =
+        run_train(s_, c_, train, train.markers, wait, t_cap_, false, busy, [&](const TrainRun&) {
+          s_.prober->note({{"kind", "train_done"}, {"train", train.id}});
+        });
+    if (governed.replies_limited) s_.prober->note({{"kind", "reply_limit"}, {"train", train.id}});
     const TrainRun& run = governed.run;
-    *out = evaluate_paced_train(timing_of(train, run.outcome));
-    if (out->stalled) {
-      ++stalls_;
-      worst_stall_s_ = std::max(worst_stall_s_, out->pacing_error_s);
-    }
-    if (governed.replies_limited) {
-      // The target's reply limit took this train's replies (the check that
-      // found it has just adapted our trains): they say nothing of the path.
-      out->usable = false;
-      out->lost = false;
-    }
+    *out = paced_train_sample(train, run.outcome, res_);
+    settle(out, governed.replies_limited);
     // Idle: the average probing rate stays under max_load of the train's own
     // rate (pathload's rule: idle >= span·(1/max_load - 1)), and the
     // bottleneck queue the train may have built drains (>= 2·N·L/C).
@@ -80,21 +88,17 @@ class PacedRunner {
     return true;
   }
 
-  bool stopped(const char* why) {
-    res_.stop_reason = why;
-    return false;
+  int reply_burst() override {
+    const int b = s_.replies.max_burst();
+    // Noted only once a limit is known: replay reads "no limit" otherwise.
+    if (b != ReplyGovernor::kNoBurstLimit) s_.prober->note({{"kind", "burst"}, {"max", b}});
+    return b;
   }
 
-  // Trains our own host sent off their schedule (PacedSample::stalled).
-  void warn_stalls() const {
-    if (stalls_ == 0) return;
-    char worst[32];
-    std::snprintf(worst, sizeof worst, "%.0f", worst_stall_s_ * 1e6);
-    res_.warnings.push_back(
-        {"send_stalls", std::to_string(stalls_) + " of " + std::to_string(res_.trains_sent) +
-                            " trains left this host off their schedule (worst " + worst +
-                            " us: the CPU was busy or the process descheduled) and were not "
-                            "used"});
+  bool stopped(const char* why) {
+    s_.prober->note({{"kind", "stopped"}, {"reason", why}});
+    res_.stop_reason = why;
+    return false;
   }
 
  private:
@@ -105,8 +109,6 @@ class PacedRunner {
   Nanos t_cap_;
   AvailbwResult& res_;
   Nanos next_start_ = 0;
-  int stalls_ = 0;
-  double worst_stall_s_ = 0;
   std::mt19937_64 rng_{std::random_device{}()};
 };
 
@@ -144,9 +146,8 @@ void summarize(RateRecord& rr) {
 // the avail-bw as IP-layer bits of full-size packets count it), at least
 // train_time_s and min_train_packets long.
 // `scale` lengthens (noisy path) or shortens (lossy path) it.
-CapacityTrainParams search_train(const Config& c, const Session& ss, int L, double rate,
-                                 double scale) {
-  const FlowId& flow = ss.flow;
+CapacityTrainParams search_train(const Config& c, const FlowId& flow, int L, double rate,
+                                 double scale, int max_burst) {
   CapacityTrainParams p;
   p.flow = flow;
   p.packet_size = static_cast<std::uint16_t>(L);
@@ -163,15 +164,14 @@ CapacityTrainParams search_train(const Config& c, const Session& ss, int L, doub
   p.drain_packets = c.drain_packets;
   // A target that answers only so many replies at once (reply_rate.hpp) gets
   // fewer markers; the warm-up SYN draws one too.
-  p.markers = std::max(2, std::min({c.avail_markers, 1 + p.load_packets / 2,
-                                    ss.replies.max_burst() - 1}));
+  p.markers = std::max(2, std::min({c.avail_markers, 1 + p.load_packets / 2, max_burst - 1}));
   // Never above --max-rate (the pacer refuses such a train): the offered rate
   // is measured from the send times, so the search sees the capped rate.
   apply_rate_cap(p, c.max_rate_bps);
   return p;
 }
 
-void run_fleet_method(PacedRunner& runner, Session& ss, const Config& c, double C,
+void run_fleet_method(PacedTrains& runner, Session& ss, const Config& c, double C,
                       AvailbwResult& res, Nanos t0, Nanos t_cap) {
   const int L = ss.packet_size;
   const double omega = res.resolution_bps;
@@ -184,11 +184,11 @@ void run_fleet_method(PacedRunner& runner, Session& ss, const Config& c, double 
   double scale = 1.0;
   NoiseModel noise;
   int burst_restarts = 0;
-  const Nanos cal_start = mono_now();
+  const Nanos cal_start = runner.now();
   for (int round = 0;; ++round) {
-    const Nanos round_start = mono_now();
-    const int burst_before = ss.replies.max_burst();
-    const CapacityTrainParams mid = search_train(c, ss, L, C / 2, scale);
+    const Nanos round_start = runner.now();
+    const int burst_before = runner.reply_burst();
+    const CapacityTrainParams mid = search_train(c, ss.flow, L, C / 2, scale, runner.reply_burst());
     CapacityTrainParams cal = mid;
     cal.packet_size = static_cast<std::uint16_t>(
         std::clamp(std::lround(L * c.calibration_rate / 0.5), 64L, static_cast<long>(L)));
@@ -196,7 +196,7 @@ void run_fleet_method(PacedRunner& runner, Session& ss, const Config& c, double 
     calib.phase = "calibration";
     calib.rate_bps = 8.0 * cal.packet_size / to_seconds(cal.gap);
     calib.verdict = "calibration";
-    calib.at_s = to_seconds(mono_now() - t0);
+    calib.at_s = to_seconds(runner.now() - t0);
     std::vector<double> cal_ratios;
     // Trains our host sent off schedule say nothing: send more in their
     // place, up to twice as many again.
@@ -220,7 +220,7 @@ void run_fleet_method(PacedRunner& runner, Session& ss, const Config& c, double 
     summarize(calib);
     res.rates.push_back(calib);
     if (!res.stop_reason.empty()) return;
-    if (ss.replies.max_burst() < burst_before && burst_restarts++ < 2) {
+    if (runner.reply_burst() < burst_before && burst_restarts++ < 2) {
       // The target turned out to answer fewer replies at once than these
       // trains asked: calibrate again with fewer markers.
       --round;
@@ -241,8 +241,8 @@ void run_fleet_method(PacedRunner& runner, Session& ss, const Config& c, double 
     // A round of trains twice as long takes twice as long: on a slow path
     // (3 Mbit/s: 6 s a round) it would leave the search no time. Calibration
     // keeps to 40% of the phase's budget.
-    const Nanos next_round = 2 * (mono_now() - round_start);
-    if (mono_now() + next_round > cal_start + (t_cap - cal_start) * 2 / 5) {
+    const Nanos at = runner.now();
+    if (at + 2 * (at - round_start) > cal_start + (t_cap - cal_start) * 2 / 5) {
       res.warnings.push_back(
           {"noisy_path", "timing noise on this path was high (threshold " +
                              std::to_string(noise.threshold) +
@@ -277,13 +277,14 @@ void run_fleet_method(PacedRunner& runner, Session& ss, const Config& c, double 
     RateRecord rr;
     rr.phase = phase;
     rr.rate_bps = rate;
-    rr.at_s = to_seconds(mono_now() - t0);
+    rr.at_s = to_seconds(runner.now() - t0);
     std::vector<TrainVerdict> verdicts;
     *lost = 0;
     bool settled = false;
     CapacityTrainParams tp;
     for (int k = 0; k < c.fleet_trains && !settled; ++k) {
-      tp = search_train(c, ss, L, rate, scale);  // a reply limit found may cut the markers
+      // A reply limit found on the way may cut the markers.
+      tp = search_train(c, ss.flow, L, rate, scale, runner.reply_burst());
       const Train t = make_capacity_train(tp, res.trains_sent, ss.seqs);
       PacedSample s;
       if (!runner.run(t, &s)) break;
@@ -328,8 +329,8 @@ void run_fleet_method(PacedRunner& runner, Session& ss, const Config& c, double 
     for (int j = 0; j < 2; ++j) {
       rec[j].phase = "response";
       rec[j].rate_bps = rates[j];
-      rec[j].at_s = to_seconds(mono_now() - t0);
-      tp[j] = search_train(c, ss, L, rates[j], scale);
+      rec[j].at_s = to_seconds(runner.now() - t0);
+      tp[j] = search_train(c, ss.flow, L, rates[j], scale, runner.reply_burst());
     }
     int lost = 0;
     const int min_n = 2 * c.fleet_trains, max_n = 5 * c.fleet_trains;
@@ -371,18 +372,18 @@ void run_fleet_method(PacedRunner& runner, Session& ss, const Config& c, double 
   int lost_fleets = 0;
   // Keep time for the response trains: 2K of them at C, each followed by
   // its idle time, twice over.
-  const CapacityTrainParams top = search_train(c, ss, L, C, scale);
+  const CapacityTrainParams top = search_train(c, ss.flow, L, C, scale, runner.reply_burst());
   const double top_span = 8.0 * top.load_packets * L / C;
   // On a slow path that reserve can be most of what is left (3 Mbit/s:
   // about 10 s): the search always gets at least half of the remaining time,
   // and the response trains what is left after it.
-  const Nanos now = mono_now();
+  const Nanos now = runner.now();
   const Nanos search_deadline =
       std::max(now + (t_cap - now) / 2,
                t_cap - from_seconds(2.0 * 2 * c.fleet_trains * top_span / c.max_load));
   bool search_cut = false;
   for (int f = 0; f < c.max_fleets && !search.done(); ++f) {
-    if (mono_now() > search_deadline) {
+    if (runner.now() > search_deadline) {
       search_cut = true;
       break;
     }
@@ -437,7 +438,7 @@ void run_fleet_method(PacedRunner& runner, Session& ss, const Config& c, double 
   }
 }
 
-void run_linkwidth_method(PacedRunner& runner, Session& ss, const Config& c, double C,
+void run_linkwidth_method(PacedTrains& runner, Session& ss, const Config& c, double C,
                           AvailbwResult& res, Nanos t0) {
   LinkWidthSearchParams p;
   p.capacity_bps = C;
@@ -459,7 +460,7 @@ void run_linkwidth_method(PacedRunner& runner, Session& ss, const Config& c, dou
     RateRecord rr;
     rr.phase = "search";
     rr.rate_bps = rate;
-    rr.at_s = to_seconds(mono_now() - t0);
+    rr.at_s = to_seconds(runner.now() - t0);
     PacedSample s;
     if (!runner.run(t, &s, from_seconds(c.train_delay_s))) break;
     // The paper's ratio is head to tail; a lost marker gives none, and we
@@ -489,9 +490,14 @@ void run_linkwidth_method(PacedRunner& runner, Session& ss, const Config& c, dou
 
 }  // namespace
 
-AvailbwResult run_availbw_phase(Session& ss, const Config& c, const std::atomic<bool>& stop,
-                                double capacity_bps, Nanos t_cap) {
-  AvailbwResult res;
+PacedSample paced_train_sample(const Train& train, const TrainOutcome& outcome,
+                               AvailbwResult& res) {
+  ++res.trains_sent;
+  return evaluate_paced_train(timing_of(train, outcome));
+}
+
+void search_availbw(PacedTrains& runner, Session& ss, const Config& c, double capacity_bps,
+                    Nanos t_cap, AvailbwResult& res) {
   res.method = c.method;
   if (capacity_bps > c.max_rate_bps) {
     res.warnings.push_back({"max_rate_limited",
@@ -500,24 +506,189 @@ AvailbwResult run_availbw_phase(Session& ss, const Config& c, const std::atomic<
     capacity_bps = c.max_rate_bps;
   }
   res.search_capacity_bps = capacity_bps;
-  const Nanos t0 = mono_now();
-  const std::uint64_t bytes0 = ss.prober->bytes_sent();
-  const std::uint64_t packets0 = ss.prober->packets_sent();
+  const Nanos t0 = runner.now();
   res.resolution_bps = c.method == "linkwidth" && c.theta_bps > 0 ? c.theta_bps
                        : c.method == "linkwidth"                  ? c.theta * capacity_bps
                                                                   : c.resolution * capacity_bps;
-  PacedRunner runner(ss, c, stop, capacity_bps, t_cap, res);
   if (c.method == "linkwidth") {
     run_linkwidth_method(runner, ss, c, capacity_bps, res, t0);
   } else {
     run_fleet_method(runner, ss, c, capacity_bps, res, t0, t_cap);
   }
-  runner.warn_stalls();
-  take_reply_warnings(ss, res.warnings);
+  runner.warn_stalls(res);
+}
+
+void PacedTrains::settle(PacedSample* out, bool replies_limited) {
+  if (out->stalled) {
+    ++stalls_;
+    worst_stall_s_ = std::max(worst_stall_s_, out->pacing_error_s);
+  }
+  if (replies_limited) {
+    // The target's reply limit took this train's replies (the check that
+    // found it has just adapted our trains): they say nothing of the path.
+    out->usable = false;
+    out->lost = false;
+  }
+}
+
+void PacedTrains::warn_stalls(AvailbwResult& res) const {
+  if (stalls_ == 0) return;
+  char worst[32];
+  std::snprintf(worst, sizeof worst, "%.0f", worst_stall_s_ * 1e6);
+  res.warnings.push_back(
+      {"send_stalls", std::to_string(stalls_) + " of " + std::to_string(res.trains_sent) +
+                          " trains left this host off their schedule (worst " + worst +
+                          " us: the CPU was busy or the process descheduled) and were not used"});
+}
+
+AvailbwResult run_availbw_phase(Session& ss, const Config& c, const std::atomic<bool>& stop,
+                                double capacity_bps, Nanos t_cap) {
+  AvailbwResult res;
+  const Nanos t0 = mono_now();
+  const std::uint64_t bytes0 = ss.prober->bytes_sent();
+  const std::uint64_t packets0 = ss.prober->packets_sent();
+  ss.prober->note({{"kind", "run"},
+                   {"phase", "availbw"},
+                   {"capacity_bps", capacity_bps},
+                   {"packet_size", ss.packet_size},
+                   {"t_cap", t_cap},
+                   {"config", availbw_config_json(c)}});
+  PacedRunner runner(ss, c, stop, std::min(capacity_bps, c.max_rate_bps), t_cap, res);
+  search_availbw(runner, ss, c, capacity_bps, t_cap, res);
+  // Not re-derived offline: noted for `linkwidth analyze`.
+  std::vector<Warning> reply;
+  take_reply_warnings(ss, reply);
+  nlohmann::json reply_json = nlohmann::json::array();
+  for (const auto& w : reply) reply_json.push_back({{"code", w.code}, {"message", w.message}});
+  res.warnings.insert(res.warnings.end(), reply.begin(), reply.end());
   res.probe_bytes = ss.prober->bytes_sent() - bytes0;
   res.probe_packets = ss.prober->packets_sent() - packets0;
   res.elapsed_s = to_seconds(mono_now() - t0);
+  ss.prober->note({{"kind", "end"},
+                   {"phase", "availbw"},
+                   {"elapsed_s", res.elapsed_s},
+                   {"probe_bytes", res.probe_bytes},
+                   {"probe_packets", res.probe_packets},
+                   {"reply_warnings", reply_json}});
   return res;
+}
+
+nlohmann::json availbw_config_json(const Config& c) {
+  return {{"command", c.command},
+          {"method", c.method},
+          {"resolution", c.resolution},
+          {"fleet_trains", c.fleet_trains},
+          {"fleet_fraction", c.fleet_fraction},
+          {"train_time_s", c.train_time_s},
+          {"min_train_packets", c.min_train_packets},
+          {"avail_markers", c.avail_markers},
+          {"calibration_trains", c.calibration_trains},
+          {"calibration_rate", c.calibration_rate},
+          {"max_fleets", c.max_fleets},
+          {"epsilon", c.epsilon},
+          {"theta", c.theta},
+          {"theta_bps", c.theta_bps},
+          {"pairs", c.pairs},
+          {"pair_gap_s", c.pair_gap_s},
+          {"train_delay_s", c.train_delay_s},
+          {"max_load", c.max_load},
+          {"max_load_packets", c.max_load_packets},
+          {"drain_packets", c.drain_packets},
+          {"max_rate_bps", c.max_rate_bps},
+          {"capacity_bps", c.capacity_bps},
+          {"measure_hops", c.measure_hops}};
+}
+
+Config availbw_config_from(const nlohmann::json& j) {
+  Config c;
+  c.command = j.at("command").get<std::string>();
+  c.method = j.at("method").get<std::string>();
+  c.resolution = j.at("resolution").get<double>();
+  c.fleet_trains = j.at("fleet_trains").get<int>();
+  c.fleet_fraction = j.at("fleet_fraction").get<double>();
+  c.train_time_s = j.at("train_time_s").get<double>();
+  c.min_train_packets = j.at("min_train_packets").get<int>();
+  c.avail_markers = j.at("avail_markers").get<int>();
+  c.calibration_trains = j.at("calibration_trains").get<int>();
+  c.calibration_rate = j.at("calibration_rate").get<double>();
+  c.max_fleets = j.at("max_fleets").get<int>();
+  c.epsilon = j.at("epsilon").get<double>();
+  c.theta = j.at("theta").get<double>();
+  c.theta_bps = j.at("theta_bps").get<double>();
+  c.pairs = j.at("pairs").get<int>();
+  c.pair_gap_s = j.at("pair_gap_s").get<double>();
+  c.train_delay_s = j.at("train_delay_s").get<double>();
+  c.max_load = j.at("max_load").get<double>();
+  c.max_load_packets = j.at("max_load_packets").get<int>();
+  c.drain_packets = j.at("drain_packets").get<int>();
+  c.max_rate_bps = j.at("max_rate_bps").get<double>();
+  c.capacity_bps = j.at("capacity_bps").get<double>();
+  c.measure_hops = j.at("measure_hops").get<bool>();
+  // The ranges parse_cli allows: a damaged record must not size the search.
+  const bool ok = (c.method == "fleet" || c.method == "linkwidth") && c.resolution >= 0.001 &&
+                  c.resolution <= 0.5 && c.fleet_trains >= 1 && c.fleet_trains <= 50 &&
+                  c.fleet_fraction > 0.5 && c.fleet_fraction <= 1 && c.train_time_s >= 0.0005 &&
+                  c.train_time_s <= 1 && c.min_train_packets >= 2 && c.min_train_packets <= 10000 &&
+                  c.avail_markers >= 2 && c.avail_markers <= 16 && c.calibration_trains >= 3 &&
+                  c.calibration_trains <= 100 && c.calibration_rate > 0 &&
+                  c.calibration_rate <= 1 && c.max_fleets >= 1 && c.max_fleets <= 1000 &&
+                  c.pairs >= 1 && c.pairs <= 5000 && c.pair_gap_s >= 0 && c.pair_gap_s <= 0.1 &&
+                  c.max_load > 0 && c.max_load <= 0.5 && c.max_load_packets >= 1 &&
+                  c.max_load_packets <= 10000 && c.drain_packets >= 0 && c.drain_packets <= 16 &&
+                  c.max_rate_bps >= 100e3 && c.epsilon > 0 && c.epsilon < 1;
+  if (!ok) {
+    throw Error("analyze", "the recorded avail-bw configuration is out of range", "bad_capture",
+                ExitCode::kUsage);
+  }
+  return c;
+}
+
+bool capacity_phase_done(MeasureResult& m, double* capacity_bps, bool with_hops) {
+  if (m.capacity.stop_reason == "interrupted") {
+    m.availbw.stop_reason = "interrupted";
+    return false;
+  }
+  if (!m.capacity.valid) {
+    m.availbw.stop_reason = "no_capacity";
+    m.availbw.warnings.push_back(
+        {"no_capacity", "no capacity estimate, so no upper end for the avail-bw search"});
+    return false;
+  }
+  *capacity_bps = m.capacity.capacity_bps;
+  if (m.capacity.load_check.dropped) {
+    // Paced RST trains would meet no queue at all: nothing to search.
+    m.availbw.stop_reason = "load_dropped";
+    m.availbw.warnings.push_back(
+        {"availbw_not_run",
+         std::string("the avail-bw search") + (with_hops ? " and the hops phase" : "") +
+             " did not run: our RST load is dropped before the narrow link, so their "
+             "trains would measure nothing"});
+    return false;
+  }
+  if (m.capacity.lower_bound) {
+    m.availbw.warnings.push_back(
+        {"capacity_lower_bound",
+         "the capacity is only a lower bound (we could not send faster), so is the search's "
+         "upper end"});
+  }
+  return true;
+}
+
+void given_capacity(MeasureResult& m, double capacity_bps) {
+  m.capacity_given = true;
+  m.capacity.valid = true;
+  m.capacity.capacity_bps = m.capacity.low_bps = m.capacity.high_bps = capacity_bps;
+  m.capacity.stop_reason = "given";
+}
+
+void add_availbw(MeasureResult& m, AvailbwResult a, unsigned capture_drops) {
+  a.warnings.insert(a.warnings.begin(), m.availbw.warnings.begin(), m.availbw.warnings.end());
+  m.availbw = std::move(a);
+  if (capture_drops > 0) {
+    m.availbw.warnings.push_back({"capture_drops", std::to_string(capture_drops) +
+                                                       " packets dropped by the capture buffer "
+                                                       "during the avail-bw search"});
+  }
 }
 
 MeasureResult run_measure(const Config& c, const std::atomic<bool>& stop) {
@@ -531,50 +702,35 @@ MeasureResult run_measure(const Config& c, const std::atomic<bool>& stop) {
     m.elapsed_s = to_seconds(mono_now() - session->t_begin);
     m.probe_packets = session->prober->packets_sent();
     m.probe_bytes = session->prober->bytes_sent();
+    session->prober->note({{"kind", "end"},
+                           {"phase", "measure"},
+                           {"elapsed_s", m.elapsed_s},
+                           {"probe_packets", m.probe_packets},
+                           {"probe_bytes", m.probe_bytes}});
   };
   double C = c.capacity_bps;
   if (C > 0) {
-    m.capacity_given = true;
     describe_endpoints(*session, c, m.capacity);
     m.capacity.params = params_json(c);
     m.capacity.params["privileges"] = session->prober->privileges().to_json();
-    m.capacity.valid = true;
-    m.capacity.capacity_bps = m.capacity.low_bps = m.capacity.high_bps = C;
-    m.capacity.stop_reason = "given";
     m.capacity.warnings = session->warnings;
+  }
+  // With --save-pcap: what `linkwidth analyze` needs to replay the run.
+  session->prober->note({{"kind", "run"},
+                         {"phase", "measure"},
+                         {"command", c.command},
+                         {"hops", with_hops},
+                         {"head", to_json(m.capacity)},
+                         {"config", availbw_config_json(c)}});
+  if (C > 0) {
+    given_capacity(m, C);
   } else {
     // The capacity phase gets at most half the budget; it usually needs ~1 s.
     m.capacity =
         run_capacity_phase(*session, c, stop, session->t_begin + from_seconds(c.max_time_s / 2));
-    if (m.capacity.stop_reason == "interrupted") {
-      m.availbw.stop_reason = "interrupted";
+    if (!capacity_phase_done(m, &C, with_hops)) {
       finish();
       return m;
-    }
-    if (!m.capacity.valid) {
-      m.availbw.stop_reason = "no_capacity";
-      m.availbw.warnings.push_back(
-          {"no_capacity", "no capacity estimate, so no upper end for the avail-bw search"});
-      finish();
-      return m;
-    }
-    C = m.capacity.capacity_bps;
-    if (m.capacity.load_check.dropped) {
-      // Paced RST trains would meet no queue at all: nothing to search.
-      m.availbw.stop_reason = "load_dropped";
-      m.availbw.warnings.push_back(
-          {"availbw_not_run",
-           std::string("the avail-bw search") + (with_hops ? " and the hops phase" : "") +
-               " did not run: our RST load is dropped before the narrow link, so their "
-               "trains would measure nothing"});
-      finish();
-      return m;
-    }
-    if (m.capacity.lower_bound) {
-      m.availbw.warnings.push_back(
-          {"capacity_lower_bound",
-           "the capacity is only a lower bound (we could not send faster), so is the search's "
-           "upper end"});
     }
   }
   if (with_hops) {
@@ -595,14 +751,9 @@ MeasureResult run_measure(const Config& c, const std::atomic<bool>& stop) {
   }
   const unsigned drops_before = session->prober->capture_stats().dropped;
   AvailbwResult a = run_availbw_phase(*session, c, stop, C, t_end);
-  a.warnings.insert(a.warnings.begin(), m.availbw.warnings.begin(), m.availbw.warnings.end());
-  m.availbw = std::move(a);
   const unsigned drops = session->prober->capture_stats().dropped - drops_before;
-  if (drops > 0) {
-    m.availbw.warnings.push_back({"capture_drops", std::to_string(drops) +
-                                                       " packets dropped by the capture buffer "
-                                                       "during the avail-bw search"});
-  }
+  session->prober->note({{"kind", "drops"}, {"phase", "availbw"}, {"count", drops}});
+  add_availbw(m, std::move(a), drops);
   finish();
   return m;
 }

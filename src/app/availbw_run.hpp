@@ -10,6 +10,7 @@
 
 #include "app/config.hpp"
 #include "linkwidth/time.hpp"
+#include "nlohmann/json.hpp"
 #include "report/measure_result.hpp"
 #include "report/result.hpp"
 
@@ -24,5 +25,33 @@ AvailbwResult run_availbw_phase(Session& s, const Config& c, const std::atomic<b
 
 // `availbw` and `measure`: capacity first (unless --capacity), then avail-bw.
 MeasureResult run_measure(const Config& c, const std::atomic<bool>& stop);
+
+// ---- Shared by the live run and `linkwidth analyze` (app/analyze.cpp) ----
+
+class PacedTrains;
+struct PacedSample;
+struct Train;
+struct TrainOutcome;
+
+// The avail-bw search (fleet or linkwidth method) up to `capacity_bps`, its
+// trains sent or replayed by `runner`; uses ss.flow, ss.packet_size and
+// ss.seqs only. Throws lw::Error("calibration_failed") as the live run does.
+void search_availbw(PacedTrains& runner, Session& ss, const Config& c, double capacity_bps,
+                    Nanos t_cap, AvailbwResult& res);
+// One paced train's sample (counted in res.trains_sent).
+PacedSample paced_train_sample(const Train& train, const TrainOutcome& outcome, AvailbwResult& res);
+
+// The Config fields the search reads, as recorded with --save-pcap, and back
+// (Config defaults for the rest). from: nlohmann exceptions on missing fields.
+nlohmann::json availbw_config_json(const Config& c);
+Config availbw_config_from(const nlohmann::json& j);
+
+// After the capacity phase of `measure`/`availbw`: false (the avail-bw
+// result says why) if the search cannot run, else *capacity_bps is its upper end.
+bool capacity_phase_done(MeasureResult& m, double* capacity_bps);
+// --capacity given: the capacity part of the result (its endpoints already set).
+void given_capacity(MeasureResult& m, double capacity_bps);
+// The avail-bw phase's result into the document, after the earlier warnings.
+void add_availbw(MeasureResult& m, AvailbwResult a, unsigned capture_drops);
 
 }  // namespace lw

@@ -5,6 +5,7 @@
 #include <map>
 #include <sstream>
 
+#include "app/capacity_tally.hpp"
 #include "app/path_checks.hpp"
 #include "app/session.hpp"
 #include "estimate/capacity.hpp"
@@ -19,7 +20,6 @@ namespace lw {
 namespace {
 
 constexpr int kSizingLoadPackets = 16;
-constexpr int kMinLoadPackets = 8;
 
 // The longest short train: the long one (ratio × N) stays within max_load_packets.
 int max_short_packets(const Config& c) {
@@ -45,117 +45,6 @@ CapacityTrainParams train_params(const Config& c, const FlowId& flow, int n, int
   // faster than the cap then leaves the trains uncompressed: a lower bound.
   apply_rate_cap(p, c.max_rate_bps);
   return p;
-}
-
-// Everything the trains of one configuration (packet and train size) gave.
-struct Samples {
-  std::vector<double> disp[2];    // kept reply dispersions: 0 = short, 1 = long trains
-  double group_bits[2] = {0, 0};  // bits after the head marker, per length
-  std::vector<double> kept;       // per-train capacity samples (both lengths)
-  std::vector<double> kept_by_group[2];
-  std::vector<double> uncompressed;  // reply rates of trains the path did not compress
-  std::map<std::string, int> rejected;
-  std::vector<double> left_ratio;  // left dispersion / reply dispersion, kept trains
-
-  void clear() { *this = Samples{}; }
-};
-
-void apply_estimate(CapacityResult& res, const CapacityEstimate& e) {
-  res.valid = e.valid;
-  res.capacity_bps = e.capacity_bps;
-  res.low_bps = e.low_bps;
-  res.high_bps = e.high_bps;
-  res.kde_bandwidth_bps = e.kde_bandwidth_bps;
-}
-
-// The final estimate from the samples, with the warnings that qualify it.
-void conclude(CapacityResult& res, const Samples& sm, bool two_lengths,
-              const CapacityEstimate& est, double precision) {
-  res.trains_used = static_cast<int>(sm.kept.size());
-  const CapacityEstimate per_train = aggregate_capacity(sm.kept);
-  if (!sm.kept.empty()) res.per_train_capacity_bps = per_train.capacity_bps;
-  if (est.valid && two_lengths && sm.kept.size() >= 4 &&
-      prefer_per_train(est, per_train, precision)) {
-    apply_estimate(res, per_train);
-    res.warnings.push_back(
-        {"slope_too_noisy", "the two-length slope was too noisy (" + format_rate(est.capacity_bps) +
-                                ", 95% interval " + format_rate(est.low_bps) + " to " +
-                                format_rate(est.high_bps) +
-                                "); reported: the per-train estimate, which may include a small "
-                                "fixed offset"});
-  } else if (est.valid) {
-    apply_estimate(res, est);
-  } else if (!sm.uncompressed.empty() && sm.kept.empty()) {
-    // Everything we sent came back at our own sending rate: the path is at
-    // least this fast, and we cannot say more.
-    CapacityEstimate lb;
-    lb.valid = true;
-    lb.capacity_bps = lb.low_bps = lb.high_bps =
-        *std::max_element(sm.uncompressed.begin(), sm.uncompressed.end());
-    apply_estimate(res, lb);
-    res.lower_bound = true;
-    res.warnings.push_back({"capacity_lower_bound",
-                            "the path carried every train as fast as we could send it; the "
-                            "capacity is at least this and possibly more"});
-  } else if (!sm.kept.empty()) {
-    // Only one train length survived: fall back to the per-train estimate.
-    apply_estimate(res, aggregate_capacity(sm.kept));
-    res.warnings.push_back({"single_length_estimate",
-                            "too few trains of one of the two lengths survived; the estimate "
-                            "includes the fixed head/tail offset"});
-  }
-  if (!sm.uncompressed.empty() && est.valid) {
-    res.warnings.push_back(
-        {"trains_not_compressed", std::to_string(sm.uncompressed.size()) +
-                                      " train(s) were not sent faster than the path and were "
-                                      "not used"});
-  }
-  if (const auto it = sm.rejected.find("send_stall"); it != sm.rejected.end()) {
-    res.warnings.push_back(
-        {"send_stalls", std::to_string(it->second) +
-                            " train(s) left this host so late that the bottleneck could have run "
-                            "dry (the CPU was busy or the process descheduled) and were not used"});
-  }
-  if (!sm.rejected.empty()) {
-    std::ostringstream m;
-    int total = 0;
-    for (const auto& [k, v] : sm.rejected) {
-      m << (total ? ", " : "") << v << " " << k;
-      total += v;
-    }
-    res.warnings.push_back(
-        {"trains_rejected", std::to_string(total) + " train(s) rejected (" + m.str() + ")"});
-  }
-  if (!res.valid && res.stop_reason != "interrupted") {
-    res.warnings.push_back({"no_estimate", "no train gave a usable sample"});
-  }
-  if (two_lengths && sm.kept_by_group[0].size() >= 2 && sm.kept_by_group[1].size() >= 2 &&
-      median(sm.kept_by_group[1]) > 1.1 * median(sm.kept_by_group[0])) {
-    // Long trains carried more per second than short ones by far more than a
-    // fixed offset explains: load packets were probably lost inside the
-    // network (which shortens a train unseen). Trust the short trains only.
-    apply_estimate(res, aggregate_capacity(sm.kept_by_group[0]));
-    res.warnings.push_back({"load_loss_suspected",
-                            "long trains looked much faster than short ones (lost load packets "
-                            "shorten a train unseen); the estimate uses the short trains only"});
-  }
-  if (sm.left_ratio.size() >= 2 && median(sm.left_ratio) > 0.9) {
-    res.warnings.push_back(
-        {"local_bottleneck", "the trains were already spread to this rate when they left " +
-                                 res.interface +
-                                 ": the narrow link is this host's own interface or its qdisc"});
-  }
-}
-
-// The smallest next-hop MTU in ICMP "fragmentation needed" replies, 0 if none.
-int reported_path_mtu(const TrainOutcome& o) {
-  int mtu = 0;
-  for (const auto& p : o.probes) {
-    if (p.kind == ReplyKind::kIcmp && p.icmp_type == 3 && p.icmp_code == 4 && p.icmp_mtu >= 68) {
-      mtu = mtu == 0 ? p.icmp_mtu : std::min<int>(mtu, p.icmp_mtu);
-    }
-  }
-  return mtu;
 }
 
 }  // namespace
@@ -184,6 +73,78 @@ nlohmann::json params_json(const Config& c) {
           {"reply_timeout_s", c.reply_timeout_s}};
 }
 
+nlohmann::json capacity_checks_note(const std::vector<Warning>& before,
+                                    const CapacityResult& res) {
+  nlohmann::json removed = nlohmann::json::array(), added = nlohmann::json::array();
+  std::size_t kept = 0;
+  for (const Warning& w : before) {
+    const bool still = std::any_of(res.warnings.begin(), res.warnings.end(), [&](const Warning& x) {
+      return x.code == w.code && x.message == w.message;
+    });
+    if (still) {
+      ++kept;
+    } else {
+      removed.push_back(w.code);
+    }
+  }
+  for (std::size_t i = kept; i < res.warnings.size(); ++i) {
+    added.push_back({{"code", res.warnings[i].code}, {"message", res.warnings[i].message}});
+  }
+  nlohmann::json j = {{"removed", removed}, {"added", added}};
+  const LoadCheckRecord& l = res.load_check;
+  if (l.ran) {
+    j["load_check"] = {{"dropped", l.dropped},
+                       {"trains_sent", l.trains_sent},
+                       {"trains_used", l.trains_used},
+                       {"trains_uncompressed", l.trains_uncompressed},
+                       {"syn_capacity_bps", l.syn_capacity_bps},
+                       {"ratio", l.ratio},
+                       {"rst_capacity_bps", l.rst_capacity_bps},
+                       {"send_limit_bps", l.send_limit_bps}};
+  }
+  if (res.capacity_source != "rst_trains") {
+    j["capacity"] = {{"source", res.capacity_source},   {"capacity_bps", res.capacity_bps},
+                     {"low_bps", res.low_bps},          {"high_bps", res.high_bps},
+                     {"kde_bandwidth_bps", res.kde_bandwidth_bps}, {"lower_bound", res.lower_bound}};
+  }
+  return j;
+}
+
+void apply_capacity_checks(CapacityResult& res, const nlohmann::json& j) {
+  if (!j.is_object()) return;
+  for (const auto& code : j.value("removed", nlohmann::json::array())) {
+    const std::string k = code.get<std::string>();
+    res.warnings.erase(std::remove_if(res.warnings.begin(), res.warnings.end(),
+                                      [&](const Warning& w) { return w.code == k; }),
+                       res.warnings.end());
+  }
+  for (const auto& w : j.value("added", nlohmann::json::array())) {
+    res.warnings.push_back({w.at("code").get<std::string>(), w.at("message").get<std::string>()});
+  }
+  if (j.contains("load_check")) {
+    const auto& l = j.at("load_check");
+    LoadCheckRecord& r = res.load_check;
+    r.ran = true;
+    r.dropped = l.at("dropped").get<bool>();
+    r.trains_sent = l.at("trains_sent").get<int>();
+    r.trains_used = l.at("trains_used").get<int>();
+    r.trains_uncompressed = l.at("trains_uncompressed").get<int>();
+    r.syn_capacity_bps = l.at("syn_capacity_bps").get<double>();
+    r.ratio = l.at("ratio").get<double>();
+    r.rst_capacity_bps = l.at("rst_capacity_bps").get<double>();
+    r.send_limit_bps = l.at("send_limit_bps").get<double>();
+  }
+  if (j.contains("capacity")) {
+    const auto& k = j.at("capacity");
+    res.capacity_source = k.at("source").get<std::string>();
+    res.capacity_bps = k.at("capacity_bps").get<double>();
+    res.low_bps = k.at("low_bps").get<double>();
+    res.high_bps = k.at("high_bps").get<double>();
+    res.kde_bandwidth_bps = k.at("kde_bandwidth_bps").get<double>();
+    res.lower_bound = k.at("lower_bound").get<bool>();
+  }
+}
+
 CapacityResult run_capacity(const Config& c, const std::atomic<bool>& stop) {
   auto session = open_session(c, stop);
   return run_capacity_phase(*session, c, stop, session->t_begin + from_seconds(c.max_time_s));
@@ -204,46 +165,34 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
   const FlowId flow = ss.flow;
   const DiscoveryResult& disc = ss.disc;
 
-  const CapacityFilter filter;
   const bool auto_size = c.load_packets == 0;
   int n = auto_size ? kSizingLoadPackets : c.load_packets;
   bool sized = !auto_size;
   const bool two_lengths = c.length_ratio > 1;
-  Samples sm;
+  CapacityTally tally(two_lengths, c.verbose, c.precision);
   std::vector<ReplyStamp> stamps;  // TTL and IP ID of every marker reply
   int consecutive_silent = 0;
-  int measured = 0;  // trains after sizing
   int sizing_trains = 0;
-  int long_losses = 0;  // consecutive long trains with a lost marker reply
-  // Forget every sample (after the train size or packet size changed).
-  auto restart = [&] {
-    sm.clear();
-    measured = 0;
-    long_losses = 0;
-  };
   const Nanos reply_wait = lw::reply_wait(ss, c);
   res.stop_reason = "max_trains";
   Nanos next_start = mono_now();
   double best_rate = 0;  // highest per-train rate seen: a bound for idle budgeting
   CapacityEstimate est;
-  double offset_s = 0;
-  auto update_estimate = [&] {
-    if (two_lengths) {
-      const SlopeEstimate se =
-          estimate_capacity_slope(sm.disp[0], sm.group_bits[0], sm.disp[1], sm.group_bits[1]);
-      est = se.capacity;
-      offset_s = se.offset_s;
-    } else {
-      est = aggregate_capacity(sm.kept);
-    }
-  };
+  // With --save-pcap: what `linkwidth analyze` needs beside the packets.
+  prober.note({{"kind", "run"},
+               {"phase", "capacity"},
+               {"command", c.command},
+               {"head", to_json(res)},
+               {"two_lengths", two_lengths},
+               {"precision", c.precision},
+               {"max_rate_bps", c.max_rate_bps}});
 
   for (int i = 0; i < c.max_trains; ++i) {
     if (stop.load()) {
       res.stop_reason = "interrupted";
       break;
     }
-    const int group = sized && two_lengths ? measured % 2 : 0;
+    const int group = sized && two_lengths ? tally.measured() % 2 : 0;
     const int n_train = group == 1 ? static_cast<int>(std::lround(n * c.length_ratio)) : n;
     const Train train = make_capacity_train(train_params(c, flow, n_train, L), i, seqs);
     if (prober.bytes_sent() + train.total_bytes() > c.max_bytes) {
@@ -265,43 +214,36 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
         8.0 * static_cast<double>(train.total_bytes()) / (est.valid ? est.capacity_bps : 1e6) +
         2 * disc.rtt_s;
     const Nanos busy = std::min<Nanos>(from_seconds(1.5 * expect_s) + 2 * kMs, 50 * kMs);
-    const GovernedRun governed = run_train(ss, c, train, train.markers, reply_wait, t_cap, false, busy);
+    prober.note({{"kind", "train"},
+                 {"phase", "capacity"},
+                 {"train", i},
+                 {"load_packets", n_train},
+                 {"short_load_packets", n},
+                 {"group", group},
+                 {"sizing", !sized},
+                 {"packet_size", L},
+                 {"probes", train.probes.size()}});
+    const GovernedRun governed =
+        run_train(ss, c, train, train.markers, reply_wait, t_cap, false, busy,
+                  [&](const TrainRun&) {  // replies after this were not used
+                    prober.note({{"kind", "train_done"}, {"train", i}});
+                  });
     const TrainRun& run = governed.run;
-    // The target's reply limit, not the path, took this train's replies.
-    if (governed.replies_limited) long_losses = 0;
-    ++res.trains_sent;
-    add_reply_stamps(train, run.outcome, stamps);
-    const CapacitySample s = evaluate_capacity_train(timing_of(train, run.outcome), filter);
-
-    TrainRecord rec;
-    rec.train = i;
-    rec.load_packets = n_train;
-    rec.verdict = verdict_name(s.verdict);
-    rec.capacity_bps = s.capacity_bps;
-    rec.offered_bps = s.offered_bps;
-    rec.reply_dispersion_s = s.reply_dispersion_s;
-    rec.send_dispersion_s = s.send_dispersion_s;
-    rec.max_send_lag_s = s.max_send_lag_s;
-    rec.left_dispersion_s = s.left_dispersion_s;
-    if (s.kept() && s.left_dispersion_s > 0) {
-      sm.left_ratio.push_back(s.left_dispersion_s / s.reply_dispersion_s);
+    if (governed.replies_limited) {
+      // The target's reply limit, not the path, took this train's replies.
+      prober.note({{"kind", "reply_limit"}, {"train", i}});
+      tally.forgive_losses();
     }
+    add_reply_stamps(train, run.outcome, stamps);
+    const TallyStep step = tally.add(train, run.outcome, n_train, n, group, !sized, L, res);
+    const CapacitySample& s = step.sample;
 
-    // A router with a smaller MTU dropped our DF load and said so: shrink the
-    // packets to the path MTU and start over with the sizing train.
-    const int path_mtu = reported_path_mtu(run.outcome);
-    if (path_mtu > 0 && path_mtu < L) {
-      res.warnings.push_back(
-          {"path_mtu", "a router reported a path MTU of " + std::to_string(path_mtu) +
-                           "; load packets shrunk from " + std::to_string(L) + " bytes"});
-      L = std::max(path_mtu, 64);
-      res.params["packet_size"] = L;
-      restart();
+    if (step.path_mtu > 0) {
+      // The packets shrink to the path MTU; sizing starts over.
+      L = step.path_mtu;
       sized = !auto_size;
       sizing_trains = 0;
       if (auto_size) n = kSizingLoadPackets;
-      rec.verdict = "path_mtu";
-      res.trains.push_back(rec);
       continue;
     }
 
@@ -328,38 +270,8 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
           n = std::min(n * 8, max_short_packets(c));
         }
       }
-      rec.verdict = "sizing";
-    } else {
-      ++measured;
-      if (group == 1) long_losses = s.verdict == SampleVerdict::kLostReply ? long_losses + 1 : 0;
-      if (s.kept()) {
-        sm.kept.push_back(s.capacity_bps);
-        sm.kept_by_group[group].push_back(s.capacity_bps);
-        sm.disp[group].push_back(s.reply_dispersion_s);
-        sm.group_bits[group] = s.capacity_bps * s.reply_dispersion_s;
-      } else if (s.verdict == SampleVerdict::kNotCompressed) {
-        // The path carried what we offered: a lower bound no higher than our
-        // own sending rate (reply timing noise can put the reply rate above it).
-        sm.uncompressed.push_back(
-            s.offered_bps > 0 ? std::min(s.capacity_bps, s.offered_bps) : s.capacity_bps);
-      } else {
-        ++sm.rejected[rec.verdict];
-      }
     }
-    if (long_losses >= 2 && n > kMinLoadPackets) {
-      // Long trains keep losing their tail: a queue on the path cannot hold
-      // them. Halve the trains and start over.
-      n = std::max(kMinLoadPackets, n / 2);
-      restart();
-      res.warnings.push_back({"trains_shortened",
-                              "long trains lost their tail reply repeatedly; trains shortened to " +
-                                  std::to_string(n) + " load packets"});
-    }
-    res.trains.push_back(rec);
-    if (c.verbose) {
-      std::fprintf(stderr, "train %d: N=%d %s C=%.4g disp=%.6f\n", i, n_train, rec.verdict.c_str(),
-                   s.capacity_bps, s.reply_dispersion_s);
-    }
+    if (step.shortened_to > 0) n = step.shortened_to;
 
     // Idle so the average probing rate stays under max_load of the capacity and
     // the bottleneck queue drains: at least max(dispersion/max_load, 2·N·L/C).
@@ -380,27 +292,21 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
       break;
     }
 
-    update_estimate();
-    const bool enough =
-        two_lengths ? static_cast<int>(sm.disp[0].size() + sm.disp[1].size()) >= c.min_trains &&
-                          sm.disp[0].size() >= 2 && sm.disp[1].size() >= 2
-                    : static_cast<int>(sm.kept.size()) >= c.min_trains;
-    if (enough && est.valid && (est.high_bps - est.low_bps) / 2 <= c.precision * est.capacity_bps) {
+    est = tally.estimate();
+    if (tally.enough(c.min_trains) && est.valid &&
+        (est.high_bps - est.low_bps) / 2 <= c.precision * est.capacity_bps) {
       res.stop_reason = "precision";
       break;
     }
   }
 
-  update_estimate();
-  res.dispersion_offset_s = offset_s;
-  conclude(res, sm, two_lengths, est, c.precision);
+  tally.finish(res, c.max_rate_bps);
+  // What follows is not re-derived offline: its outcome goes into the end
+  // note for `linkwidth analyze`.
+  const std::vector<Warning> before = res.warnings;
   take_reply_warnings(ss, res.warnings);
-  if (res.lower_bound && res.capacity_bps >= c.max_rate_bps / 1.15) {
-    res.warnings.push_back(
-        {"max_rate_limited", "trains were paced at --max-rate " + format_rate(c.max_rate_bps) +
-                                 "; the path may be faster: raise --max-rate to measure it"});
-  }
   check_capacity_plausible(ss, c, stop, t_cap, stamps, res);
+  const nlohmann::json checks = capacity_checks_note(before, res);
   const CaptureStats cs = prober.capture_stats();
   if (cs.dropped > 0) {
     res.warnings.push_back(
@@ -409,6 +315,14 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
   res.probe_packets = prober.packets_sent();
   res.probe_bytes = prober.bytes_sent();
   res.elapsed_s = to_seconds(mono_now() - t_begin);
+  prober.note({{"kind", "end"},
+               {"phase", "capacity"},
+               {"stop_reason", res.stop_reason},
+               {"elapsed_s", res.elapsed_s},
+               {"probe_packets", res.probe_packets},
+               {"probe_bytes", res.probe_bytes},
+               {"capture_drops", cs.dropped},
+               {"checks", checks}});
   ss.packet_size = L;  // a path-MTU shrink holds for later phases too
   return res;
 }
@@ -475,9 +389,6 @@ nlohmann::json plan_capacity(const Config& c) {
                      : "first train sizes the rest: N = ceil(train_dispersion * C / (8 L)), "
                        "clamped to [8, max_load_packets]"},
       {"idle", "after each train: max(train time at C / max_load, 2 N L / C)"},
-      {"checks", "after discovery: SYNs with TTL h and h+1 (h = hop count of the reply; "
-                 "middlebox check); if the capacity is at our own sending rate: up to 8 trains "
-                 "of 7 full-size SYNs (dropped-load check)"},
       {"stop", "precision reached after min_trains, or max_trains / max_time / max_bytes"}};
   plan["caps"] = {{"max_trains", c.max_trains},
                   {"max_time_s", c.max_time_s},

@@ -23,6 +23,7 @@ const char kUsage[] =
     "  hops TARGET       which hop is the bottleneck (recursive trains; default 8 trains)\n"
     "  sweep --targets FILE --output FILE.jsonl   many targets, one JSON line each\n"
     "                    (see 'linkwidth sweep --help')\n"
+    "  analyze FILE      re-run the estimators on a --save-pcap capture (capacity runs)\n"
     "  help              this text;  version  the version\n"
     "\n"
     "TARGET is an IPv4 address or host name. Needs root or\n"

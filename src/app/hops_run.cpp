@@ -11,9 +11,11 @@
 #include "app/path_checks.hpp"
 #include "app/prober.hpp"
 #include "app/session.hpp"
+#include "app/train_io.hpp"
 #include "estimate/hops.hpp"
 #include "linkwidth/error.hpp"
 #include "plan/hops_plan.hpp"
+#include "report/hops_writers.hpp"
 #include "send/packet_builder.hpp"
 
 namespace lw {
@@ -56,7 +58,6 @@ HopsResult run_hops(const Config& c, const std::atomic<bool>& stop) {
 
 HopsResult run_hops(Session& s, const Config& c, const std::atomic<bool>& stop) {
   const Nanos t_begin = s.t_begin;
-  const Nanos t_cap = t_begin + from_seconds(c.max_time_s);
   HopsResult res;
   res.target = c.target;
   res.hop_markers = c.hop_markers;
@@ -78,11 +79,37 @@ HopsResult run_hops(Session& s, const Config& c, const std::atomic<bool>& stop) 
   res.rtt_s = s.disc.rtt_s;
   res.replier = s.replier;
   res.warnings = s.warnings;
-  Prober& prober = *s.prober;
-  SeqAllocator& seqs = s.seqs;
-  const FlowId flow = s.flow;
-  const DiscoveryResult& disc = s.disc;
-  const Nanos reply_wait = lw::reply_wait(s, c);
+  // Trains go through the reply budget and checks (session.hpp, run_train).
+  LiveTrainIo io(*s.prober, stop, "hops", &s, &c, t_begin + from_seconds(c.max_time_s));
+  // With --save-pcap: what `linkwidth analyze` needs to replay this phase.
+  s.prober->note({{"kind", "run"},
+                  {"phase", "hops"},
+                  {"command", c.command},
+                  {"head", to_json(res)},
+                  {"config", hops_config_json(c)},
+                  {"t_begin", t_begin},
+                  {"bytes0", s.prober->bytes_sent()},
+                  {"packets0", s.prober->packets_sent()},
+                  {"packet_size", L},
+                  {"rtt_s", s.disc.rtt_s},
+                  {"reply_wait", lw::reply_wait(s, c)}});
+  const HopsResult out = run_hops_on(io, std::move(res), c, s.flow, s.dst, L, s.seqs, s.disc.rtt_s,
+                                     lw::reply_wait(s, c), t_begin);
+  HopsResult done = out;
+  // Not re-derived offline: noted for `linkwidth analyze`.
+  std::vector<Warning> reply;
+  take_reply_warnings(s, reply);
+  nlohmann::json reply_json = nlohmann::json::array();
+  for (const auto& w : reply) reply_json.push_back({{"code", w.code}, {"message", w.message}});
+  done.warnings.insert(done.warnings.end(), reply.begin(), reply.end());
+  s.prober->note({{"kind", "end"}, {"phase", "hops"}, {"reply_warnings", reply_json}});
+  return done;
+}
+
+HopsResult run_hops_on(TrainIo& io, HopsResult res, const Config& c, const FlowId& flow,
+                       std::uint32_t dst, int L, SeqAllocator& seqs, double rtt_s, Nanos reply_wait,
+                       Nanos t_begin) {
+  const Nanos t_cap = t_begin + from_seconds(c.max_time_s);
 
   // Path discovery: TTL 1..max_hops in the train's 5-tuple; the smallest TTL
   // the target answers is the path length H. Silent TTLs below it are asked
@@ -99,11 +126,11 @@ HopsResult run_hops(Session& s, const Config& c, const std::atomic<bool>& stop) 
       // another traceroute (or our own last run) its bucket may be empty.
       const Nanos again = last_sweep + from_seconds(1.0 / c.icmp_rate) + kBudgetSlack;
       if (again + reply_wait > t_cap) break;
-      while (mono_now() < again && !stop.load()) sleep_until(again);
+      io.wait_until(again);
     }
-    last_sweep = mono_now();
+    last_sweep = io.now();
     const Train sweep = make_ttl_sweep(flow, ask, kSweepSpacing, -100 - round, seqs);
-    const TrainRun run = prober.run(sweep, sweep.markers, reply_wait);
+    const TrainRun run = io.run(sweep, sweep.markers, reply_wait);
     for (int ttl : ask) budget[ttl - 1].spend(1, run.start_mono);
     for (std::size_t i = 0; i < ask.size(); ++i) {
       const ProbeOutcome& o = run.outcome.probes[i];
@@ -121,9 +148,9 @@ HopsResult run_hops(Session& s, const Config& c, const std::atomic<bool>& stop) 
       if (path[ttl - 1].addr == 0) next.push_back(ttl);
     }
     ask = next;
-    if (stop.load()) break;
+    if (io.stopped()) break;
   }
-  if (stop.load()) {
+  if (io.stopped()) {
     res.stop_reason = "interrupted";
     return res;
   }
@@ -164,7 +191,7 @@ HopsResult run_hops(Session& s, const Config& c, const std::atomic<bool>& stop) 
   }
   if (!check.empty()) {
     const Train t = make_addr_check(flow, check, kSweepSpacing, -200, seqs);
-    const TrainRun run = run_train(s, c, t, t.markers, reply_wait, t_cap).run;
+    const TrainRun run = io.run(t, t.markers, reply_wait);
     for (std::size_t i = 0; i < check.size(); ++i) {
       const ProbeOutcome& o = run.outcome.probes[i];
       path[check_hop[i]].tcp = o.kind == ReplyKind::kRstAck && o.reply_from == check[i];
@@ -187,11 +214,11 @@ HopsResult run_hops(Session& s, const Config& c, const std::atomic<bool>& stop) 
   bool sized = c.load_packets > 0;
   std::vector<HopTrainTiming> timings;
   res.stop_reason = "max_trains";
-  Nanos next_start = mono_now();
+  Nanos next_start = io.now();
   double slowest_bps = 0;  // lowest hop rate seen: budgets the idle time
   int silent_trains = 0;
   for (int i = 0; i < c.max_trains; ++i) {
-    if (stop.load()) {
+    if (io.stopped()) {
       res.stop_reason = "interrupted";
       break;
     }
@@ -203,14 +230,14 @@ HopsResult run_hops(Session& s, const Config& c, const std::atomic<bool>& stop) 
     p.drain_packets = c.drain_packets;
     RecursiveTrain rt = make_recursive_train(p, i, seqs);
     space_to_rate(rt.train, c.max_rate_bps);  // the pacer refuses anything faster
-    if (prober.bytes_sent() + rt.train.total_bytes() > c.max_bytes) {
+    if (io.bytes_sent() + rt.train.total_bytes() > c.max_bytes) {
       res.stop_reason = "max_bytes";
       break;
     }
     // Wait for the idle time and for every TTL-marked router to have the two
     // ICMP errors this train asks of it (a hop that never answered is not
     // waited for: it would only slow the others down).
-    Nanos start = std::max(next_start, mono_now());
+    Nanos start = std::max(next_start, io.now());
     for (int k = 0; k < H; ++k) {
       if (kind[k] != MarkerKind::kTtl || path[k].addr == 0) continue;
       const Nanos ready = budget[k].ready_at(2, start);
@@ -220,15 +247,15 @@ HopsResult run_hops(Session& s, const Config& c, const std::atomic<bool>& stop) 
       res.stop_reason = "max_time";
       break;
     }
-    while (mono_now() < start && !stop.load()) sleep_until(start);
-    if (stop.load()) {
+    io.wait_until(start);
+    if (io.stopped()) {
       res.stop_reason = "interrupted";
       break;
     }
     const double train_bits = 8.0 * static_cast<double>(rt.train.total_bytes());
-    const double expect_s = train_bits / (slowest_bps > 0 ? slowest_bps : 1e6) + 2 * disc.rtt_s;
+    const double expect_s = train_bits / (slowest_bps > 0 ? slowest_bps : 1e6) + 2 * rtt_s;
     const Nanos busy = std::min<Nanos>(from_seconds(1.5 * expect_s) + 2 * kMs, 50 * kMs);
-    const TrainRun run = run_train(s, c, rt.train, rt.train.markers, reply_wait, t_cap, false, busy).run;
+    const TrainRun run = io.run(rt.train, rt.train.markers, reply_wait, false, busy);
     ++res.trains_sent;
     for (int k = 0; k < H; ++k) {
       if (kind[k] == MarkerKind::kTtl) budget[k].spend(2, run.start_mono);
@@ -398,16 +425,71 @@ HopsResult run_hops(Session& s, const Config& c, const std::atomic<bool>& stop) 
                                                 " TTL-limited marker(s) were answered by another "
                                                 "router than in path discovery"});
   }
-  take_reply_warnings(s, res.warnings);
-  const CaptureStats cs = prober.capture_stats();
-  if (cs.dropped > 0) {
+  const unsigned drops = io.capture_drops();
+  if (drops > 0) {
     res.warnings.push_back(
-        {"capture_drops", std::to_string(cs.dropped) + " packets dropped by the capture buffer"});
+        {"capture_drops", std::to_string(drops) + " packets dropped by the capture buffer"});
   }
-  res.probe_packets = prober.packets_sent();
-  res.probe_bytes = prober.bytes_sent();
-  res.elapsed_s = to_seconds(mono_now() - t_begin);
+  res.probe_packets = io.packets_sent();
+  res.probe_bytes = io.bytes_sent();
+  res.elapsed_s = to_seconds(io.now() - t_begin);
   return res;
+}
+
+nlohmann::json hops_config_json(const Config& c) {
+  return {{"command", c.command},
+          {"target", c.target},
+          {"hop_markers", c.hop_markers},
+          {"max_hops", c.max_hops},
+          {"icmp_rate", c.icmp_rate},
+          {"icmp_burst", c.icmp_burst},
+          {"min_step", c.min_step},
+          {"discovery_tries", c.discovery_tries},
+          {"load_packets", c.load_packets},
+          {"drain_packets", c.drain_packets},
+          {"max_rate_bps", c.max_rate_bps},
+          {"max_bytes", c.max_bytes},
+          {"max_trains", c.max_trains},
+          {"min_trains", c.min_trains},
+          {"max_load", c.max_load},
+          {"target_dispersion_s", c.target_dispersion_s},
+          {"max_load_packets", c.max_load_packets},
+          {"max_time_s", c.max_time_s}};
+}
+
+Config hops_config_from(const nlohmann::json& j) {
+  Config c;
+  c.command = j.at("command").get<std::string>();
+  c.target = j.at("target").get<std::string>();
+  c.hop_markers = j.at("hop_markers").get<std::string>();
+  c.max_hops = j.at("max_hops").get<int>();
+  c.icmp_rate = j.at("icmp_rate").get<double>();
+  c.icmp_burst = j.at("icmp_burst").get<double>();
+  c.min_step = j.at("min_step").get<double>();
+  c.discovery_tries = j.at("discovery_tries").get<int>();
+  c.load_packets = j.at("load_packets").get<int>();
+  c.drain_packets = j.at("drain_packets").get<int>();
+  c.max_rate_bps = j.at("max_rate_bps").get<double>();
+  c.max_bytes = j.at("max_bytes").get<std::uint64_t>();
+  c.max_trains = j.at("max_trains").get<int>();
+  c.min_trains = j.at("min_trains").get<int>();
+  c.max_load = j.at("max_load").get<double>();
+  c.target_dispersion_s = j.at("target_dispersion_s").get<double>();
+  c.max_load_packets = j.at("max_load_packets").get<int>();
+  c.max_time_s = j.at("max_time_s").get<double>();
+  // The ranges parse_cli allows: a damaged record must not size the run.
+  const bool ok = c.max_hops >= 1 && c.max_hops <= 64 && c.max_trains >= 1 &&
+                  c.max_trains <= 1000 && c.min_trains >= 1 && c.discovery_tries >= 1 &&
+                  c.discovery_tries <= 10 && c.icmp_rate > 0 && c.icmp_burst >= 2 &&
+                  c.max_load > 0 && c.max_load <= 0.5 && c.load_packets >= 0 &&
+                  c.load_packets <= 10000 && c.max_load_packets >= 1 &&
+                  c.max_load_packets <= 10000 && c.drain_packets >= 0 && c.drain_packets <= 16 &&
+                  c.max_rate_bps >= 100e3 && c.target_dispersion_s > 0;
+  if (!ok) {
+    throw Error("analyze", "the recorded hops configuration is out of range", "bad_capture",
+                ExitCode::kUsage);
+  }
+  return c;
 }
 
 nlohmann::json plan_hops(const Config& c) {

@@ -6,6 +6,7 @@
 #include <atomic>
 
 #include "app/config.hpp"
+#include "linkwidth/time.hpp"
 #include "nlohmann/json.hpp"
 #include "report/hops_result.hpp"
 
@@ -20,6 +21,20 @@ struct Session;
 // must capture every peer's TCP (open_session(..., any_peer = true)) for
 // markers addressed to routers; without it those hops fall back to TTL markers.
 HopsResult run_hops(Session& s, const Config& c, const std::atomic<bool>& stop);
+
+// ---- Shared by the live run and `linkwidth analyze` (app/analyze.cpp) ----
+class TrainIo;
+struct FlowId;
+class SeqAllocator;
+// Everything after the result's head (endpoints, params) is filled: path
+// discovery, the router check, the recursive trains, the estimate. Sends and
+// clock readings go through `io` (live: the prober; replay: the recording).
+HopsResult run_hops_on(TrainIo& io, HopsResult res, const Config& c, const FlowId& flow,
+                       std::uint32_t dst, int packet_size, SeqAllocator& seqs, double rtt_s,
+                       Nanos reply_wait, Nanos t_begin);
+// The Config fields run_hops_on reads, as recorded with --save-pcap, and back.
+nlohmann::json hops_config_json(const Config& c);
+Config hops_config_from(const nlohmann::json& j);
 
 // --dry-run: the TTL sweep and an example recursive train (4 hops), in the
 // same shape as plan_capacity() so plan_text() renders it.

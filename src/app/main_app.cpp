@@ -5,6 +5,7 @@
 #include <cstring>
 #include <iostream>
 
+#include "app/analyze.hpp"
 #include "app/availbw_run.hpp"
 #include "app/capacity_run.hpp"
 #include "app/cli.hpp"
@@ -85,6 +86,7 @@ int run_sweep_command(const std::vector<std::string>& args) {
 
 int run_main(const std::vector<std::string>& args) {
   if (!args.empty() && args[0] == "sweep") return run_sweep_command(args);
+  if (!args.empty() && args[0] == "analyze") return run_analyze_main(args);
   Config cfg;
   // Best effort: know --json even if parsing fails, so errors stay valid JSON.
   for (const auto& a : args) cfg.json = cfg.json || a == "--json" || a == "-J";

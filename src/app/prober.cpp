@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "capture/run_record.hpp"
 #include "linkwidth/error.hpp"
 
 namespace lw {
@@ -51,12 +52,21 @@ Prober::Prober(const Route& route, std::uint32_t target, std::uint16_t sport,
       pacer_(socket_, pacer_options(c)) {
   // Created while we may still write where the user can (before the drop).
   if (!c.save_pcap.empty()) capture_.save_to(c.save_pcap);
+  saving_ = !c.save_pcap.empty();
   privileges_ = drop_privileges();
   if (c.verbose) {
     std::fprintf(stderr, "privileges: dropped; running as %s (uid %u, gid %u), no capabilities%s\n",
                  privileges_.user.c_str(), privileges_.uid, privileges_.gid,
                  privileges_.bounding_cleared ? ", bounding set cleared" : "");
   }
+}
+
+void Prober::note(const nlohmann::json& j) {
+  if (!saving_) return;
+  const Nanos now = real_now();
+  for (const auto& body :
+       note_bodies(notes_++, j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)))
+    capture_.save_record(now, body);
 }
 
 TrainRun Prober::run(const Train& train, const std::vector<int>& wait_for, Nanos reply_timeout,
@@ -88,6 +98,8 @@ TrainRun Prober::run(const Train& train, const std::vector<int>& wait_for, Nanos
     if (r.sent[i].sent) {
       ++packets_;
       bytes_ += bytes[i].size();
+      // The offered schedule, which the capture cannot see (--save-pcap only).
+      capture_.save_record(r.sent[i].actual_real, send_record_body(train.probes[i]));
     }
   }
   const Nanos sent_at = mono_now();

@@ -19,6 +19,7 @@
 #include "app/privileges.hpp"
 #include "capture/live_capture.hpp"
 #include "match/match.hpp"
+#include "nlohmann/json.hpp"
 #include "plan/probe.hpp"
 #include "send/pacer.hpp"
 #include "send/packet_builder.hpp"
@@ -46,6 +47,10 @@ class Prober {
   // without sleeping.
   TrainRun run(const Train& train, const std::vector<int>& wait_for, Nanos reply_timeout,
                bool any = false, Nanos busy_wait = 0);
+
+  // With --save-pcap: a JSON note in the file (capture/run_record.hpp) that
+  // lets `linkwidth analyze` tell the run's phases and trains apart.
+  void note(const nlohmann::json& j);
 
   std::uint64_t packets_sent() const { return packets_; }
   std::uint64_t bytes_sent() const { return bytes_; }
@@ -75,6 +80,8 @@ class Prober {
   std::vector<Decoded> captured_;
   std::uint64_t packets_ = 0;
   std::uint64_t bytes_ = 0;
+  std::uint32_t notes_ = 0;
+  bool saving_ = false;  // --save-pcap: notes go into the file
   PrivilegeDrop privileges_;
 };
 

@@ -3,6 +3,7 @@
 #include <pcap/pcap.h>
 #include <poll.h>
 
+#include "capture/run_record.hpp"
 #include "linkwidth/error.hpp"
 
 namespace lw {
@@ -86,6 +87,19 @@ void LiveCapture::save_to(const std::string& path) {
   }
   if (dumper_) pcap_dump_close(dumper_);
   dumper_ = d;
+}
+
+void LiveCapture::save_record(Nanos ts, const std::vector<std::uint8_t>& body) {
+  if (!dumper_) return;
+  const std::vector<std::uint8_t> frame = record_frame(dlt_, body);
+  if (frame.empty()) return;
+  pcap_pkthdr h{};
+  h.ts.tv_sec = static_cast<time_t>(ts / kSec);
+  // The file carries the capture's precision: tv_usec holds ns in a ns file.
+  const bool nano = pcap_get_tstamp_precision(p_) == PCAP_TSTAMP_PRECISION_NANO;
+  h.ts.tv_usec = static_cast<suseconds_t>(ts % kSec / (nano ? 1 : 1000));
+  h.caplen = h.len = static_cast<bpf_u_int32>(frame.size());
+  pcap_dump(reinterpret_cast<u_char*>(dumper_), &h, frame.data());
 }
 
 std::size_t LiveCapture::drain(std::vector<Decoded>& out) {

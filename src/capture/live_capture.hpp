@@ -34,6 +34,10 @@ class LiveCapture {
   // ("unwritable_file") if the file cannot be created.
   void save_to(const std::string& path);
 
+  // With save_to: writes a run record (capture/run_record.hpp) stamped `ts`
+  // (CLOCK_REALTIME ns) into the file; nothing otherwise.
+  void save_record(Nanos ts, const std::vector<std::uint8_t>& body);
+
   // Appends every packet available now, without blocking. Returns how many.
   std::size_t drain(std::vector<Decoded>& out);
   // Blocks until something may be readable or `timeout` passes.

@@ -21,15 +21,21 @@ OfflineRead read_pcap(std::FILE* f, const std::string& name) {
   r.dlt = pcap_datalink(p);
   pcap_pkthdr* h = nullptr;
   const u_char* bytes = nullptr;
+  std::vector<std::uint8_t> body;
   for (;;) {
     const int rc = pcap_next_ex(p, &h, &bytes);
     if (rc == 1) {
       Decoded d;
+      const Nanos ts = static_cast<Nanos>(h->ts.tv_sec) * kSec + static_cast<Nanos>(h->ts.tv_usec);
       if (decode_frame(r.dlt, bytes, h->caplen, d) != DecodeStatus::kOk) {
-        ++r.undecodable;
+        if (parse_record_frame(r.dlt, bytes, h->caplen, body)) {
+          r.records.add(ts, body);
+        } else {
+          ++r.undecodable;
+        }
         continue;
       }
-      d.ts = static_cast<Nanos>(h->ts.tv_sec) * kSec + static_cast<Nanos>(h->ts.tv_usec);
+      d.ts = ts;
       r.packets.push_back(d);
       continue;
     }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "capture/decode.hpp"
+#include "capture/run_record.hpp"
 
 namespace lw {
 
@@ -17,6 +18,7 @@ struct OfflineRead {
   int dlt = 0;                   // the file's link type
   std::vector<Decoded> packets;  // every packet that decoded, in file order
   unsigned undecodable = 0;      // packets that did not (other protocols, garbage)
+  RunRecords records;            // --save-pcap's run records (capture/run_record.hpp)
   bool truncated = false;        // the file ended inside a record
 };
 

@@ -5,7 +5,8 @@
 //         Linux cooked, raw IP, IPv4, or an unknown one), the rest is the frame
 //         handed to decode_frame() and, from its start, to decode_ipv4();
 //   odd:  the rest is a pcap savefile, read through fmemopen() and
-//         read_pcap() (pcap_fopen_offline, then decode_frame per packet).
+//         read_pcap() (pcap_fopen_offline, then decode_frame per packet, run
+//         records), then re-run by analyze_capacity() as `linkwidth analyze`.
 // Build: cmake -DLINKWIDTH_FUZZ=ON -DCMAKE_CXX_COMPILER=clang++ (see README).
 #include <pcap/dlt.h>
 
@@ -13,6 +14,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "app/analyze.hpp"
 #include "capture/decode.hpp"
 #include "capture/offline_capture.hpp"
 #include "linkwidth/error.hpp"
@@ -56,6 +58,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     const lw::OfflineRead r = lw::read_pcap(f, "fuzz input");
     for (const auto& d : r.packets) check_record(d);
+    // `linkwidth analyze` on it: run records, train rebuild, matching, the
+    // capacity tally, the replayed phases. A file it cannot re-run is an
+    // Error (exit 2).
+    try {
+      const lw::AnalyzedRun run = lw::analyze_run(r, "fuzz input", false);
+      if (run.capacity.trains_used > run.capacity.trains_sent) __builtin_trap();
+    } catch (const lw::Error&) {
+    }
   } catch (const lw::Error&) {
     // Not a pcap file: a clean refusal is the right answer.
   }

@@ -4,7 +4,9 @@
 Input format (see fuzz_decode.cpp): first byte even = a frame, its second byte
 picks the link type (0 Ethernet, 1 Linux cooked, 2 raw IP, 3 IPv4); odd = a
 pcap or pcapng savefile. The packets are real reply shapes: RST/ACK from a
-closed port, an ICMP time-exceeded quoting our SYN, a fragmentation-needed.
+closed port, an ICMP time-exceeded quoting our SYN, a fragmentation-needed;
+one seed is the start of a recorded --save-pcap run (run records included),
+for the `linkwidth analyze` path.
 """
 import os
 import struct
@@ -59,6 +61,20 @@ def pcapng(dlt, packets):
     return out
 
 
+def recorded_run_head(name="clean_10m", limit=6000):
+    """The start of a --save-pcap capture in tests/data (with run records):
+    its first notes, send records and replies, cut at the first packet
+    record that would pass `limit` bytes."""
+    data = open(os.path.join(HERE, "..", "data", name + ".pcap"), "rb").read()
+    off = 24
+    while off + 16 <= len(data):
+        caplen = struct.unpack("<I", data[off + 8:off + 12])[0]
+        if off + 16 + caplen > limit:
+            break
+        off += 16 + caplen
+    return data[:off]
+
+
 SEEDS = {
     "frame_eth_rst_ack": b"\0\0" + ETH + RST_ACK,
     "frame_eth_vlan_syn": b"\0\0" + VLAN + SYN,
@@ -70,6 +86,8 @@ SEEDS = {
     "pcap_sll_big_endian": b"\1" + pcap(113, [SLL + RST_ACK], big=True),
     "pcap_truncated": b"\1" + pcap(1, [ETH + SYN, ETH + RST_ACK])[:-10],
     "pcapng_eth": b"\1" + pcapng(1, [ETH + SYN, ETH + RST_ACK]),
+    "pcap_run_records": b"\1" + recorded_run_head(),
+    "pcap_hops_records": b"\1" + recorded_run_head("hops_50m", 8000),
 }
 
 if __name__ == "__main__":

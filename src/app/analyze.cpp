@@ -1,0 +1,580 @@
+#include "app/analyze.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <iostream>
+
+#include "app/availbw_run.hpp"
+#include "app/capacity_tally.hpp"
+#include "app/hops_run.hpp"
+#include "app/paced_trains.hpp"
+#include "app/session.hpp"
+#include "app/train_io.hpp"
+#include "estimate/availbw.hpp"
+#include "linkwidth/error.hpp"
+#include "match/match.hpp"
+#include "report/hops_writers.hpp"
+#include "report/writers.hpp"
+
+namespace lw {
+
+namespace {
+
+Error bad_file(const std::string& name, const std::string& why) {
+  return Error("analyze", name + ": " + why, "bad_capture", ExitCode::kUsage);
+}
+
+// One train as the records describe it.
+struct RecordedTrain {
+  nlohmann::json meta;  // the "train" note
+  std::vector<SentProbe> sent;
+  Nanos done = 0;            // when the live run stopped waiting for its replies (0 = unknown)
+  nlohmann::json done_note;  // the "train_done" note (hops: the run's monotonic times)
+};
+
+// A phase of the run: its "run" note, its notes and trains in file order,
+// its "end" note (null if the file stops before it).
+struct RecordedPhase {
+  nlohmann::json run;
+  nlohmann::json end;
+  struct Event {
+    nlohmann::json note;  // "clock", "stopped", "stop", "drops" or "train" (then `train` is filled)
+    RecordedTrain train;
+  };
+  std::vector<Event> events;
+};
+
+struct RecordedFile {
+  nlohmann::json measure;      // the "run" note of measure/availbw, null for capacity
+  nlohmann::json measure_end;  // its "end" note
+  unsigned availbw_drops = 0;  // the "drops" note
+  RecordedPhase capacity, availbw, hops;
+};
+
+nlohmann::json parse_note(const RunRecords::Item& it, const std::string& name) {
+  nlohmann::json j = nlohmann::json::parse(it.note, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("kind")) {
+    throw bad_file(name, "a linkwidth run record is damaged (not a JSON note)");
+  }
+  return j;
+}
+
+RecordedFile collect(const RunRecords& recs, const std::string& name) {
+  RecordedFile out;
+  RecordedPhase* in = nullptr;     // the phase being read
+  RecordedTrain* train = nullptr;  // its train waiting for send records
+  for (const auto& it : recs.items) {
+    if (!it.is_note) {
+      if (train && it.sent.probe.train == train->meta.value("train", -1)) {
+        train->sent.push_back(it.sent);
+      }
+      continue;
+    }
+    nlohmann::json j = parse_note(it, name);
+    const std::string kind = j.value("kind", "");
+    const std::string phase = j.value("phase", "");
+    if (kind == "run") {
+      train = nullptr;
+      in = nullptr;
+      if (phase == "measure" && out.measure.is_null()) {
+        out.measure = std::move(j);
+      } else if (phase == "capacity" && out.capacity.run.is_null()) {
+        out.capacity.run = std::move(j);
+        in = &out.capacity;
+      } else if (phase == "availbw" && out.availbw.run.is_null()) {
+        out.availbw.run = std::move(j);
+        in = &out.availbw;
+      } else if (phase == "hops" && out.hops.run.is_null()) {
+        out.hops.run = std::move(j);
+        in = &out.hops;
+      }
+    } else if (kind == "end") {
+      train = nullptr;
+      if (in && phase == in->run.value("phase", "")) in->end = std::move(j);
+      if (phase == "measure") out.measure_end = std::move(j);
+      in = nullptr;
+    } else if (kind == "drops" && phase == "availbw") {
+      out.availbw_drops = j.value("count", 0u);
+    } else if (in == &out.hops && (kind == "drops" || kind == "stop")) {
+      train = nullptr;
+      in->events.push_back({std::move(j), {}});
+    } else if (in && kind == "train") {
+      in->events.push_back({std::move(j), {}});
+      in->events.back().train.meta = in->events.back().note;
+      train = &in->events.back().train;
+    } else if (in && kind == "train_done") {
+      if (train) {
+        train->done = it.ts;
+        train->done_note = std::move(j);
+      }
+      train = nullptr;
+    } else if (in && (kind == "clock" || kind == "stopped")) {
+      train = nullptr;
+      in->events.push_back({std::move(j), {}});
+    }
+  }
+  return out;
+}
+
+// The train as it was planned, from its send records (offsets are not kept:
+// nothing downstream of the pacer uses them), and what the pacer recorded.
+bool rebuild(const RecordedTrain& rt, Train& train, std::vector<SendRecord>& sent) {
+  const int n = rt.meta.value("probes", 0);
+  if (n <= 0 || n > 100000) return false;
+  train = Train{};
+  train.id = rt.meta.value("train", 0);
+  train.probes.resize(static_cast<std::size_t>(n));
+  sent.assign(static_cast<std::size_t>(n), SendRecord{});
+  for (const SentProbe& sp : rt.sent) {
+    if (sp.probe.index < 0 || sp.probe.index >= n) return false;
+    train.probes[static_cast<std::size_t>(sp.probe.index)] = sp.probe;
+    sent[static_cast<std::size_t>(sp.probe.index)].sent = true;
+    sent[static_cast<std::size_t>(sp.probe.index)].actual_real = sp.sent;
+  }
+  for (int i = 0; i < n; ++i) {
+    if (sent[static_cast<std::size_t>(i)].sent &&
+        train.probes[static_cast<std::size_t>(i)].role == Role::kMarker) {
+      train.markers.push_back(i);
+    }
+  }
+  return true;
+}
+
+// Matches a recorded train against the packets the live run looked at: from
+// its first send until it stopped waiting (else until `next_start`).
+TrainOutcome replay_match(const RecordedTrain& rt, const std::vector<Decoded>& packets,
+                          std::uint32_t self, Nanos next_start, const std::string& name,
+                          Train& train) {
+  std::vector<SendRecord> sent;
+  if (!rebuild(rt, train, sent)) throw bad_file(name, "a train's records are inconsistent");
+  Nanos from = INT64_MAX;
+  for (const auto& s : sent) {
+    if (s.sent) from = std::min(from, s.actual_real);
+  }
+  const Nanos to = rt.done != 0 ? rt.done : next_start;
+  std::vector<Decoded> window;
+  for (const Decoded& d : packets) {
+    if (d.ts >= from && d.ts <= to) window.push_back(d);
+  }
+  return match_train(train, sent, window, self);
+}
+
+// The endpoint fields every document starts with (CapacityResult, HopsResult).
+template <class R>
+void fill_head(R& res, const nlohmann::json& head) {
+  res.target = head.value("target", "");
+  res.target_addr = head.value("target_addr", "");
+  res.port = head.value("port", 0);
+  res.source = head.value("source", "");
+  res.interface = head.value("interface", "");
+  res.source_port = head.value("source_port", 0);
+  res.rtt_s = head.value("rtt_s", 0.0);
+  res.params = head.value("params", nlohmann::json::object());
+  for (const auto& w : head.value("warnings", nlohmann::json::array())) {
+    res.warnings.push_back({w.value("code", ""), w.value("message", "")});
+  }
+}
+
+std::uint32_t parse_ipv4(const std::string& s) {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  char extra = 0;
+  if (std::sscanf(s.c_str(), "%u.%u.%u.%u%c", &a, &b, &c, &d, &extra) != 4 || a > 255 || b > 255 ||
+      c > 255 || d > 255) {
+    return 0;
+  }
+  return (a << 24) | (b << 16) | (c << 8) | d;
+}
+
+std::uint32_t self_of(const CapacityResult& res, const std::string& name) {
+  const std::uint32_t self = parse_ipv4(res.source);
+  if (self == 0) throw bad_file(name, "the run record names no source address");
+  return self;
+}
+
+// The capacity phase through the live run's own tally.
+CapacityResult replay_capacity(const RecordedPhase& ph, const OfflineRead& r,
+                               const std::string& name, bool verbose) {
+  CapacityResult res;
+  fill_head(res, ph.run.value("head", nlohmann::json::object()));
+  const std::uint32_t self = self_of(res, name);
+  CapacityTally tally(ph.run.value("two_lengths", true), verbose);
+  std::uint64_t packets = 0, bytes = 0;
+  std::size_t trains = 0;
+  for (std::size_t k = 0; k < ph.events.size(); ++k) {
+    const RecordedTrain& rt = ph.events[k].train;
+    if (rt.meta.is_null()) continue;
+    ++trains;
+    for (const auto& sp : rt.sent) {
+      ++packets;
+      bytes += sp.probe.ip_len;
+    }
+    Nanos next_start = INT64_MAX;
+    for (std::size_t j = k + 1; j < ph.events.size() && next_start == INT64_MAX; ++j) {
+      if (!ph.events[j].train.sent.empty()) next_start = ph.events[j].train.sent.front().sent;
+    }
+    Train train;
+    const TrainOutcome outcome = replay_match(rt, r.packets, self, next_start, name, train);
+    const nlohmann::json& m = rt.meta;
+    const int n_train = m.value("load_packets", 0);
+    const int group = m.value("group", 0);
+    if (group != 0 && group != 1) throw bad_file(name, "a train record names no length group");
+    tally.add(train, outcome, n_train, m.value("short_load_packets", n_train), group,
+              m.value("sizing", false), m.value("packet_size", 0), res);
+  }
+  if (ph.end.is_null()) {
+    res.stop_reason = "incomplete";
+    res.probe_packets = packets;
+    res.probe_bytes = bytes;
+  } else {
+    res.stop_reason = ph.end.value("stop_reason", "");
+    res.elapsed_s = ph.end.value("elapsed_s", 0.0);
+    res.probe_packets = ph.end.value("probe_packets", packets);
+    res.probe_bytes = ph.end.value("probe_bytes", bytes);
+  }
+  tally.finish(res, ph.run.value("max_rate_bps", 1e9));
+  const unsigned drops = ph.end.is_null() ? 0 : ph.end.value("capture_drops", 0u);
+  if (drops > 0) {
+    res.warnings.push_back(
+        {"capture_drops", std::to_string(drops) + " packets dropped by the capture buffer"});
+  }
+  if (ph.end.is_null()) {
+    res.warnings.push_back(
+        {"capture_incomplete", "the capture ends before the run did; the result covers the " +
+                                   std::to_string(trains) + " trains it holds"});
+  }
+  if (r.truncated) {
+    res.warnings.push_back({"capture_truncated", "the capture file ends inside a packet record"});
+  }
+  return res;
+}
+
+// A recorded phase handed back in order. Anything else than what comes next
+// means the code asks for another run than the recorded one (a different
+// build, a damaged file): an error, never a guess.
+class PhaseCursor {
+ public:
+  PhaseCursor(const RecordedPhase& ph, const OfflineRead& r, std::uint32_t self,
+              const std::string& name)
+      : ph_(ph), r_(r), self_(self), name_(name) {}
+
+  // The next event, which must be of `kind` ("stop" events are skipped).
+  const RecordedPhase::Event& next(const char* kind) {
+    while (pos_ < ph_.events.size() && kind_at(pos_) == "stop") ++pos_;
+    if (pos_ >= ph_.events.size() || kind_at(pos_) != kind) diverged();
+    return ph_.events[pos_++];
+  }
+  bool next_is(const char* kind) const { return pos_ < ph_.events.size() && kind_at(pos_) == kind; }
+  bool exhausted() const { return pos_ >= ph_.events.size(); }
+
+  // The next recorded train, re-matched, in *recorded; it must have the
+  // shape of `planned` (the train the code would have sent now).
+  TrainOutcome train(const Train& planned, Train* recorded, const RecordedTrain** rt = nullptr) {
+    const RecordedTrain& t = next("train").train;
+    const TrainOutcome o = replay_match(t, r_.packets, self_, INT64_MAX, name_, *recorded);
+    bool same = recorded->probes.size() == planned.probes.size();
+    for (std::size_t i = 0; same && i < planned.probes.size(); ++i) {
+      const Probe &a = recorded->probes[i], &b = planned.probes[i];
+      same = a.role == b.role && a.ip_len == b.ip_len && a.ttl == b.ttl && a.dst == b.dst;
+    }
+    if (!same) diverged();
+    if (rt) *rt = &t;
+    return o;
+  }
+
+  [[noreturn]] void diverged() const {
+    throw bad_file(name_, "the " + ph_.run.value("phase", std::string("?")) +
+                              " phase does not replay as recorded (record " + std::to_string(pos_) +
+                              " of the phase)");
+  }
+
+ private:
+  std::string kind_at(std::size_t i) const { return ph_.events[i].note.value("kind", ""); }
+
+  const RecordedPhase& ph_;
+  const OfflineRead& r_;
+  std::uint32_t self_;
+  std::string name_;
+  std::size_t pos_ = 0;
+};
+
+// Hands the avail-bw search what the recorded run saw, in the order it saw
+// it: the clock readings, each train's replies, the caps that stopped it.
+class ReplayRunner : public PacedTrains {
+ public:
+  ReplayRunner(const RecordedPhase& ph, const OfflineRead& r, std::uint32_t self,
+               AvailbwResult& res, const std::string& name)
+      : cur_(ph, r, self, name), ph_(ph), res_(res) {}
+
+  Nanos now() override { return cur_.next("clock").note.at("mono").get<Nanos>(); }
+
+  bool run(const Train& train, PacedSample* out, Nanos) override {
+    if (cur_.next_is("stopped")) {
+      res_.stop_reason = cur_.next("stopped").note.value("reason", "");
+      return false;
+    }
+    if (cur_.exhausted() && ph_.end.is_null()) {
+      res_.stop_reason = "incomplete";
+      return false;
+    }
+    Train recorded;
+    const TrainOutcome outcome = cur_.train(train, &recorded);
+    *out = paced_train_sample(recorded, outcome, res_);
+    return true;
+  }
+
+ private:
+  PhaseCursor cur_;
+  const RecordedPhase& ph_;
+  AvailbwResult& res_;
+};
+
+// The hops phase's world as recorded: its clock readings, trains, drops and
+// the check at which a stop was seen, in the order the live run asked.
+class ReplayTrainIo : public TrainIo {
+ public:
+  ReplayTrainIo(const RecordedPhase& ph, const OfflineRead& r, std::uint32_t self,
+                const std::string& name)
+      : cur_(ph, r, self, name) {
+    bytes_ = ph.run.value("bytes0", std::uint64_t{0});
+    packets_ = ph.run.value("packets0", std::uint64_t{0});
+    for (const auto& e : ph.events) {
+      if (e.note.value("kind", "") == "stop") stop_at_ = e.note.value("check", 0);
+    }
+  }
+
+  TrainRun run(const Train& train, const std::vector<int>&, Nanos, bool, Nanos) override {
+    TrainRun out;
+    Train recorded;
+    const RecordedTrain* rt = nullptr;
+    out.outcome = cur_.train(train, &recorded, &rt);
+    for (const auto& sp : rt->sent) {
+      ++packets_;
+      bytes_ += sp.probe.ip_len;
+    }
+    out.start_mono = rt->done_note.value("start_mono", Nanos{0});
+    out.end_mono = rt->done_note.value("end_mono", Nanos{0});
+    return out;
+  }
+  Nanos now() override { return cur_.next("clock").note.at("mono").get<Nanos>(); }
+  void wait_until(Nanos) override {}
+  bool stopped() override { return stop_at_ > 0 && ++checks_ >= stop_at_; }
+  std::uint64_t bytes_sent() override { return bytes_; }
+  std::uint64_t packets_sent() override { return packets_; }
+  unsigned capture_drops() override { return cur_.next("drops").note.value("count", 0u); }
+
+ private:
+  PhaseCursor cur_;
+  int stop_at_ = 0;
+  int checks_ = 0;
+  std::uint64_t bytes_ = 0, packets_ = 0;
+};
+
+HopsResult replay_hops(const RecordedPhase& ph, const OfflineRead& r, const std::string& name,
+                       bool verbose) {
+  Config c = hops_config_from(ph.run.at("config"));
+  c.verbose = verbose;
+  HopsResult res;
+  fill_head(res, ph.run.value("head", nlohmann::json::object()));
+  res.hop_markers = c.hop_markers;
+  const std::uint32_t self = parse_ipv4(res.source);
+  const std::uint32_t dst = parse_ipv4(res.target_addr);
+  if (self == 0 || dst == 0) throw bad_file(name, "the hops record names no addresses");
+  const FlowId flow{self, dst, static_cast<std::uint16_t>(res.source_port),
+                    static_cast<std::uint16_t>(res.port)};
+  SeqAllocator seqs(0);
+  ReplayTrainIo io(ph, r, self, name);
+  return run_hops_on(io, std::move(res), c, flow, dst, ph.run.value("packet_size", 1500), seqs,
+                     ph.run.value("rtt_s", 0.0), ph.run.value("reply_wait", Nanos{0}),
+                     ph.run.value("t_begin", Nanos{0}));
+}
+
+MeasureResult replay_measure(const RecordedFile& f, const OfflineRead& r, const std::string& name,
+                             bool verbose) {
+  MeasureResult m;
+  m.command = f.measure.value("command", "");
+  Config c = availbw_config_from(f.measure.at("config"));
+  c.verbose = verbose;
+  auto finish = [&] {
+    if (f.measure_end.is_null()) {
+      m.availbw.warnings.push_back({"capture_incomplete", "the capture ends before the run did"});
+      return;
+    }
+    m.elapsed_s = f.measure_end.value("elapsed_s", 0.0);
+    m.probe_packets = f.measure_end.value("probe_packets", std::uint64_t{0});
+    m.probe_bytes = f.measure_end.value("probe_bytes", std::uint64_t{0});
+  };
+  double C = c.capacity_bps;
+  if (C > 0) {
+    fill_head(m.capacity, f.measure.value("head", nlohmann::json::object()));
+    given_capacity(m, C);
+  } else {
+    if (f.capacity.run.is_null()) throw bad_file(name, "the capture holds no capacity phase");
+    m.capacity = replay_capacity(f.capacity, r, name, verbose);
+    if (!capacity_phase_done(m, &C)) {
+      finish();
+      return m;
+    }
+  }
+  if (f.measure.value("hops", false)) {
+    if (f.hops.run.is_null()) throw bad_file(name, "the capture holds no hops phase");
+    m.hops = replay_hops(f.hops, r, name, verbose);
+    m.has_hops = true;
+    if (m.hops.stop_reason == "interrupted") {
+      m.availbw.stop_reason = "interrupted";
+      finish();
+      return m;
+    }
+  }
+  const RecordedPhase& ph = f.availbw;
+  if (ph.run.is_null()) {
+    // The live run ended between the phases (interrupted): nothing to replay.
+    m.availbw.stop_reason = "incomplete";
+    finish();
+    return m;
+  }
+  Session ss;
+  ss.flow = FlowId{self_of(m.capacity, name), parse_ipv4(m.capacity.target_addr),
+                   static_cast<std::uint16_t>(m.capacity.source_port),
+                   static_cast<std::uint16_t>(m.capacity.port)};
+  ss.packet_size = ph.run.value("packet_size", 1500);
+  AvailbwResult a;
+  ReplayRunner runner(ph, r, ss.flow.src, a, name);
+  search_availbw(runner, ss, c, ph.run.value("capacity_bps", C), ph.run.value("t_cap", Nanos{0}),
+                 a);
+  if (!ph.end.is_null()) {
+    a.elapsed_s = ph.end.value("elapsed_s", 0.0);
+    a.probe_bytes = ph.end.value("probe_bytes", std::uint64_t{0});
+    a.probe_packets = ph.end.value("probe_packets", std::uint64_t{0});
+  }
+  add_availbw(m, std::move(a), f.availbw_drops);
+  finish();
+  return m;
+}
+
+void require_records(const OfflineRead& r, const std::string& name) {
+  if (r.records.items.empty()) {
+    throw bad_file(name,
+                   "no linkwidth run records in this capture: analyze reads files written by "
+                   "linkwidth --save-pcap (a plain tcpdump capture lacks the send times and the "
+                   "train boundaries)");
+  }
+}
+
+template <class F>
+auto guarded(const std::string& name, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const nlohmann::json::exception&) {
+    // A note that parsed as JSON but holds the wrong types: a damaged file.
+    throw bad_file(name,
+                   "a linkwidth run record is damaged (a field missing or of the wrong type)");
+  }
+}
+
+}  // namespace
+
+CapacityResult analyze_capacity(const OfflineRead& r, const std::string& name, bool verbose) {
+  return guarded(name, [&] {
+    require_records(r, name);
+    const RecordedFile f = collect(r.records, name);
+    if (f.capacity.run.is_null()) {
+      throw bad_file(name, "the capture holds no capacity run (only discovery or hops records)");
+    }
+    const std::string command = f.capacity.run.value("command", "");
+    if (command != "capacity") {
+      throw bad_file(name, "the capture holds a '" + command + "' run, not a capacity run");
+    }
+    return replay_capacity(f.capacity, r, name, verbose);
+  });
+}
+
+AnalyzedRun analyze_run(const OfflineRead& r, const std::string& name, bool verbose) {
+  return guarded(name, [&] {
+    require_records(r, name);
+    const RecordedFile f = collect(r.records, name);
+    AnalyzedRun out;
+    if (f.measure.is_null() && !f.hops.run.is_null() &&
+        f.hops.run.at("config").value("command", "") == "hops") {
+      out.kind = AnalyzedRun::kHops;
+      out.hops = replay_hops(f.hops, r, name, verbose);
+      return out;
+    }
+    if (f.measure.is_null()) {
+      out.capacity = analyze_capacity(r, name, verbose);
+      return out;
+    }
+    out.kind = AnalyzedRun::kMeasure;
+    out.measure = replay_measure(f, r, name, verbose);
+    return out;
+  });
+}
+
+int run_analyze_main(const std::vector<std::string>& args) {
+  bool json = false, verbose = false;
+  std::string file;
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--json" || a == "-J") {
+      json = true;
+    } else if (a == "-v" || a == "--verbose") {
+      verbose = true;
+    } else if (a == "-h" || a == "--help") {
+      std::cout << "usage: linkwidth analyze FILE [--json] [-v]\n"
+                   "Re-runs the estimators on a capture written by --save-pcap (capacity,\n"
+                   "availbw, measure and hops runs) and prints the live command's document.\n";
+      return 0;
+    } else if (!a.empty() && a[0] == '-') {
+      std::cerr << "linkwidth: analyze: unknown option '" << a
+                << "'; usage: linkwidth analyze FILE [--json] [-v]." << std::endl;
+      return static_cast<int>(ExitCode::kUsage);
+    } else if (file.empty()) {
+      file = a;
+    } else {
+      std::cerr << "linkwidth: analyze takes one FILE." << std::endl;
+      return static_cast<int>(ExitCode::kUsage);
+    }
+  }
+  auto fail = [&](const std::string& code, const std::string& msg, ExitCode exit) {
+    if (json) {
+      std::cout << error_json("analyze", file, {code, msg}, nullptr).dump(2) << std::endl;
+    }
+    std::cerr << "linkwidth: " << msg << std::endl;
+    return static_cast<int>(exit);
+  };
+  if (file.empty()) {
+    return fail("usage", "no FILE given; usage: linkwidth analyze FILE [--json] [-v].",
+                ExitCode::kUsage);
+  }
+  try {
+    const AnalyzedRun run = analyze_run(read_pcap_file(file), file, verbose);
+    const bool measure = run.kind == AnalyzedRun::kMeasure, hops = run.kind == AnalyzedRun::kHops;
+    nlohmann::json doc = measure ? to_json(run.measure)
+                         : hops  ? to_json(run.hops)
+                                 : to_json(run.capacity);
+    doc["offline"] = {{"pcap", file}};
+    if (json) {
+      std::cout << doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
+    } else {
+      std::cout << "analysed offline from " << file << "\n"
+                << (measure ? to_text(run.measure)
+                    : hops  ? to_text(run.hops)
+                            : to_text(run.capacity));
+    }
+    const bool valid = measure ? run.measure.availbw.valid
+                       : hops  ? run.hops.bottleneck_hop != 0
+                               : run.capacity.valid;
+    return valid ? 0 : static_cast<int>(ExitCode::kRuntime);
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    msg = msg.substr(msg.find(": ") + 2);
+    // A file we cannot read or re-run is exit 2; a replayed run that failed
+    // live (e.g. calibration_failed) fails with the live run's code.
+    const bool file_error =
+        e.component() == "analyze" || e.component() == "capture" || e.code() == "bad_capture";
+    return fail(e.code(), msg, file_error ? ExitCode::kUsage : e.exit_code());
+  } catch (const std::exception& e) {
+    return fail("bad_capture", file + ": cannot analyse: " + e.what(), ExitCode::kUsage);
+  }
+}
+
+}  // namespace lw

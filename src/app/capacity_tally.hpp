@@ -1,0 +1,84 @@
+#pragma once
+// What turns the capacity trains of a run into a result, shared by the live
+// run (app/capacity_run.cpp) and `linkwidth analyze` (app/analyze.cpp): each
+// matched train is evaluated, recorded and counted; finish() draws the
+// estimate and the warnings that qualify it. No sockets or clocks here.
+//
+//   CapacityTally tally(two_lengths, verbose);
+//   for each train: TallyStep s = tally.add(train, outcome, n, group, sizing, res);
+//   tally.finish(res, max_rate_bps);
+#include <map>
+#include <string>
+#include <vector>
+
+#include "estimate/capacity.hpp"
+#include "estimate/quantisation.hpp"
+#include "report/result.hpp"
+
+namespace lw {
+
+struct Train;
+struct TrainOutcome;
+
+// The train lengths trains are cut down to, at least.
+constexpr int kMinLoadPackets = 8;
+
+// What one train did to the run, beyond its samples.
+struct TallyStep {
+  CapacitySample sample;
+  int path_mtu = 0;      // > 0: a router reported this smaller path MTU (samples forgotten)
+  int shortened_to = 0;  // > 0: long trains kept losing their tail; trains halved to this
+};
+
+class CapacityTally {
+ public:
+  CapacityTally(bool two_lengths, bool verbose) : two_lengths_(two_lengths), verbose_(verbose) {}
+
+  // One sent train of `n_train` load packets; `n_short` is the short length
+  // in effect, `group` 0 (short) or 1 (long), `sizing` true for the trains
+  // that size the rest (recorded, not used). Appends its TrainRecord to
+  // res.trains and counts it in res.trains_sent; `packet_size` is L.
+  TallyStep add(const Train& train, const TrainOutcome& outcome, int n_train, int n_short,
+                int group, bool sizing, int packet_size, CapacityResult& res);
+
+  // Forget every sample (after the train size or packet size changed).
+  void restart();
+
+  // The estimate from the samples so far (slope of two lengths, else KDE).
+  const CapacityEstimate& estimate();
+  bool enough(int min_trains) const;
+  // Trains counted since sizing ended (or the last restart): picks the group.
+  int measured() const { return measured_; }
+
+  // The final estimate with its warnings, including max_rate_limited against
+  // `max_rate_bps` and timestamps_quantised (reported as a lower bound).
+  void finish(CapacityResult& res, double max_rate_bps);
+
+ private:
+  struct Samples {
+    std::vector<double> disp[2];    // kept reply dispersions: 0 = short, 1 = long trains
+    double group_bits[2] = {0, 0};  // bits after the head marker, per length
+    std::vector<double> kept;       // per-train capacity samples (both lengths)
+    std::vector<double> kept_by_group[2];
+    std::vector<double> uncompressed;  // reply rates of trains the path did not compress
+    std::map<std::string, int> rejected;
+    std::vector<double> left_ratio;  // left dispersion / reply dispersion, kept trains
+    std::vector<double> kept_bits;   // bits after the head of each kept train
+    std::vector<double> kept_disp;   // and its reply dispersion
+  };
+  void conclude(CapacityResult& res) const;
+  void check_quantisation(CapacityResult& res) const;
+
+  bool two_lengths_;
+  bool verbose_;
+  Samples sm_;
+  int measured_ = 0;
+  int long_losses_ = 0;
+  CapacityEstimate est_;
+  double offset_s_ = 0;
+  // Every reply's arrival, per train (all trains of the run): the timestamp
+  // quantisation check looks at their gaps.
+  std::vector<std::vector<Nanos>> reply_times_;
+};
+
+}  // namespace lw

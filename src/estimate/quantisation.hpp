@@ -1,0 +1,48 @@
+#pragma once
+// Reply timestamps quantised by interrupt coalescence (NIC interrupt
+// moderation, NAPI deferral, a virtual NIC's batching) at either end: replies
+// are stamped when a batch is processed, not when they arrived, so the gaps
+// between them collapse onto a lattice: about zero (two replies of one batch)
+// and multiples of the coalescing period P. A dispersion measured on such a
+// clock is off by up to P, which for short trains is a wrong capacity, not a
+// noisy one (Prasad et al., "Effects of interrupt coalescence on network
+// measurements", PAM 2004). Pure function over reply times; no clocks here.
+#include <vector>
+
+#include "linkwidth/time.hpp"
+
+namespace lw {
+
+struct QuantisationParams {
+  Nanos zero_tol = 2 * kUs;     // a gap this small means "same batch"
+  Nanos min_period = 20 * kUs;  // finer lattices are indistinguishable from timing noise
+  Nanos max_period = 5 * kMs;
+  Nanos abs_tol = 2 * kUs;  // a gap is on the lattice within max(abs_tol, rel_tol * P)
+  double rel_tol = 0.03;
+  double min_fit = 0.9;  // share of the non-zero gaps that must sit on the lattice
+  int min_gaps = 8;      // fewer gaps decide nothing
+  // Without batch gaps at zero, a period must be at most half the median gap:
+  // a lattice as coarse as the gaps themselves fits any set of clean
+  // dispersions of two train lengths (D and about 2D).
+  double zero_share_for_coarse = 0.1;
+};
+
+struct QuantisationFinding {
+  bool quantised = false;
+  double period_s = 0;      // P, refined by least squares over the lattice gaps
+  double fit_fraction = 0;  // share of non-zero gaps within tolerance of k·P, k >= 1
+  int gaps = 0;             // gaps examined (consecutive replies within one train)
+  int zero_gaps = 0;        // of them about zero
+  int levels = 0;           // distinct multiples k (>= 1) occupied
+};
+
+// `reply_times`: per train, the arrival times of every reply matched to it
+// (any order). Fires only when the gaps sit on one lattice (>= min_fit of
+// them) and two neighbouring multiples (0 and 1, or k and k+1) are both
+// occupied, by at least three gaps together: the lattice's own step shows.
+// Clean timestamps do not show that: spread-out gaps miss the lattice, and a
+// tight cluster of equal dispersions sits on one multiple only.
+QuantisationFinding detect_quantisation(const std::vector<std::vector<Nanos>>& reply_times,
+                                        const QuantisationParams& p = {});
+
+}  // namespace lw

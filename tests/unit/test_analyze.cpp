@@ -1,0 +1,175 @@
+// `linkwidth analyze` on the captures in tests/data (see README.md there):
+// recorded runs give back their live document exactly, and every capture's
+// estimate and warnings match the lab's truth and what was done to it.
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "app/analyze.hpp"
+#include "capture/offline_capture.hpp"
+#include "linkwidth/error.hpp"
+#include "nlohmann/json.hpp"
+#include "report/hops_writers.hpp"
+#include "report/writers.hpp"
+
+using namespace lw;
+
+namespace {
+
+const std::string kData = std::string(LW_TEST_DATA_DIR) + "/";
+
+nlohmann::json load_json(const std::string& name) {
+  std::ifstream in(kData + name);
+  REQUIRE(in);
+  return nlohmann::json::parse(in);
+}
+
+nlohmann::json analyze_doc(const std::string& name) {
+  return to_json(analyze_capacity(read_pcap_file(kData + name + ".pcap"), name, false));
+}
+
+std::set<std::string> warning_codes(const nlohmann::json& doc) {
+  std::set<std::string> codes;
+  for (const auto& w : doc["warnings"]) codes.insert(w["code"].get<std::string>());
+  return codes;
+}
+
+double truth(const std::string& name) {
+  return load_json("captures.json")[name]["truth_capacity_bps"].get<double>();
+}
+
+// Every field of the live document, with the same value, and nothing more.
+void check_same_document(const nlohmann::json& offline, const nlohmann::json& live) {
+  for (const auto& [key, value] : live.items()) {
+    INFO(key);
+    CHECK(offline.value(key, nlohmann::json()) == value);
+  }
+  CHECK(offline.size() == live.size());
+}
+
+// A pcap fuzz seed, read after its leading mode byte (tests/fuzz/fuzz_decode.cpp).
+OfflineRead read_seed_pcap(const std::string& seed) {
+  std::ifstream in(std::string(LW_FUZZ_CORPUS_DIR) + "/" + seed, std::ios::binary);
+  REQUIRE(in);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  REQUIRE(bytes.size() > 1);
+  std::FILE* f = fmemopen(bytes.data() + 1, bytes.size() - 1, "rb");
+  REQUIRE(f);
+  return read_pcap(f, seed);  // reads it all before `bytes` goes
+}
+
+}  // namespace
+
+TEST_CASE("analyze gives back the live document of each recorded run", "[analyze]") {
+  for (const char* name : {"clean_10m", "clean_100m", "loss_10m", "gro_timer_10m"}) {
+    INFO(name);
+    const nlohmann::json live = load_json(std::string(name) + ".json");
+    const nlohmann::json offline = analyze_doc(name);
+    check_same_document(offline, live);
+  }
+}
+
+TEST_CASE("a measure --no-hops run replays into its live document", "[analyze]") {
+  const OfflineRead r = read_pcap_file(kData + "measure_20m.pcap");
+  const AnalyzedRun run = analyze_run(r, "measure_20m", false);
+  REQUIRE(run.kind == AnalyzedRun::kMeasure);
+  const nlohmann::json offline = to_json(run.measure);
+  const nlohmann::json live = load_json("measure_20m.json");
+  check_same_document(offline, live);
+  // An idle 20 Mbit/s link: the avail-bw is the capacity.
+  const double t = truth("measure_20m");
+  CHECK(offline["availbw_bps"].get<double>() == Approx(t).epsilon(0.05));
+  CHECK(offline["capacity_bps"].get<double>() == Approx(t).epsilon(0.03));
+  // analyze_capacity alone refuses it: the document would miss the avail-bw.
+  CHECK_THROWS_AS(analyze_capacity(r, "measure_20m", false), Error);
+}
+
+TEST_CASE("a hops run replays into its live document and names the narrow link", "[analyze]") {
+  const AnalyzedRun run = analyze_run(read_pcap_file(kData + "hops_50m.pcap"), "hops_50m", false);
+  REQUIRE(run.kind == AnalyzedRun::kHops);
+  const nlohmann::json offline = to_json(run.hops);
+  const nlohmann::json live = load_json("hops_50m.json");
+  check_same_document(offline, live);
+  const nlohmann::json truth_db = load_json("captures.json")["hops_50m"];
+  CHECK(offline["bottleneck_hop"] == truth_db["narrow_link"]);
+  CHECK(offline["bottleneck_rate_bps"].get<double>() ==
+        Approx(truth_db["truth_capacity_bps"].get<double>()).epsilon(0.10));
+}
+
+TEST_CASE("analyze estimates match the lab truth and name what went wrong", "[analyze]") {
+  SECTION("clean: within 3% of the truth, no warning") {
+    for (const char* name : {"clean_10m", "clean_100m"}) {
+      const nlohmann::json d = analyze_doc(name);
+      CHECK(d["capacity_bps"].get<double>() == Approx(truth(name)).epsilon(0.03));
+      CHECK_FALSE(d["capacity_is_lower_bound"].get<bool>());
+      CHECK(warning_codes(d).empty());
+    }
+  }
+  SECTION("10% random loss: trains rejected for lost replies, estimate within 10%") {
+    const nlohmann::json d = analyze_doc("loss_10m");
+    CHECK(warning_codes(d).count("trains_rejected") == 1);
+    int lost = 0;
+    for (const auto& t : d["trains"]) lost += t["verdict"] == "lost_reply" ? 1 : 0;
+    CHECK(lost >= 2);
+    CHECK(d["capacity_bps"].get<double>() == Approx(truth("loss_10m")).epsilon(0.10));
+  }
+  SECTION("reordered replies: those trains rejected as reordered, estimate within 3%") {
+    const nlohmann::json d = analyze_doc("reordered_10m");
+    CHECK(warning_codes(d).count("trains_rejected") == 1);
+    int reordered = 0;
+    for (const auto& t : d["trains"]) reordered += t["verdict"] == "reordered" ? 1 : 0;
+    CHECK(reordered == 2);
+    CHECK(d["capacity_bps"].get<double>() == Approx(truth("reordered_10m")).epsilon(0.03));
+  }
+  SECTION("quantised reply times: a lower bound with timestamps_quantised") {
+    const nlohmann::json d = analyze_doc("quantised_100m");
+    REQUIRE(warning_codes(d).count("timestamps_quantised") == 1);
+    CHECK(d["capacity_is_lower_bound"].get<bool>());
+    CHECK(d["capacity_high_bps"].is_null());
+    const double lb = d["capacity_bps"].get<double>();
+    CHECK(lb <= truth("quantised_100m") * 1.01);
+    CHECK(lb >= truth("quantised_100m") * 0.8);
+    for (const auto& w : d["warnings"]) {
+      if (w["code"] == "timestamps_quantised") {
+        CHECK(w["message"].get<std::string>().find("125.0 us") != std::string::npos);
+      }
+    }
+    // The capture it was made from is not quantised.
+    CHECK(warning_codes(analyze_doc("clean_100m")).count("timestamps_quantised") == 0);
+  }
+}
+
+TEST_CASE("analyze refuses files it cannot re-run, with a reason", "[analyze]") {
+  // A pcap without run records: a fuzz seed (two TCP packets).
+  const OfflineRead plain = read_seed_pcap("pcap_eth_us");
+  REQUIRE(plain.packets.size() == 2);
+  try {
+    analyze_capacity(plain, "plain.pcap", false);
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(e.exit_code() == ExitCode::kUsage);
+    CHECK(std::string(e.what()).find("no linkwidth run records") != std::string::npos);
+  }
+  CHECK(run_analyze_main({"analyze", kData + "README.md"}) == 2);
+  CHECK(run_analyze_main({"analyze", kData + "does-not-exist.pcap"}) == 2);
+  CHECK(run_analyze_main({"analyze"}) == 2);
+  CHECK(run_analyze_main({"analyze", "--bogus", kData + "clean_10m.pcap"}) == 2);
+  CHECK(run_analyze_main({"analyze", kData + "clean_10m.pcap", kData + "loss_10m.pcap"}) == 2);
+}
+
+TEST_CASE("a capture cut short is analysed as far as it goes, and says so", "[analyze]") {
+  // The fuzz seed holding the start of clean_10m.pcap (after its mode byte):
+  // the run note and the sizing train, no end record.
+  const CapacityResult res =
+      analyze_capacity(read_seed_pcap("pcap_run_records"), "head.pcap", false);
+  CHECK(res.stop_reason == "incomplete");
+  CHECK(res.trains_sent >= 1);
+  CHECK_FALSE(res.valid);  // the sizing train alone gives no estimate
+  bool incomplete = false;
+  for (const auto& w : res.warnings) incomplete = incomplete || w.code == "capture_incomplete";
+  CHECK(incomplete);
+}

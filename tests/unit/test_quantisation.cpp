@@ -1,0 +1,155 @@
+// Timestamp quantisation (interrupt coalescence) on synthetic reply times:
+// clean runs, with noise, cross traffic and the dispersions real runs have,
+// must not fire; the same runs with reply times put on a coalescing timer's
+// lattice must, and find its period.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "estimate/quantisation.hpp"
+
+using namespace lw;
+
+namespace {
+
+struct RunShape {
+  double rate_bps = 10e6;
+  int n_short = 8;  // load packets of a short train (long: 2x)
+  int trains = 20;
+  double jitter_s = 5e-6;  // timing noise per reply (normal sd)
+  double cross_s = 0;      // mean extra (exponential) delay of the tail: cross traffic
+  double offset_s = 30e-6;
+};
+
+// Per train: warm-up reply, head reply, tail reply, as a capacity train
+// (warm-up 50 us ahead of two drain packets and the head) gets them back.
+std::vector<std::vector<Nanos>> clean_run(const RunShape& s, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> noise(0, s.jitter_s);
+  std::exponential_distribution<double> cross(s.cross_s > 0 ? 1 / s.cross_s : 1);
+  std::uniform_real_distribution<double> idle(0, 0.01);
+  std::vector<std::vector<Nanos>> out;
+  double t = 1.7e9 + 0.123456789;
+  for (int i = 0; i < s.trains; ++i) {
+    const int n = i % 2 ? 2 * s.n_short : s.n_short;
+    const double warm = t + noise(rng);
+    const double head = t + 50e-6 + 2 * 1500 * 8 / s.rate_bps + 40 * 8 / s.rate_bps + noise(rng);
+    double tail = head + s.offset_s + (n * 1500 + 40) * 8 / s.rate_bps + noise(rng);
+    if (s.cross_s > 0) tail += cross(rng);
+    out.push_back({static_cast<Nanos>(warm * 1e9), static_cast<Nanos>(head * 1e9),
+                   static_cast<Nanos>(tail * 1e9)});
+    t += 0.1 + idle(rng);  // the next train starts at no particular phase
+  }
+  return out;
+}
+
+// A coalescing timer of period P with its own phase: each reply is stamped at
+// the next tick, plus the batch's per-packet processing time.
+std::vector<std::vector<Nanos>> quantise(std::vector<std::vector<Nanos>> run, Nanos period,
+                                         Nanos phase, double per_packet_s = 0.5e-6) {
+  for (auto& train : run) {
+    for (std::size_t i = 0; i < train.size(); ++i) {
+      const Nanos t = train[i] - phase;
+      const Nanos tick = (t / period + 1) * period + phase;
+      train[i] = tick + static_cast<Nanos>(per_packet_s * 1e9 * static_cast<double>(i % 2));
+    }
+  }
+  return run;
+}
+
+}  // namespace
+
+TEST_CASE("clean reply timestamps are not called quantised", "[quantisation]") {
+  std::vector<RunShape> shapes;
+  RunShape base;
+  shapes.push_back(base);  // 10 Mbit/s, 5 us noise
+  RunShape tight = base;
+  tight.jitter_s = 0.3e-6;  // a very quiet path
+  tight.offset_s = 0;       // long dispersion exactly 2x the short one
+  shapes.push_back(tight);
+  RunShape cross = base;
+  cross.cross_s = 300e-6;  // cross traffic lengthens tails
+  shapes.push_back(cross);
+  RunShape fast = base;
+  fast.rate_bps = 1e9;  // 1 Gbit/s, N = 250
+  fast.n_short = 250;
+  fast.jitter_s = 2e-6;
+  shapes.push_back(fast);
+  RunShape fast_quiet = fast;
+  fast_quiet.jitter_s = 0.2e-6;
+  fast_quiet.offset_s = 0;
+  shapes.push_back(fast_quiet);
+  RunShape mid = base;
+  mid.rate_bps = 50e6;
+  mid.n_short = 13;
+  mid.trains = 40;
+  shapes.push_back(mid);
+  for (std::size_t k = 0; k < shapes.size(); ++k) {
+    for (unsigned seed = 1; seed <= 20; ++seed) {
+      const QuantisationFinding q = detect_quantisation(clean_run(shapes[k], seed));
+      INFO("shape " << k << " seed " << seed << " period " << q.period_s << " fit "
+                    << q.fit_fraction);
+      CHECK_FALSE(q.quantised);
+    }
+  }
+}
+
+TEST_CASE("uniformly random gaps and too few gaps are not quantised", "[quantisation]") {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> u(10e-6, 5e-3);
+  std::vector<std::vector<Nanos>> run;
+  for (int i = 0; i < 50; ++i) {
+    Nanos t = 1000 * kSec;
+    std::vector<Nanos> train{t};
+    for (int j = 0; j < 3; ++j) train.push_back(t += from_seconds(u(rng)));
+    run.push_back(train);
+  }
+  CHECK_FALSE(detect_quantisation(run).quantised);
+  // Two trains of exact multiples: too little to decide.
+  CHECK_FALSE(detect_quantisation({{0, 125000, 250000}, {0, 125000}}).quantised);
+  CHECK_FALSE(detect_quantisation({}).quantised);
+}
+
+TEST_CASE("reply times on a coalescing timer's lattice are found, with the period",
+          "[quantisation]") {
+  struct Case {
+    RunShape shape;
+    Nanos period;
+  };
+  RunShape base;
+  RunShape fast = base;
+  fast.rate_bps = 1e9;
+  fast.n_short = 250;
+  fast.jitter_s = 2e-6;
+  RunShape cross = base;
+  cross.cross_s = 300e-6;
+  const std::vector<Case> cases = {{base, 125 * kUs}, {base, 1 * kMs},    {fast, 125 * kUs},
+                                   {fast, 250 * kUs}, {cross, 125 * kUs}, {cross, 1 * kMs},
+                                   {base, 50 * kUs}};
+  for (std::size_t k = 0; k < cases.size(); ++k) {
+    for (unsigned seed = 1; seed <= 3; ++seed) {
+      const auto run = quantise(clean_run(cases[k].shape, seed), cases[k].period, 37 * kUs * seed);
+      const QuantisationFinding q = detect_quantisation(run);
+      INFO("case " << k << " seed " << seed << " found " << q.period_s << " fit " << q.fit_fraction
+                   << " zero " << q.zero_gaps << "/" << q.gaps);
+      REQUIRE(q.quantised);
+      CHECK(q.period_s == Approx(to_seconds(cases[k].period)).epsilon(0.02));
+    }
+  }
+}
+
+TEST_CASE("batch gaps at zero make a coarse period credible", "[quantisation]") {
+  // 1 ms coalescing on a fast path: warm-up and head replies share a batch
+  // (gap about 0) and the head-tail gap is 1 or 2 periods.
+  RunShape fast;
+  fast.rate_bps = 1e9;
+  fast.n_short = 80;  // about 1 ms short trains
+  fast.jitter_s = 2e-6;
+  const auto run = quantise(clean_run(fast, 3), 1 * kMs, 123 * kUs);
+  const QuantisationFinding q = detect_quantisation(run);
+  INFO("found " << q.period_s << " zero " << q.zero_gaps << "/" << q.gaps);
+  REQUIRE(q.quantised);
+  CHECK(q.zero_gaps > 0);
+  CHECK(q.period_s == Approx(1e-3).epsilon(0.02));
+}
