@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "app/availbw_run.hpp"
+#include "app/capacity_run.hpp"
 #include "app/capacity_tally.hpp"
 #include "app/hops_run.hpp"
 #include "app/paced_trains.hpp"
@@ -30,6 +31,9 @@ struct RecordedTrain {
   std::vector<SentProbe> sent;
   Nanos done = 0;            // when the live run stopped waiting for its replies (0 = unknown)
   nlohmann::json done_note;  // the "train_done" note (hops: the run's monotonic times)
+  // A reply check right after it found that the target limits its replies:
+  // the train's lost replies were the limit's (session.hpp, run_train).
+  bool reply_limited = false;
 };
 
 // A phase of the run: its "run" note, its notes and trains in file order,
@@ -108,7 +112,15 @@ RecordedFile collect(const RunRecords& recs, const std::string& name) {
         train->done_note = std::move(j);
       }
       train = nullptr;
-    } else if (in && (kind == "clock" || kind == "stopped")) {
+    } else if (in && kind == "reply_limit") {
+      const int id = j.value("train", 0);
+      for (auto e = in->events.rbegin(); e != in->events.rend(); ++e) {
+        if (!e->train.meta.is_null() && e->train.meta.value("train", -1) == id) {
+          e->train.reply_limited = true;
+          break;
+        }
+      }
+    } else if (in && (kind == "clock" || kind == "stopped" || kind == "burst")) {
       train = nullptr;
       in->events.push_back({std::move(j), {}});
     }
@@ -116,8 +128,9 @@ RecordedFile collect(const RunRecords& recs, const std::string& name) {
   return out;
 }
 
-// The train as it was planned, from its send records (offsets are not kept:
-// nothing downstream of the pacer uses them), and what the pacer recorded.
+// The train as it was planned, from its send records (with the planned
+// offsets, which the stall check of paced trains reads; 0 in older records),
+// and what the pacer recorded.
 bool rebuild(const RecordedTrain& rt, Train& train, std::vector<SendRecord>& sent) {
   const int n = rt.meta.value("probes", 0);
   if (n <= 0 || n > 100000) return false;
@@ -170,6 +183,11 @@ void fill_head(R& res, const nlohmann::json& head) {
   res.source_port = head.value("source_port", 0);
   res.rtt_s = head.value("rtt_s", 0.0);
   res.params = head.value("params", nlohmann::json::object());
+  res.replier.reply_ttl = head.value("reply_ttl", 0);
+  res.replier.reply_hops = head.value("reply_hops", 0);
+  res.replier.check = head.value("replier_check", std::string("not_checked"));
+  const auto box = head.find("replier_box");
+  res.replier.box = box != head.end() && box->is_string() ? box->get<std::string>() : "";
   for (const auto& w : head.value("warnings", nlohmann::json::array())) {
     res.warnings.push_back({w.value("code", ""), w.value("message", "")});
   }
@@ -197,7 +215,7 @@ CapacityResult replay_capacity(const RecordedPhase& ph, const OfflineRead& r,
   CapacityResult res;
   fill_head(res, ph.run.value("head", nlohmann::json::object()));
   const std::uint32_t self = self_of(res, name);
-  CapacityTally tally(ph.run.value("two_lengths", true), verbose);
+  CapacityTally tally(ph.run.value("two_lengths", true), verbose, ph.run.value("precision", 0.01));
   std::uint64_t packets = 0, bytes = 0;
   std::size_t trains = 0;
   for (std::size_t k = 0; k < ph.events.size(); ++k) {
@@ -218,6 +236,7 @@ CapacityResult replay_capacity(const RecordedPhase& ph, const OfflineRead& r,
     const int n_train = m.value("load_packets", 0);
     const int group = m.value("group", 0);
     if (group != 0 && group != 1) throw bad_file(name, "a train record names no length group");
+    if (rt.reply_limited) tally.forgive_losses();
     tally.add(train, outcome, n_train, m.value("short_load_packets", n_train), group,
               m.value("sizing", false), m.value("packet_size", 0), res);
   }
@@ -232,6 +251,7 @@ CapacityResult replay_capacity(const RecordedPhase& ph, const OfflineRead& r,
     res.probe_bytes = ph.end.value("probe_bytes", bytes);
   }
   tally.finish(res, ph.run.value("max_rate_bps", 1e9));
+  if (!ph.end.is_null() && ph.end.contains("checks")) apply_capacity_checks(res, ph.end["checks"]);
   const unsigned drops = ph.end.is_null() ? 0 : ph.end.value("capture_drops", 0u);
   if (drops > 0) {
     res.warnings.push_back(
@@ -307,6 +327,12 @@ class ReplayRunner : public PacedTrains {
 
   Nanos now() override { return cur_.next("clock").note.at("mono").get<Nanos>(); }
 
+  // The live run notes a reply burst limit only once it knows one.
+  int reply_burst() override {
+    if (!cur_.next_is("burst")) return ReplyGovernor::kNoBurstLimit;
+    return cur_.next("burst").note.value("max", ReplyGovernor::kNoBurstLimit);
+  }
+
   bool run(const Train& train, PacedSample* out, Nanos) override {
     if (cur_.next_is("stopped")) {
       res_.stop_reason = cur_.next("stopped").note.value("reason", "");
@@ -317,8 +343,10 @@ class ReplayRunner : public PacedTrains {
       return false;
     }
     Train recorded;
-    const TrainOutcome outcome = cur_.train(train, &recorded);
+    const RecordedTrain* rt = nullptr;
+    const TrainOutcome outcome = cur_.train(train, &recorded, &rt);
     *out = paced_train_sample(recorded, outcome, res_);
+    settle(out, rt->reply_limited);
     return true;
   }
 
@@ -383,9 +411,16 @@ HopsResult replay_hops(const RecordedPhase& ph, const OfflineRead& r, const std:
                     static_cast<std::uint16_t>(res.port)};
   SeqAllocator seqs(0);
   ReplayTrainIo io(ph, r, self, name);
-  return run_hops_on(io, std::move(res), c, flow, dst, ph.run.value("packet_size", 1500), seqs,
-                     ph.run.value("rtt_s", 0.0), ph.run.value("reply_wait", Nanos{0}),
-                     ph.run.value("t_begin", Nanos{0}));
+  HopsResult out = run_hops_on(io, std::move(res), c, flow, dst, ph.run.value("packet_size", 1500),
+                               seqs, ph.run.value("rtt_s", 0.0), ph.run.value("reply_wait", Nanos{0}),
+                               ph.run.value("t_begin", Nanos{0}));
+  if (!ph.end.is_null()) {
+    // The reply checks' findings, as the live run noted them.
+    for (const auto& w : ph.end.value("reply_warnings", nlohmann::json::array())) {
+      out.warnings.push_back({w.at("code").get<std::string>(), w.at("message").get<std::string>()});
+    }
+  }
+  return out;
 }
 
 MeasureResult replay_measure(const RecordedFile& f, const OfflineRead& r, const std::string& name,
@@ -410,7 +445,7 @@ MeasureResult replay_measure(const RecordedFile& f, const OfflineRead& r, const 
   } else {
     if (f.capacity.run.is_null()) throw bad_file(name, "the capture holds no capacity phase");
     m.capacity = replay_capacity(f.capacity, r, name, verbose);
-    if (!capacity_phase_done(m, &C)) {
+    if (!capacity_phase_done(m, &C, f.measure.value("hops", false))) {
       finish();
       return m;
     }
@@ -442,6 +477,10 @@ MeasureResult replay_measure(const RecordedFile& f, const OfflineRead& r, const 
   search_availbw(runner, ss, c, ph.run.value("capacity_bps", C), ph.run.value("t_cap", Nanos{0}),
                  a);
   if (!ph.end.is_null()) {
+    // The reply checks' findings, as the live run noted them.
+    for (const auto& w : ph.end.value("reply_warnings", nlohmann::json::array())) {
+      a.warnings.push_back({w.at("code").get<std::string>(), w.at("message").get<std::string>()});
+    }
     a.elapsed_s = ph.end.value("elapsed_s", 0.0);
     a.probe_bytes = ph.end.value("probe_bytes", std::uint64_t{0});
     a.probe_packets = ph.end.value("probe_packets", std::uint64_t{0});

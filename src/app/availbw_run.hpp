@@ -48,7 +48,7 @@ Config availbw_config_from(const nlohmann::json& j);
 
 // After the capacity phase of `measure`/`availbw`: false (the avail-bw
 // result says why) if the search cannot run, else *capacity_bps is its upper end.
-bool capacity_phase_done(MeasureResult& m, double* capacity_bps);
+bool capacity_phase_done(MeasureResult& m, double* capacity_bps, bool with_hops = false);
 // --capacity given: the capacity part of the result (its endpoints already set).
 void given_capacity(MeasureResult& m, double capacity_bps);
 // The avail-bw phase's result into the document, after the earlier warnings.

@@ -23,6 +23,14 @@ struct Session;
 CapacityResult run_capacity_phase(Session& s, const Config& c, const std::atomic<bool>& stop,
                                   Nanos t_cap);
 
+// The checks after a capacity estimate (reply limits, replies_mixed, the
+// dropped-load check with its SYN trains) are not re-run by `linkwidth
+// analyze`: the live run notes what they changed (warnings removed and added,
+// the load check, a replaced capacity) and analyze applies the same change.
+nlohmann::json capacity_checks_note(const std::vector<Warning>& before,
+                                    const CapacityResult& after);
+void apply_capacity_checks(CapacityResult& res, const nlohmann::json& note);
+
 // --dry-run: the planned packets and schedule, without privileges or sending.
 nlohmann::json plan_capacity(const Config& c);
 std::string plan_text(const nlohmann::json& plan);

@@ -155,8 +155,20 @@ void CapacityTally::conclude(CapacityResult& res) const {
   const Samples& sm = sm_;
   const CapacityEstimate& est = est_;
   res.trains_used = static_cast<int>(sm.kept.size());
-  if (!sm.kept.empty()) res.per_train_capacity_bps = aggregate_capacity(sm.kept).capacity_bps;
-  if (est.valid) {
+  const CapacityEstimate per_train = aggregate_capacity(sm.kept);
+  if (!sm.kept.empty()) res.per_train_capacity_bps = per_train.capacity_bps;
+  // Not when replies were lost: lost load packets shorten a train unseen and
+  // push its per-train rate up (the slope is not biased that way).
+  if (est.valid && two_lengths_ && sm.kept.size() >= 4 && sm.rejected.count("lost_reply") == 0 &&
+      prefer_per_train(est, per_train, precision_)) {
+    apply_estimate(res, per_train);
+    res.warnings.push_back(
+        {"slope_too_noisy", "the two-length slope was too noisy (" + format_rate(est.capacity_bps) +
+                                ", 95% interval " + format_rate(est.low_bps) + " to " +
+                                format_rate(est.high_bps) +
+                                "); reported: the per-train estimate, which may include a small "
+                                "fixed offset"});
+  } else if (est.valid) {
     apply_estimate(res, est);
   } else if (!sm.uncompressed.empty() && sm.kept.empty()) {
     // Everything we sent came back at our own sending rate: the path is at
@@ -182,6 +194,12 @@ void CapacityTally::conclude(CapacityResult& res) const {
         {"trains_not_compressed", std::to_string(sm.uncompressed.size()) +
                                       " train(s) were not sent faster than the path and were "
                                       "not used"});
+  }
+  if (const auto it = sm.rejected.find("send_stall"); it != sm.rejected.end()) {
+    res.warnings.push_back(
+        {"send_stalls", std::to_string(it->second) +
+                            " train(s) left this host so late that the bottleneck could have run "
+                            "dry (the CPU was busy or the process descheduled) and were not used"});
   }
   if (!sm.rejected.empty()) {
     std::ostringstream m;

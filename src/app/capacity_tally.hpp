@@ -32,7 +32,10 @@ struct TallyStep {
 
 class CapacityTally {
  public:
-  CapacityTally(bool two_lengths, bool verbose) : two_lengths_(two_lengths), verbose_(verbose) {}
+  // `precision`: --precision (a two-length slope wider than max(10%, 2 x it)
+  // gives way to the per-train estimate, estimate/capacity.hpp).
+  CapacityTally(bool two_lengths, bool verbose, double precision = 0.01)
+      : two_lengths_(two_lengths), verbose_(verbose), precision_(precision) {}
 
   // One sent train of `n_train` load packets; `n_short` is the short length
   // in effect, `group` 0 (short) or 1 (long), `sizing` true for the trains
@@ -40,6 +43,10 @@ class CapacityTally {
   // res.trains and counts it in res.trains_sent; `packet_size` is L.
   TallyStep add(const Train& train, const TrainOutcome& outcome, int n_train, int n_short,
                 int group, bool sizing, int packet_size, CapacityResult& res);
+
+  // The last train's lost replies were the target's reply limit, not the
+  // path (a reply check found it): they do not count towards shortening.
+  void forgive_losses() { long_losses_ = 0; }
 
   // Forget every sample (after the train size or packet size changed).
   void restart();
@@ -71,6 +78,7 @@ class CapacityTally {
 
   bool two_lengths_;
   bool verbose_;
+  double precision_;
   Samples sm_;
   int measured_ = 0;
   int long_losses_ = 0;

@@ -9,6 +9,7 @@ namespace lw {
 
 struct Train;
 struct PacedSample;
+struct AvailbwResult;
 
 class PacedTrains {
  public:
@@ -19,6 +20,20 @@ class PacedTrains {
   virtual bool run(const Train& train, PacedSample* out, Nanos min_idle = 0) = 0;
   // CLOCK_MONOTONIC as the search sees it (live: now; replay: as recorded).
   virtual Nanos now() = 0;
+  // Replies a train may ask of the target at once (ReplyGovernor::max_burst;
+  // live: what the reply checks found so far; replay: as recorded).
+  virtual int reply_burst() = 0;
+
+  // Both runners, after evaluating a train: a train whose replies the target's
+  // reply limit took is no sample (neither above nor below); stalls of our own
+  // host are counted for warn_stalls().
+  void settle(PacedSample* out, bool replies_limited);
+  // The send_stalls warning, if any train was stalled.
+  void warn_stalls(AvailbwResult& res) const;
+
+ protected:
+  int stalls_ = 0;
+  double worst_stall_s_ = 0;
 };
 
 }  // namespace lw

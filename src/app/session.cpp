@@ -120,7 +120,7 @@ std::vector<std::pair<int, int>> bare_syn_trains(Session& s, const Config& c, in
 
 GovernedRun run_train(Session& s, const Config& c, const Train& train,
                       const std::vector<int>& wait_for, Nanos reply_timeout, Nanos t_cap, bool any,
-                      Nanos busy_wait) {
+                      Nanos busy_wait, const std::function<void(const TrainRun&)>& after_run) {
   std::map<std::uint32_t, int> asked;
   for (const Probe& p : train.probes) {
     if (asks_reply(p)) ++asked[p.dst];
@@ -130,6 +130,7 @@ GovernedRun run_train(Session& s, const Config& c, const Train& train,
   // bounded by it so that it cannot stretch a run beyond --max-time.
   wait_for_budget(s, asked, std::max(t_cap, mono_now()));
   g.run = s.prober->run(train, wait_for, reply_timeout, any, busy_wait);
+  if (after_run) after_run(g.run);
   s.duplicate_replies += g.run.outcome.duplicate_replies;
   int n_asked = 0, n_answered = 0;
   for (std::size_t i = 0; i < train.probes.size(); ++i) {
@@ -146,12 +147,11 @@ GovernedRun run_train(Session& s, const Config& c, const Train& train,
     if (static_cast<int>(checks.size()) < ReplyGovernor::kCheckTrains) return g;
     int a = 0, b = 0;
     for (const auto& [x, y] : checks) a += x, b += y;
+    const double at = s.replies.rate_per_s();
     const ReplyGovernor::Step step = s.replies.on_check(a, b);
     if (c.verbose) {
-      std::fprintf(stderr, "reply check at %.4g/s: %d of %d replies: %s\n",
-                   step == ReplyGovernor::Step::kCheckAgain ? 2 * s.replies.rate_per_s()
-                                                            : s.replies.rate_per_s(),
-                   b, a, step_name(step));
+      std::fprintf(stderr, "reply check at %.4g/s: %d of %d replies: %s\n", at, b, a,
+                   step_name(step));
     }
     if (step == ReplyGovernor::Step::kCheckAgain) continue;
     char buf[64];
@@ -188,12 +188,17 @@ GovernedRun run_train(Session& s, const Config& c, const Train& train,
                " per second and answered every one at " + clean +
                " per second: it (or a firewall before it) limits its RST replies; probing "
                "slowed to " + clean + " replies per second"});
-    } else if (step == ReplyGovernor::Step::kPathLoss) {
+    } else if (step == ReplyGovernor::Step::kPathLoss && !s.reply_loss_reported) {
+      s.reply_loss_reported = true;
+      char lowest[32];
       std::snprintf(buf, sizeof buf, "%.0f", start_rate);
+      std::snprintf(lowest, sizeof lowest, "%.0f", at);
       s.reply_warnings.push_back(
           {"reply_loss", "replies from " + format_ipv4(s.dst) +
-                             " went missing even without load, at every reply rate from " + buf +
-                             " per second down to a few: loss on the path or at the target, not a "
+                             " went missing even without load (" + std::to_string(a - b) + " of " +
+                             std::to_string(a) + " in the last check of bare SYNs; checked at " +
+                             buf + " down to " + lowest +
+                             " replies per second): loss on the path or at the target, not a "
                              "rate limit"});
     }
     return g;

@@ -4,6 +4,7 @@
 // port that discovery found. One session serves the capacity phase and the
 // avail-bw phase of `linkwidth measure`, so both use one 5-tuple.
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -33,6 +34,7 @@ struct Session {
   // turns out to limit its RSTs; warnings it found that no result holds yet.
   ReplyGovernor replies{100};
   std::vector<Warning> reply_warnings;
+  bool reply_loss_reported = false;
   int duplicate_replies = 0;  // replies that came twice or more (extra copies)
   int duplicates_reported = 0;
 };
@@ -50,9 +52,12 @@ struct GovernedRun {
 // when marker replies keep going missing runs the reply check of
 // estimate/reply_rate.hpp (trains of bare SYNs to the target, within
 // --max-bytes and before t_cap). Warnings land in s.reply_warnings.
+// `after_run` is called right after the train's own replies are in, before
+// any reply check (the run records of --save-pcap close the train there).
 GovernedRun run_train(Session& s, const Config& c, const Train& train,
                       const std::vector<int>& wait_for, Nanos reply_timeout, Nanos t_cap,
-                      bool any = false, Nanos busy_wait = 0);
+                      bool any = false, Nanos busy_wait = 0,
+                      const std::function<void(const TrainRun&)>& after_run = nullptr);
 
 // Waits (stop-aware) until `n` replies of `host` fit the reply budget and
 // spends them; for probes run_train() does not count (TTL-limited SYNs that

@@ -1,16 +1,26 @@
 #include "app/train_io.hpp"
 
+#include "app/session.hpp"
+
 namespace lw {
 
 TrainRun LiveTrainIo::run(const Train& train, const std::vector<int>& wait_for, Nanos reply_timeout,
                           bool any, Nanos busy_wait) {
   p_.note(
       {{"kind", "train"}, {"phase", phase_}, {"train", train.id}, {"probes", train.probes.size()}});
+  auto done = [&](const TrainRun& r) {
+    p_.note({{"kind", "train_done"},
+             {"train", train.id},
+             {"start_mono", r.start_mono},
+             {"end_mono", r.end_mono}});
+  };
+  if (session_ && config_) {
+    return run_train(*session_, *config_, train, wait_for, reply_timeout, t_cap_, any, busy_wait,
+                     done)
+        .run;
+  }
   TrainRun r = p_.run(train, wait_for, reply_timeout, any, busy_wait);
-  p_.note({{"kind", "train_done"},
-           {"train", train.id},
-           {"start_mono", r.start_mono},
-           {"end_mono", r.end_mono}});
+  done(r);
   return r;
 }
 

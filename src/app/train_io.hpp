@@ -25,10 +25,16 @@ class TrainIo {
   virtual unsigned capture_drops() = 0;
 };
 
+struct Session;
+struct Config;
+
 class LiveTrainIo : public TrainIo {
  public:
-  LiveTrainIo(Prober& p, const std::atomic<bool>& stop, const char* phase)
-      : p_(p), stop_(stop), phase_(phase) {}
+  // With a session, trains go through its reply budget and reply checks
+  // (session.hpp, run_train), which may wait until t_cap at the latest.
+  LiveTrainIo(Prober& p, const std::atomic<bool>& stop, const char* phase,
+              Session* session = nullptr, const Config* config = nullptr, Nanos t_cap = 0)
+      : p_(p), stop_(stop), phase_(phase), session_(session), config_(config), t_cap_(t_cap) {}
   TrainRun run(const Train& train, const std::vector<int>& wait_for, Nanos reply_timeout,
                bool any = false, Nanos busy_wait = 0) override;
   Nanos now() override;
@@ -42,6 +48,9 @@ class LiveTrainIo : public TrainIo {
   Prober& p_;
   const std::atomic<bool>& stop_;
   const char* phase_;
+  Session* session_;
+  const Config* config_;
+  Nanos t_cap_;
   int checks_ = 0;
   bool stop_noted_ = false;
 };

@@ -88,6 +88,11 @@ std::vector<std::uint8_t> send_record_body(const Probe& p) {
   put32(b, static_cast<std::uint32_t>(p.train));
   put16(b, static_cast<std::uint32_t>(p.index));
   put16(b, p.dport);
+  // The planned departure (ns after the train's start): the stall check of
+  // paced trains compares it with the send time. Older records end before it.
+  const auto off = static_cast<std::uint64_t>(p.offset);
+  put32(b, static_cast<std::uint32_t>(off >> 32));
+  put32(b, static_cast<std::uint32_t>(off & 0xffffffffu));
   return b;
 }
 
@@ -134,6 +139,10 @@ void RunRecords::add(Nanos ts, const std::vector<std::uint8_t>& b) {
     q.train = static_cast<int>(get32(p + 19));
     q.index = static_cast<int>(get16(p + 23));
     q.dport = static_cast<std::uint16_t>(get16(p + 25));
+    if (b.size() >= kSendLen + 8) {
+      const std::uint64_t off = (std::uint64_t{get32(p + 27)} << 32) | get32(p + 31);
+      q.offset = static_cast<Nanos>(off);
+    }
     it.sent.sent = ts;
     items.push_back(std::move(it));
     return;

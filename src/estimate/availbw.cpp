@@ -25,8 +25,9 @@ PacedSample evaluate_paced_train(const TrainTiming& t) {
       lo = std::min(lo, late);
       hi = std::max(hi, late);
     }
-    s.pacing_error_s = to_seconds(hi - lo);
     const Nanos planned_span = t.planned.back() - t.planned.front();
+    // A plan of all zeros is no plan (records written before offsets were kept).
+    if (planned_span > 0) s.pacing_error_s = to_seconds(hi - lo);
     const double limit = std::max(to_seconds(kStallFloor), kStallShare * to_seconds(planned_span));
     s.stalled = s.pacing_error_s > limit;
   }

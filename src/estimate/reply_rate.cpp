@@ -45,7 +45,7 @@ void ReplyGovernor::spend(std::uint32_t host, int asked, Nanos t) {
 
 bool ReplyGovernor::lossy(int asked, int answered) {
   const int lost = asked - answered;
-  return lost >= 2 && lost >= 0.1 * asked;
+  return lost >= 3 && lost >= 0.2 * asked;
 }
 
 bool ReplyGovernor::record_train(int asked, int answered) {
@@ -70,19 +70,32 @@ bool ReplyGovernor::record_train(int asked, int answered) {
   return true;
 }
 
+bool ReplyGovernor::clean(int asked, int answered) { return asked - answered <= 1; }
+
 ReplyGovernor::Step ReplyGovernor::on_check(int asked, int answered) {
+  auto path_loss = [&] {
+    rate_ = round_start_rate_;
+    lossy_rate_ = 0;
+    confirming_ = false;
+    return Step::kPathLoss;
+  };
+  if (confirming_) {
+    // The second clean check at the lower rate: random loss on the path
+    // rarely gives two in a row after a lossy one.
+    confirming_ = false;
+    return clean(asked, answered) ? Step::kLimited : path_loss();
+  }
   if (lossy(asked, answered)) {
     round_lossy_ = true;
     lossy_rate_ = rate_;
     rate_ /= 2;
-    if (rate_ < floor_) {
-      rate_ = round_start_rate_;
-      lossy_rate_ = 0;
-      return Step::kPathLoss;
-    }
+    if (rate_ < floor_) return path_loss();
     return Step::kCheckAgain;
   }
-  return round_lossy_ ? Step::kLimited : Step::kLoadLoss;
+  if (!clean(asked, answered)) return path_loss();  // some loss, whatever the rate
+  if (!round_lossy_) return Step::kLoadLoss;
+  confirming_ = true;
+  return Step::kCheckAgain;  // at the same rate
 }
 
 bool ReplyGovernor::on_burst_check(const std::vector<std::pair<int, int>>& checks) {

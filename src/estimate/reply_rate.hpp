@@ -10,10 +10,12 @@
 // of each host under a token bucket (default 100/s, below both defaults) and,
 // when marker replies go missing, tells the caller to check: a few trains of
 // bare SYNs (no load, so no congestion of ours) at the current reply rate.
-// Lossy checks halve the rate; a clean check after a lossy one means the host
-// limits its replies (the rate stays at the clean one); a clean first check
-// means the losses came from our load (the rate stays); losses down to the
-// floor mean loss on the path, not a limit (the rate is restored).
+// Lossy checks (>= 20% missing) halve the rate; two clean checks (at most one
+// reply missing) after a lossy one mean the host limits its replies (the rate
+// stays at the clean one); a clean first check means the losses came from our
+// load (the rate stays); anything else (losses down to the floor, or some loss
+// that does not go away) means loss on the path, not a limit (the rate is
+// restored).
 //
 //   ReplyGovernor g(100);
 //   Nanos t = g.ready_at(host, 3, now);         // wait until then, send, then
@@ -43,7 +45,7 @@ class ReplyGovernor {
   };
 
   // Trains of bare markers per check and markers per check train.
-  static constexpr int kCheckTrains = 6;
+  static constexpr int kCheckTrains = 8;
   static constexpr int kCheckMarkers = 3;
 
   explicit ReplyGovernor(double max_per_s, double floor_per_s = 5.0);
@@ -83,8 +85,12 @@ class ReplyGovernor {
   double lossy_rate_per_s() const { return lossy_rate_; }
   int check_rounds() const { return rounds_; }
 
-  // A check is lossy when at least 2 replies and 10% of them are missing.
+  // A check is lossy when at least 3 replies and 20% of them are missing (a
+  // limit at half our rate loses half; 10% random loss on the path rarely
+  // reaches 20% of 24 replies).
   static bool lossy(int asked, int answered);
+  // A check is clean when at most one reply is missing.
+  static bool clean(int asked, int answered);
 
  private:
   struct Bucket {
@@ -99,6 +105,7 @@ class ReplyGovernor {
   double round_start_rate_ = 0;
   double lossy_rate_ = 0;
   bool round_lossy_ = false;
+  bool confirming_ = false;  // a clean check followed a lossy one: check once more
   int rounds_ = 0;
   int lossy_asked_ = 0;       // most replies a lossy train of this round asked
   int max_burst_ = kNoBurstLimit;
