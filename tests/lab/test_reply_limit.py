@@ -8,6 +8,9 @@ measure the path right. Ground truth: the shaped link's IP-layer rate (no
 cross traffic here, so it is also the avail-bw).
 """
 import json
+import os
+import subprocess
+import tempfile
 
 from labtest import BIN, LAB_MARKS, lab  # noqa: F401
 
@@ -48,8 +51,20 @@ def test_rst_rate_limit_is_found_backed_off_from_and_reported():
 
             # The default asks 100/s and up to 7 replies per train: both the
             # rate and the burst are over the target's limit.
-            code, doc = run(L)
-            assert code == 0, doc
+            with tempfile.TemporaryDirectory() as d:
+                os.chmod(d, 0o777)
+                cap = os.path.join(d, "limited.pcap")
+                code, doc = run(L, "--save-pcap", cap)
+                assert code == 0, doc
+                # The run replays offline into the same document: the checks'
+                # findings are in its records, the search reads the reply
+                # bursts the live run used.
+                a = subprocess.run([BIN, "analyze", cap, "--json"], capture_output=True,
+                                   text=True, timeout=30)
+                assert a.returncode == 0, a.stderr
+                off = json.loads(a.stdout)
+                assert off.pop("offline") == {"pcap": cap}
+                assert off == doc
             assert L.rst_limit_drops() > 0  # the limit did act
             found = codes(doc)
             assert "reply_rate_limited" in found, doc["warnings"]
