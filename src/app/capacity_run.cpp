@@ -90,7 +90,7 @@ nlohmann::json capacity_checks_note(const std::vector<Warning>& before,
   for (std::size_t i = kept; i < res.warnings.size(); ++i) {
     added.push_back({{"code", res.warnings[i].code}, {"message", res.warnings[i].message}});
   }
-  nlohmann::json j = {{"removed", removed}, {"added", added}};
+  nlohmann::json j = {{"removed", removed}, {"added", added}, {"valid", res.valid}};
   const LoadCheckRecord& l = res.load_check;
   if (l.ran) {
     j["load_check"] = {{"dropped", l.dropped},
@@ -112,6 +112,7 @@ nlohmann::json capacity_checks_note(const std::vector<Warning>& before,
 
 void apply_capacity_checks(CapacityResult& res, const nlohmann::json& j) {
   if (!j.is_object()) return;
+  res.valid = j.value("valid", res.valid);
   for (const auto& code : j.value("removed", nlohmann::json::array())) {
     const std::string k = code.get<std::string>();
     res.warnings.erase(std::remove_if(res.warnings.begin(), res.warnings.end(),

@@ -157,9 +157,17 @@ void CapacityTally::conclude(CapacityResult& res) const {
   res.trains_used = static_cast<int>(sm.kept.size());
   const CapacityEstimate per_train = aggregate_capacity(sm.kept);
   if (!sm.kept.empty()) res.per_train_capacity_bps = per_train.capacity_bps;
+  // Most trains came back at our own sending rate, a few compressed (cross
+  // traffic, or load lost in a full queue: a saturated 3 Mbit/s link gave 3
+  // such trains of 40 and a slope of 2 Gbit/s): the few say nothing the many
+  // do not contradict; the result is the lower bound.
+  const bool mostly_uncompressed =
+      !sm.uncompressed.empty() && sm.uncompressed.size() > 2 * sm.kept.size();
   // Not when replies were lost: lost load packets shorten a train unseen and
   // push its per-train rate up (the slope is not biased that way).
-  if (est.valid && two_lengths_ && sm.kept.size() >= 4 && sm.rejected.count("lost_reply") == 0 &&
+  if (mostly_uncompressed) {
+    // handled below, as when every train was uncompressed
+  } else if (est.valid && two_lengths_ && sm.kept.size() >= 4 && sm.rejected.count("lost_reply") == 0 &&
       prefer_per_train(est, per_train, precision_)) {
     apply_estimate(res, per_train);
     res.warnings.push_back(
@@ -170,7 +178,8 @@ void CapacityTally::conclude(CapacityResult& res) const {
                                 "fixed offset"});
   } else if (est.valid) {
     apply_estimate(res, est);
-  } else if (!sm.uncompressed.empty() && sm.kept.empty()) {
+  }
+  if (mostly_uncompressed || (!est.valid && !sm.uncompressed.empty() && sm.kept.empty())) {
     // Everything we sent came back at our own sending rate: the path is at
     // least this fast, and we cannot say more.
     CapacityEstimate lb;
@@ -179,17 +188,23 @@ void CapacityTally::conclude(CapacityResult& res) const {
         *std::max_element(sm.uncompressed.begin(), sm.uncompressed.end());
     apply_estimate(res, lb);
     res.lower_bound = true;
-    res.warnings.push_back({"capacity_lower_bound",
-                            "the path carried every train as fast as we could send it; the "
-                            "capacity is at least this and possibly more"});
-  } else if (!sm.kept.empty()) {
+    res.warnings.push_back(
+        {"capacity_lower_bound",
+         sm.kept.empty()
+             ? "the path carried every train as fast as we could send it; the capacity is at "
+               "least this and possibly more"
+             : "the path carried " + std::to_string(sm.uncompressed.size()) + " of " +
+                   std::to_string(sm.uncompressed.size() + sm.kept.size()) +
+                   " trains as fast as we could send them (the others were not used); the "
+                   "capacity is at least this and possibly more"});
+  } else if (!est.valid && !sm.kept.empty()) {
     // Only one train length survived: fall back to the per-train estimate.
     apply_estimate(res, aggregate_capacity(sm.kept));
     res.warnings.push_back({"single_length_estimate",
                             "too few trains of one of the two lengths survived; the estimate "
                             "includes the fixed head/tail offset"});
   }
-  if (!sm.uncompressed.empty() && est.valid) {
+  if (!sm.uncompressed.empty() && est.valid && !mostly_uncompressed) {
     res.warnings.push_back(
         {"trains_not_compressed", std::to_string(sm.uncompressed.size()) +
                                       " train(s) were not sent faster than the path and were "
@@ -214,7 +229,8 @@ void CapacityTally::conclude(CapacityResult& res) const {
   if (!res.valid && res.stop_reason != "interrupted") {
     res.warnings.push_back({"no_estimate", "no train gave a usable sample"});
   }
-  if (two_lengths_ && sm.kept_by_group[0].size() >= 2 && sm.kept_by_group[1].size() >= 2 &&
+  if (!mostly_uncompressed && two_lengths_ && sm.kept_by_group[0].size() >= 2 &&
+      sm.kept_by_group[1].size() >= 2 &&
       median(sm.kept_by_group[1]) > 1.1 * median(sm.kept_by_group[0])) {
     // Long trains carried more per second than short ones by far more than a
     // fixed offset explains: load packets were probably lost inside the

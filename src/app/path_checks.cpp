@@ -133,13 +133,48 @@ void check_capacity_plausible(Session& s, const Config& c, const std::atomic<boo
   double sent = 0;  // the fastest train we managed to offer
   for (const auto& t : res.trains) sent = std::max(sent, t.offered_bps);
   const double limit = send_limit_bps(sent, c.max_rate_bps, interface_bps(res.interface));
-  if (!res.lower_bound && !capacity_at_send_rate(res.capacity_bps, limit)) return;
-  res.warnings.push_back(
-      {"capacity_at_send_rate",
-       "the capacity " + format_rate(res.capacity_bps) + " is at or above what we could send (" +
-           format_rate(limit) +
-           "): the replies only show our own sending rate; the path may be faster than we can "
-           "send, or a firewall or NAT on the way drops our RST load"});
+  // Heavy loss of marker replies: the path drops our packets (a full queue
+  // on a saturated link, loss on the way), and lost load packets shorten a
+  // train unseen, so the RST trains look faster than the path (a saturated
+  // 3 Mbit/s link with HTTP cross traffic gave 0.6 to 1.1 Gbit/s).
+  // Trains the path carried at our own sending rate among compressed ones:
+  // on a path slower than we send every train is compressed, unless our load
+  // is lost on the way (a byte-limited queue that is full still takes our
+  // 40-byte markers, not the 1500-byte load: a saturated 3 Mbit/s link gave
+  // a capacity of 526 Mbit/s this way).
+  int measured = 0, lost = 0, uncompressed = 0;
+  for (const auto& t : res.trains) {
+    if (t.verdict == "sizing" || t.verdict == "path_mtu") continue;
+    ++measured;
+    lost += t.verdict == "lost_reply" ? 1 : 0;
+    uncompressed += t.verdict == "not_compressed" ? 1 : 0;
+  }
+  const bool heavy_loss = measured >= 5 && lost >= 0.3 * measured;
+  const bool mixed = measured >= 5 && uncompressed >= std::max(2.0, 0.25 * measured);
+  const bool at_rate = res.lower_bound || capacity_at_send_rate(res.capacity_bps, limit);
+  if (!at_rate && !heavy_loss && !mixed) return;
+  if (at_rate) {
+    res.warnings.push_back(
+        {"capacity_at_send_rate",
+         "the capacity " + format_rate(res.capacity_bps) + " is at or above what we could send (" +
+             format_rate(limit) +
+             "): the replies only show our own sending rate; the path may be faster than we can "
+             "send, or a firewall or NAT on the way drops our RST load"});
+  } else if (!heavy_loss) {
+    res.warnings.push_back(
+        {"uncompressed_trains", std::to_string(uncompressed) + " of " +
+                                    std::to_string(measured) +
+                                    " trains came back at our own sending rate while others were "
+                                    "compressed: the path is about as fast as we send, or our "
+                                    "load is lost on the way; checked with trains of full-size "
+                                    "SYNs"});
+  } else {
+    res.warnings.push_back(
+        {"heavy_loss", std::to_string(lost) + " of " + std::to_string(measured) +
+                           " trains lost marker replies: the path drops our packets (a full "
+                           "queue, or loss on the way), and lost load packets make trains look "
+                           "faster than the path; checked with trains of full-size SYNs"});
+  }
 
   // Verification: full-size SYN trains, through the same prober and caps.
   LoadCheckRecord& lc = res.load_check;
@@ -187,6 +222,18 @@ void check_capacity_plausible(Session& s, const Config& c, const std::atomic<boo
   lc.syn_capacity_bps = j.syn_capacity_bps;
   lc.ratio = j.ratio;
   lc.dropped = j.dropped;
+  if (lc.trains_sent >= 3 && lc.trains_used == 0 && lc.trains_uncompressed == 0) {
+    // Even the SYN trains lost their replies: the path drops much of what we
+    // send (a full queue, heavy loss). No number from this run can be trusted.
+    res.valid = false;
+    res.warnings.push_back(
+        {"load_check_failed",
+         "the " + std::to_string(lc.trains_sent) +
+             " trains of full-size SYNs sent to check the estimate lost their replies too: the "
+             "path drops much of what we send (a saturated link with a full queue, or heavy "
+             "loss); the capacity is unknown"});
+    return;
+  }
   if (!j.dropped) return;
   // Reported, but labelled: a handful of short SYN trains, each a few packet
   // pairs, is a weaker measurement than the RST trains were meant to be; the
@@ -205,6 +252,14 @@ void check_capacity_plausible(Session& s, const Config& c, const std::atomic<boo
                                              w.code == "max_rate_limited";
                                     }),
                      res.warnings.end());
+  if (!at_rate) {
+    res.warnings.push_back(
+        {"load_lost", "trains of full-size SYNs show about " + format_rate(j.syn_capacity_bps) +
+                          ", far below the RST trains' " + format_rate(lc.rst_capacity_bps) +
+                          ": most of our RST load was lost on the way; the capacity reported "
+                          "is the SYN trains' (low confidence)"});
+    return;
+  }
   res.warnings.push_back(
       {"load_dropped", "the replies came back at our own sending rate (" +
                            format_rate(lc.rst_capacity_bps) + "), but trains of full-size SYNs show about " +
