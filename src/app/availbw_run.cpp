@@ -83,7 +83,7 @@ class PacedRunner : public PacedTrains {
     if (out->stalled) {
       // Whatever preempted us may be periodic (a timer, another process):
       // start the next train at a random phase of it, not locked to it.
-      next_start_ += std::uniform_int_distribution<Nanos>(0, 10 * kMs)(rng_);
+      s_.start_jitter = std::uniform_int_distribution<Nanos>(0, 10 * kMs)(rng_);
     }
     return true;
   }

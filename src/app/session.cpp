@@ -85,6 +85,8 @@ bool asks_reply(const Probe& p) { return (p.flags & kSyn) && p.ttl >= kFullTtl; 
 bool wait_for_budget(Session& s, const std::map<std::uint32_t, int>& asked, Nanos t_cap) {
   Nanos ready = mono_now();
   for (const auto& [host, n] : asked) ready = std::max(ready, s.replies.ready_at(host, n, ready));
+  ready += s.start_jitter;
+  s.start_jitter = 0;
   if (ready > t_cap) return false;
   while (mono_now() < ready && !s.prober->stopped()) sleep_until(ready);
   if (s.prober->stopped()) return false;

@@ -35,6 +35,10 @@ struct Session {
   ReplyGovernor replies{100};
   std::vector<Warning> reply_warnings;
   bool reply_loss_reported = false;
+  // Added once to the next train's start, after its reply-budget wait: after
+  // a send stall the next train starts at a random phase of whatever
+  // preempted us (the budget alone would keep a fixed cadence).
+  Nanos start_jitter = 0;
   int duplicate_replies = 0;  // replies that came twice or more (extra copies)
   int duplicates_reported = 0;
 };
