@@ -188,9 +188,7 @@ void fill_head(R& res, const nlohmann::json& head) {
   res.replier.check = head.value("replier_check", std::string("not_checked"));
   const auto box = head.find("replier_box");
   res.replier.box = box != head.end() && box->is_string() ? box->get<std::string>() : "";
-  for (const auto& w : head.value("warnings", nlohmann::json::array())) {
-    res.warnings.push_back({w.value("code", ""), w.value("message", "")});
-  }
+  res.warnings = warnings_from_json(head.value("warnings", nlohmann::json()));
 }
 
 std::uint32_t parse_ipv4(const std::string& s) {
@@ -416,8 +414,8 @@ HopsResult replay_hops(const RecordedPhase& ph, const OfflineRead& r, const std:
                                ph.run.value("t_begin", Nanos{0}));
   if (!ph.end.is_null()) {
     // The reply checks' findings, as the live run noted them.
-    for (const auto& w : ph.end.value("reply_warnings", nlohmann::json::array())) {
-      out.warnings.push_back({w.at("code").get<std::string>(), w.at("message").get<std::string>()});
+    for (const Warning& w : warnings_from_json(ph.end.value("reply_warnings", nlohmann::json()))) {
+      out.warnings.push_back(w);
     }
   }
   return out;
@@ -478,8 +476,8 @@ MeasureResult replay_measure(const RecordedFile& f, const OfflineRead& r, const 
                  a);
   if (!ph.end.is_null()) {
     // The reply checks' findings, as the live run noted them.
-    for (const auto& w : ph.end.value("reply_warnings", nlohmann::json::array())) {
-      a.warnings.push_back({w.at("code").get<std::string>(), w.at("message").get<std::string>()});
+    for (const Warning& w : warnings_from_json(ph.end.value("reply_warnings", nlohmann::json()))) {
+      a.warnings.push_back(w);
     }
     a.elapsed_s = ph.end.value("elapsed_s", 0.0);
     a.probe_bytes = ph.end.value("probe_bytes", std::uint64_t{0});

@@ -552,14 +552,12 @@ AvailbwResult run_availbw_phase(Session& ss, const Config& c, const std::atomic<
                    {"capacity_bps", capacity_bps},
                    {"packet_size", ss.packet_size},
                    {"t_cap", t_cap},
-                   {"config", availbw_config_json(c)}});
+                   {"config", config_json(c)}});
   PacedRunner runner(ss, c, stop, std::min(capacity_bps, c.max_rate_bps), t_cap, res);
   search_availbw(runner, ss, c, capacity_bps, t_cap, res);
   // Not re-derived offline: noted for `linkwidth analyze`.
   std::vector<Warning> reply;
   take_reply_warnings(ss, reply);
-  nlohmann::json reply_json = nlohmann::json::array();
-  for (const auto& w : reply) reply_json.push_back({{"code", w.code}, {"message", w.message}});
   res.warnings.insert(res.warnings.end(), reply.begin(), reply.end());
   res.probe_bytes = ss.prober->bytes_sent() - bytes0;
   res.probe_packets = ss.prober->packets_sent() - packets0;
@@ -569,61 +567,12 @@ AvailbwResult run_availbw_phase(Session& ss, const Config& c, const std::atomic<
                    {"elapsed_s", res.elapsed_s},
                    {"probe_bytes", res.probe_bytes},
                    {"probe_packets", res.probe_packets},
-                   {"reply_warnings", reply_json}});
+                   {"reply_warnings", warnings_json(reply)}});
   return res;
 }
 
-nlohmann::json availbw_config_json(const Config& c) {
-  return {{"command", c.command},
-          {"method", c.method},
-          {"resolution", c.resolution},
-          {"fleet_trains", c.fleet_trains},
-          {"fleet_fraction", c.fleet_fraction},
-          {"train_time_s", c.train_time_s},
-          {"min_train_packets", c.min_train_packets},
-          {"avail_markers", c.avail_markers},
-          {"calibration_trains", c.calibration_trains},
-          {"calibration_rate", c.calibration_rate},
-          {"max_fleets", c.max_fleets},
-          {"epsilon", c.epsilon},
-          {"theta", c.theta},
-          {"theta_bps", c.theta_bps},
-          {"pairs", c.pairs},
-          {"pair_gap_s", c.pair_gap_s},
-          {"train_delay_s", c.train_delay_s},
-          {"max_load", c.max_load},
-          {"max_load_packets", c.max_load_packets},
-          {"drain_packets", c.drain_packets},
-          {"max_rate_bps", c.max_rate_bps},
-          {"capacity_bps", c.capacity_bps},
-          {"measure_hops", c.measure_hops}};
-}
-
 Config availbw_config_from(const nlohmann::json& j) {
-  Config c;
-  c.command = j.at("command").get<std::string>();
-  c.method = j.at("method").get<std::string>();
-  c.resolution = j.at("resolution").get<double>();
-  c.fleet_trains = j.at("fleet_trains").get<int>();
-  c.fleet_fraction = j.at("fleet_fraction").get<double>();
-  c.train_time_s = j.at("train_time_s").get<double>();
-  c.min_train_packets = j.at("min_train_packets").get<int>();
-  c.avail_markers = j.at("avail_markers").get<int>();
-  c.calibration_trains = j.at("calibration_trains").get<int>();
-  c.calibration_rate = j.at("calibration_rate").get<double>();
-  c.max_fleets = j.at("max_fleets").get<int>();
-  c.epsilon = j.at("epsilon").get<double>();
-  c.theta = j.at("theta").get<double>();
-  c.theta_bps = j.at("theta_bps").get<double>();
-  c.pairs = j.at("pairs").get<int>();
-  c.pair_gap_s = j.at("pair_gap_s").get<double>();
-  c.train_delay_s = j.at("train_delay_s").get<double>();
-  c.max_load = j.at("max_load").get<double>();
-  c.max_load_packets = j.at("max_load_packets").get<int>();
-  c.drain_packets = j.at("drain_packets").get<int>();
-  c.max_rate_bps = j.at("max_rate_bps").get<double>();
-  c.capacity_bps = j.at("capacity_bps").get<double>();
-  c.measure_hops = j.at("measure_hops").get<bool>();
+  const Config c = config_from_json(j);
   // The ranges parse_cli allows: a damaged record must not size the search.
   const bool ok = (c.method == "fleet" || c.method == "linkwidth") && c.resolution >= 0.001 &&
                   c.resolution <= 0.5 && c.fleet_trains >= 1 && c.fleet_trains <= 50 &&
@@ -721,7 +670,7 @@ MeasureResult run_measure(const Config& c, const std::atomic<bool>& stop) {
                          {"command", c.command},
                          {"hops", with_hops},
                          {"head", to_json(m.capacity)},
-                         {"config", availbw_config_json(c)}});
+                         {"config", config_json(c)}});
   if (C > 0) {
     given_capacity(m, C);
   } else {

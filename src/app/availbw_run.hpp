@@ -41,9 +41,8 @@ void search_availbw(PacedTrains& runner, Session& ss, const Config& c, double ca
 // One paced train's sample (counted in res.trains_sent).
 PacedSample paced_train_sample(const Train& train, const TrainOutcome& outcome, AvailbwResult& res);
 
-// The Config fields the search reads, as recorded with --save-pcap, and back
-// (Config defaults for the rest). from: nlohmann exceptions on missing fields.
-nlohmann::json availbw_config_json(const Config& c);
+// The configuration recorded with --save-pcap (config_json), read back and
+// checked against the ranges the CLI allows for the search (exit-2 error).
 Config availbw_config_from(const nlohmann::json& j);
 
 // After the capacity phase of `measure`/`availbw`: false (the avail-bw

@@ -75,7 +75,7 @@ nlohmann::json params_json(const Config& c) {
 
 nlohmann::json capacity_checks_note(const std::vector<Warning>& before,
                                     const CapacityResult& res) {
-  nlohmann::json removed = nlohmann::json::array(), added = nlohmann::json::array();
+  nlohmann::json removed = nlohmann::json::array();
   std::size_t kept = 0;
   for (const Warning& w : before) {
     const bool still = std::any_of(res.warnings.begin(), res.warnings.end(), [&](const Warning& x) {
@@ -87,21 +87,12 @@ nlohmann::json capacity_checks_note(const std::vector<Warning>& before,
       removed.push_back(w.code);
     }
   }
-  for (std::size_t i = kept; i < res.warnings.size(); ++i) {
-    added.push_back({{"code", res.warnings[i].code}, {"message", res.warnings[i].message}});
-  }
-  nlohmann::json j = {{"removed", removed}, {"added", added}, {"valid", res.valid}};
-  const LoadCheckRecord& l = res.load_check;
-  if (l.ran) {
-    j["load_check"] = {{"dropped", l.dropped},
-                       {"trains_sent", l.trains_sent},
-                       {"trains_used", l.trains_used},
-                       {"trains_uncompressed", l.trains_uncompressed},
-                       {"syn_capacity_bps", l.syn_capacity_bps},
-                       {"ratio", l.ratio},
-                       {"rst_capacity_bps", l.rst_capacity_bps},
-                       {"send_limit_bps", l.send_limit_bps}};
-  }
+  const std::vector<Warning> added(res.warnings.begin() + static_cast<std::ptrdiff_t>(kept),
+                                   res.warnings.end());
+  nlohmann::json j = {{"removed", removed},
+                      {"added", warnings_json(added)},
+                      {"valid", res.valid},
+                      {"load_check", load_check_json(res.load_check)}};
   if (res.capacity_source != "rst_trains") {
     j["capacity"] = {{"source", res.capacity_source},   {"capacity_bps", res.capacity_bps},
                      {"low_bps", res.low_bps},          {"high_bps", res.high_bps},
@@ -119,22 +110,10 @@ void apply_capacity_checks(CapacityResult& res, const nlohmann::json& j) {
                                       [&](const Warning& w) { return w.code == k; }),
                        res.warnings.end());
   }
-  for (const auto& w : j.value("added", nlohmann::json::array())) {
-    res.warnings.push_back({w.at("code").get<std::string>(), w.at("message").get<std::string>()});
+  for (const Warning& w : warnings_from_json(j.value("added", nlohmann::json::array()))) {
+    res.warnings.push_back(w);
   }
-  if (j.contains("load_check")) {
-    const auto& l = j.at("load_check");
-    LoadCheckRecord& r = res.load_check;
-    r.ran = true;
-    r.dropped = l.at("dropped").get<bool>();
-    r.trains_sent = l.at("trains_sent").get<int>();
-    r.trains_used = l.at("trains_used").get<int>();
-    r.trains_uncompressed = l.at("trains_uncompressed").get<int>();
-    r.syn_capacity_bps = l.at("syn_capacity_bps").get<double>();
-    r.ratio = l.at("ratio").get<double>();
-    r.rst_capacity_bps = l.at("rst_capacity_bps").get<double>();
-    r.send_limit_bps = l.at("send_limit_bps").get<double>();
-  }
+  if (j.contains("load_check")) res.load_check = load_check_from_json(j.at("load_check"));
   if (j.contains("capacity")) {
     const auto& k = j.at("capacity");
     res.capacity_source = k.at("source").get<std::string>();

@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <string>
 
+#include <nlohmann/json_fwd.hpp>
+
 namespace lw {
 
 struct Config {
@@ -79,5 +81,11 @@ struct Config {
   double icmp_burst = 6;   // and how many it saves up
   double min_step = 0.15;  // relative dispersion step that makes a choke point
 };
+
+// The configuration as JSON and back (the run records of --save-pcap keep it
+// so that `linkwidth analyze` replays a run with the settings it had).
+// from: nlohmann exceptions on fields of the wrong type; callers check ranges.
+nlohmann::json config_json(const Config& c);
+Config config_from_json(const nlohmann::json& j);
 
 }  // namespace lw

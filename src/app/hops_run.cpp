@@ -15,6 +15,7 @@
 #include "estimate/hops.hpp"
 #include "linkwidth/error.hpp"
 #include "plan/hops_plan.hpp"
+#include "report/writers.hpp"
 #include "report/hops_writers.hpp"
 #include "send/packet_builder.hpp"
 
@@ -86,7 +87,7 @@ HopsResult run_hops(Session& s, const Config& c, const std::atomic<bool>& stop) 
                   {"phase", "hops"},
                   {"command", c.command},
                   {"head", to_json(res)},
-                  {"config", hops_config_json(c)},
+                  {"config", config_json(c)},
                   {"t_begin", t_begin},
                   {"bytes0", s.prober->bytes_sent()},
                   {"packets0", s.prober->packets_sent()},
@@ -99,10 +100,8 @@ HopsResult run_hops(Session& s, const Config& c, const std::atomic<bool>& stop) 
   // Not re-derived offline: noted for `linkwidth analyze`.
   std::vector<Warning> reply;
   take_reply_warnings(s, reply);
-  nlohmann::json reply_json = nlohmann::json::array();
-  for (const auto& w : reply) reply_json.push_back({{"code", w.code}, {"message", w.message}});
   done.warnings.insert(done.warnings.end(), reply.begin(), reply.end());
-  s.prober->note({{"kind", "end"}, {"phase", "hops"}, {"reply_warnings", reply_json}});
+  s.prober->note({{"kind", "end"}, {"phase", "hops"}, {"reply_warnings", warnings_json(reply)}});
   return done;
 }
 
@@ -436,47 +435,8 @@ HopsResult run_hops_on(TrainIo& io, HopsResult res, const Config& c, const FlowI
   return res;
 }
 
-nlohmann::json hops_config_json(const Config& c) {
-  return {{"command", c.command},
-          {"target", c.target},
-          {"hop_markers", c.hop_markers},
-          {"max_hops", c.max_hops},
-          {"icmp_rate", c.icmp_rate},
-          {"icmp_burst", c.icmp_burst},
-          {"min_step", c.min_step},
-          {"discovery_tries", c.discovery_tries},
-          {"load_packets", c.load_packets},
-          {"drain_packets", c.drain_packets},
-          {"max_rate_bps", c.max_rate_bps},
-          {"max_bytes", c.max_bytes},
-          {"max_trains", c.max_trains},
-          {"min_trains", c.min_trains},
-          {"max_load", c.max_load},
-          {"target_dispersion_s", c.target_dispersion_s},
-          {"max_load_packets", c.max_load_packets},
-          {"max_time_s", c.max_time_s}};
-}
-
 Config hops_config_from(const nlohmann::json& j) {
-  Config c;
-  c.command = j.at("command").get<std::string>();
-  c.target = j.at("target").get<std::string>();
-  c.hop_markers = j.at("hop_markers").get<std::string>();
-  c.max_hops = j.at("max_hops").get<int>();
-  c.icmp_rate = j.at("icmp_rate").get<double>();
-  c.icmp_burst = j.at("icmp_burst").get<double>();
-  c.min_step = j.at("min_step").get<double>();
-  c.discovery_tries = j.at("discovery_tries").get<int>();
-  c.load_packets = j.at("load_packets").get<int>();
-  c.drain_packets = j.at("drain_packets").get<int>();
-  c.max_rate_bps = j.at("max_rate_bps").get<double>();
-  c.max_bytes = j.at("max_bytes").get<std::uint64_t>();
-  c.max_trains = j.at("max_trains").get<int>();
-  c.min_trains = j.at("min_trains").get<int>();
-  c.max_load = j.at("max_load").get<double>();
-  c.target_dispersion_s = j.at("target_dispersion_s").get<double>();
-  c.max_load_packets = j.at("max_load_packets").get<int>();
-  c.max_time_s = j.at("max_time_s").get<double>();
+  const Config c = config_from_json(j);
   // The ranges parse_cli allows: a damaged record must not size the run.
   const bool ok = c.max_hops >= 1 && c.max_hops <= 64 && c.max_trains >= 1 &&
                   c.max_trains <= 1000 && c.min_trains >= 1 && c.discovery_tries >= 1 &&

@@ -32,8 +32,8 @@ class SeqAllocator;
 HopsResult run_hops_on(TrainIo& io, HopsResult res, const Config& c, const FlowId& flow,
                        std::uint32_t dst, int packet_size, SeqAllocator& seqs, double rtt_s,
                        Nanos reply_wait, Nanos t_begin);
-// The Config fields run_hops_on reads, as recorded with --save-pcap, and back.
-nlohmann::json hops_config_json(const Config& c);
+// The configuration recorded with --save-pcap (config_json), read back and
+// checked against the ranges the CLI allows for run_hops_on (exit-2 error).
 Config hops_config_from(const nlohmann::json& j);
 
 // --dry-run: the TTL sweep and an example recursive train (4 hops), in the

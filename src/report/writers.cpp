@@ -20,15 +20,28 @@ std::string format_rate(double bps) {
   return buf;
 }
 
-namespace {
-
 nlohmann::json warnings_json(const std::vector<Warning>& ws) {
   nlohmann::json a = nlohmann::json::array();
   for (const auto& w : ws) a.push_back({{"code", w.code}, {"message", w.message}});
   return a;
 }
 
+std::vector<Warning> warnings_from_json(const nlohmann::json& a) {
+  std::vector<Warning> ws;
+  if (!a.is_array()) return ws;
+  for (const auto& w : a) ws.push_back({w.value("code", ""), w.value("message", "")});
+  return ws;
+}
+
+namespace {
+
 nlohmann::json nullable(bool valid, double v) { return valid ? nlohmann::json(v) : nullptr; }
+double or_zero(const nlohmann::json& j, const char* key) {
+  const auto it = j.find(key);
+  return it != j.end() && it->is_number() ? it->get<double>() : 0.0;
+}
+
+}  // namespace
 
 nlohmann::json load_check_json(const LoadCheckRecord& l) {
   if (!l.ran) return nullptr;
@@ -41,6 +54,23 @@ nlohmann::json load_check_json(const LoadCheckRecord& l) {
           {"rst_capacity_bps", l.rst_capacity_bps},
           {"send_limit_bps", nullable(l.send_limit_bps > 0, l.send_limit_bps)}};
 }
+
+LoadCheckRecord load_check_from_json(const nlohmann::json& j) {
+  LoadCheckRecord l;
+  if (!j.is_object()) return l;
+  l.ran = true;
+  l.dropped = j.value("load_dropped", false);
+  l.trains_sent = j.value("syn_trains_sent", 0);
+  l.trains_used = j.value("syn_trains_used", 0);
+  l.trains_uncompressed = j.value("syn_trains_uncompressed", 0);
+  l.syn_capacity_bps = or_zero(j, "syn_capacity_bps");
+  l.ratio = or_zero(j, "ratio");
+  l.rst_capacity_bps = or_zero(j, "rst_capacity_bps");
+  l.send_limit_bps = or_zero(j, "send_limit_bps");
+  return l;
+}
+
+namespace {
 
 // Low: a lower bound, or the SYN-train fallback after the load was dropped.
 const char* confidence(const CapacityResult& r) {

@@ -44,4 +44,11 @@ std::string to_text(const MeasureResult& r);
 // 49520000 -> "49.52 Mbit/s"
 std::string format_rate(double bps);
 
+// Pieces of the documents, and their inverses for run records read back by
+// `linkwidth analyze` (missing or null numbers read as 0).
+nlohmann::json warnings_json(const std::vector<Warning>& ws);
+std::vector<Warning> warnings_from_json(const nlohmann::json& a);
+nlohmann::json load_check_json(const LoadCheckRecord& l);  // null unless it ran
+LoadCheckRecord load_check_from_json(const nlohmann::json& j);
+
 }  // namespace lw
