@@ -233,7 +233,7 @@ CapacityResult replay_capacity(const RecordedPhase& ph, const OfflineRead& r,
     const nlohmann::json& m = rt.meta;
     const int n_train = m.value("load_packets", 0);
     const int group = m.value("group", 0);
-    if (group < 0 || group > 3) throw bad_file(name, "a train record names no length group");
+    if (group != 0 && group != 1) throw bad_file(name, "a train record names no length group");
     if (rt.reply_limited) tally.forgive_losses();
     tally.add(train, outcome, n_train, m.value("short_load_packets", n_train), group,
               m.value("sizing", false), m.value("packet_size", 0), res);

@@ -12,7 +12,6 @@
 #include "estimate/stats.hpp"
 #include "linkwidth/error.hpp"
 #include "plan/capacity_plan.hpp"
-#include "plan/capacity_rates.hpp"
 #include "report/writers.hpp"
 #include "send/packet_builder.hpp"
 
@@ -34,10 +33,8 @@ int sized_load_packets(const Config& c, double capacity_bps, int packet_size) {
                                      static_cast<double>(max_short_packets(c))));
 }
 
-CapacityTrainParams train_params(const Config& c, const FlowId& flow, int n, int packet_size,
-                                 Nanos gap = 0) {
+CapacityTrainParams train_params(const Config& c, const FlowId& flow, int n, int packet_size) {
   CapacityTrainParams p;
-  p.gap = gap;  // issue 11: paced at one of two offered rates (plan/capacity_rates.hpp)
   p.flow = flow;
   p.load_packets = n;
   p.packet_size = static_cast<std::uint16_t>(packet_size);
@@ -161,7 +158,6 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
   Nanos next_start = mono_now();
   double best_rate = 0;  // highest per-train rate seen: a bound for idle budgeting
   CapacityEstimate est;
-  CapacityRates rates;  // issue 11: set when sizing ends
   // With --save-pcap: what `linkwidth analyze` needs beside the packets.
   prober.note({{"kind", "run"},
                {"phase", "capacity"},
@@ -176,10 +172,9 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
       res.stop_reason = "interrupted";
       break;
     }
-    const int group = sized && two_lengths ? capacity_group(tally.measured(), rates.response) : 0;
-    const int n_train = group % 2 == 1 ? static_cast<int>(std::lround(n * c.length_ratio)) : n;
-    const Train train =
-        make_capacity_train(train_params(c, flow, n_train, L, rates.gap_for(group, L)), i, seqs);
+    const int group = sized && two_lengths ? tally.measured() % 2 : 0;
+    const int n_train = group == 1 ? static_cast<int>(std::lround(n * c.length_ratio)) : n;
+    const Train train = make_capacity_train(train_params(c, flow, n_train, L), i, seqs);
     if (prober.bytes_sent() + train.total_bytes() > c.max_bytes) {
       res.stop_reason = "max_bytes";
       break;
@@ -251,10 +246,6 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
         if (trustworthy) {
           n = sized_load_packets(c, s.capacity_bps, L);
           sized = true;
-          // issue 11: two offered rates when we can send fast enough.
-          if (two_lengths && s.offered_bps > 0) {
-            rates = capacity_rates(s.capacity_bps, std::min(s.offered_bps, c.max_rate_bps));
-          }
         } else {
           n = std::min(n * 8, max_short_packets(c));
         }

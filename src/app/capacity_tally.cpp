@@ -4,7 +4,6 @@
 #include <cstdio>
 #include <sstream>
 
-#include "estimate/capacity_response.hpp"
 #include "estimate/stats.hpp"
 #include "match/match.hpp"
 #include "plan/probe.hpp"
@@ -81,20 +80,12 @@ TallyStep CapacityTally::add(const Train& train, const TrainOutcome& outcome, in
     rec.verdict = "sizing";
   } else {
     ++measured_;
-    // group: length = group % 2 (short, long), offered rate = group / 2
-    // (capacity_rates(): groups 2 and 3 only in the four-cell schedule).
-    const int length = group % 2;
-    if (group >= 2) response_ = true;
-    if (length == 1) long_losses_ = s.verdict == SampleVerdict::kLostReply ? long_losses_ + 1 : 0;
+    if (group == 1) long_losses_ = s.verdict == SampleVerdict::kLostReply ? long_losses_ + 1 : 0;
     if (s.kept()) {
       sm_.kept.push_back(s.capacity_bps);
-      sm_.kept_by_group[length].push_back(s.capacity_bps);
-      sm_.disp[length].push_back(s.reply_dispersion_s);
-      sm_.group_bits[length] = s.capacity_bps * s.reply_dispersion_s;
-      ResponseCell& cell = sm_.cells[(group / 2) & 1][length];
-      cell.reply_s.push_back(s.reply_dispersion_s);
-      cell.send_s.push_back(s.send_dispersion_s);
-      cell.bits = s.capacity_bps * s.reply_dispersion_s;
+      sm_.kept_by_group[group].push_back(s.capacity_bps);
+      sm_.disp[group].push_back(s.reply_dispersion_s);
+      sm_.group_bits[group] = s.capacity_bps * s.reply_dispersion_s;
       sm_.kept_bits.push_back(s.capacity_bps * s.reply_dispersion_s);
       sm_.kept_disp.push_back(s.reply_dispersion_s);
     } else if (s.verdict == SampleVerdict::kNotCompressed) {
@@ -125,18 +116,12 @@ TallyStep CapacityTally::add(const Train& train, const TrainOutcome& outcome, in
 
 void CapacityTally::restart() {
   sm_ = Samples{};
-  response_ = false;
   measured_ = 0;
   long_losses_ = 0;
 }
 
 const CapacityEstimate& CapacityTally::estimate() {
-  if (two_lengths_ && response_) {
-    const ResponseCapacity rc = estimate_capacity_response(sm_.cells);
-    est_ = rc.capacity;
-    offset_s_ = rc.offset_s;
-    cross_per_capacity_ = rc.cross_per_capacity;
-  } else if (two_lengths_) {
+  if (two_lengths_) {
     const SlopeEstimate se =
         estimate_capacity_slope(sm_.disp[0], sm_.group_bits[0], sm_.disp[1], sm_.group_bits[1]);
     est_ = se.capacity;
@@ -148,14 +133,6 @@ const CapacityEstimate& CapacityTally::estimate() {
 }
 
 bool CapacityTally::enough(int min_trains) const {
-  if (two_lengths_ && response_) {
-    for (const auto& rate : sm_.cells) {
-      for (const auto& cell : rate) {
-        if (cell.reply_s.size() < 3) return false;
-      }
-    }
-    return static_cast<int>(sm_.kept.size()) >= min_trains;
-  }
   return two_lengths_ ? static_cast<int>(sm_.disp[0].size() + sm_.disp[1].size()) >= min_trains &&
                             sm_.disp[0].size() >= 2 && sm_.disp[1].size() >= 2
                       : static_cast<int>(sm_.kept.size()) >= min_trains;

@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "estimate/capacity.hpp"
-#include "estimate/capacity_response.hpp"
 #include "estimate/quantisation.hpp"
 #include "report/result.hpp"
 
@@ -55,8 +54,6 @@ class CapacityTally {
   // The estimate from the samples so far (slope of two lengths, else KDE).
   const CapacityEstimate& estimate();
   bool enough(int min_trains) const;
-  // X/C of the last estimate (0 unless it extrapolated over two rates).
-  double cross_per_capacity() const { return cross_per_capacity_; }
   // Trains counted since sizing ended (or the last restart): picks the group.
   int measured() const { return measured_; }
 
@@ -75,7 +72,6 @@ class CapacityTally {
     std::vector<double> left_ratio;  // left dispersion / reply dispersion, kept trains
     std::vector<double> kept_bits;   // bits after the head of each kept train
     std::vector<double> kept_disp;   // and its reply dispersion
-    ResponseCell cells[2][2];        // kept trains by [offered rate][length]
   };
   void conclude(CapacityResult& res) const;
   void check_quantisation(CapacityResult& res) const;
@@ -88,10 +84,6 @@ class CapacityTally {
   int long_losses_ = 0;
   CapacityEstimate est_;
   double offset_s_ = 0;
-  // Trains at two offered rates were seen (four-cell schedule): the estimate
-  // extrapolates along the response curve (estimate/capacity_response.hpp).
-  bool response_ = false;
-  double cross_per_capacity_ = 0;
   // Every reply's arrival, per train (all trains of the run): the timestamp
   // quantisation check looks at their gaps.
   std::vector<std::vector<Nanos>> reply_times_;
