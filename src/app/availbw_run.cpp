@@ -7,7 +7,7 @@
 
 #include "app/capacity_run.hpp"
 #include "app/hops_run.hpp"
-#include "app/paced_trains.hpp"
+#include "app/runner.hpp"
 #include "app/session.hpp"
 #include "estimate/availbw.hpp"
 #include "estimate/capacity.hpp"
@@ -27,50 +27,35 @@ constexpr int kLostFleetsToStop = 3;
 constexpr double kNoisyThreshold = 0.03;
 constexpr int kMaxLengthening = 2;
 
-// Sends trains with the budget checks, the reply wait and the idle rule every
-// avail-bw train shares. run() returns false (stop_reason set) when a cap,
-// the time budget or a signal ends the run before the train is sent. With
-// --save-pcap it notes every clock reading, train and stop the search sees,
-// so that `linkwidth analyze` can replay the search (app/analyze.cpp).
-class PacedRunner : public PacedTrains {
+// Paced trains through the runner: the gate (caps, time, wait), the reply
+// wait, the avail-bw idle rule, the sample of each train. run() returns false
+// (stop_reason set) when a cap, the time budget or a signal ends the run
+// before the train is sent. The same code live and in `linkwidth analyze`.
+class PacedTrains {
  public:
-  PacedRunner(Session& s, const Config& c, const std::atomic<bool>& stop, double capacity_bps,
-              Nanos t_cap, AvailbwResult& res)
-      : s_(s), c_(c), stop_(stop), capacity_(capacity_bps), t_cap_(t_cap), res_(res) {
-    next_start_ = mono_now();
-  }
+  PacedTrains(ProbeRunner& r, const Config& c, double capacity_bps, double rtt_s,
+              AvailbwResult& res)
+      : r_(r), c_(c), capacity_(capacity_bps), rtt_s_(rtt_s), res_(res) {}
 
-  Nanos now() override {
-    const Nanos t = mono_now();
-    s_.prober->note({{"kind", "clock"}, {"mono", t}});
-    return t;
-  }
+  Nanos now() { return r_.now(); }
+  int reply_burst() { return r_.reply_burst(); }
 
-  bool run(const Train& train, PacedSample* out, Nanos min_idle = 0) override {
-    if (stop_.load()) return stopped("interrupted");
-    if (s_.prober->bytes_sent() + train.total_bytes() > c_.max_bytes) return stopped("max_bytes");
+  bool run(const Train& train, PacedSample* out, Nanos min_idle = 0) {
     const Nanos span = train.probes.back().offset;
-    const Nanos wait = reply_wait(s_, c_);
-    if (std::max(next_start_, mono_now()) + span + wait > t_cap_) return stopped("max_time");
-    while (mono_now() < next_start_ && !stop_.load()) sleep_until(next_start_);
-    if (stop_.load()) return stopped("interrupted");
+    const std::string why = r_.admit(train, [&] { return next_start_; }, span);
+    if (!why.empty()) {
+      res_.stop_reason = why;
+      return false;
+    }
     // Busy-poll while the replies are due: the train's span at the path's
     // capacity plus the round trip, bounded.
-    const double expect_s = to_seconds(span) + 2 * s_.disc.rtt_s +
-                            8.0 * static_cast<double>(train.total_bytes()) / capacity_;
-    const Nanos busy = std::min<Nanos>(from_seconds(expect_s) + 2 * kMs, 50 * kMs);
-    s_.prober->note({{"kind", "train"},
-                     {"phase", "availbw"},
-                     {"train", train.id},
-                     {"probes", train.probes.size()}});
-    const GovernedRun governed =
-        run_train(s_, c_, train, train.markers, wait, t_cap_, false, busy, [&](const TrainRun&) {
-          s_.prober->note({{"kind", "train_done"}, {"train", train.id}});
-        });
-    if (governed.replies_limited) s_.prober->note({{"kind", "reply_limit"}, {"train", train.id}});
-    const TrainRun& run = governed.run;
-    *out = paced_train_sample(train, run.outcome, res_);
-    settle(out, governed.replies_limited);
+    TrainOptions o;
+    o.wait_for = train.markers;
+    o.busy_wait = busy_wait(to_seconds(span) + 2 * rtt_s_ +
+                            8.0 * static_cast<double>(train.total_bytes()) / capacity_);
+    const TrainResult run = r_.run(train, o);
+    *out = paced_train_sample(run.train, run.outcome, res_);
+    settle(out, run.replies_limited);
     // Idle: the average probing rate stays under max_load of the train's own
     // rate (pathload's rule: idle >= span·(1/max_load - 1)), and the
     // bottleneck queue the train may have built drains (>= 2·N·L/C).
@@ -80,36 +65,45 @@ class PacedRunner : public PacedTrains {
     const double idle = std::max(
         {sent_span * (1.0 / c_.max_load - 1.0), 2.0 * load_bits / capacity_, to_seconds(min_idle)});
     next_start_ = std::max(run.end_mono, run.start_mono + from_seconds(sent_span + idle));
-    if (out->stalled) {
-      // Whatever preempted us may be periodic (a timer, another process):
-      // start the next train at a random phase of it, not locked to it.
-      s_.start_jitter = std::uniform_int_distribution<Nanos>(0, 10 * kMs)(rng_);
-    }
+    if (out->stalled) r_.after_stall();
     return true;
   }
 
-  int reply_burst() override {
-    const int b = s_.replies.max_burst();
-    // Noted only once a limit is known: replay reads "no limit" otherwise.
-    if (b != ReplyGovernor::kNoBurstLimit) s_.prober->note({{"kind", "burst"}, {"max", b}});
-    return b;
-  }
-
-  bool stopped(const char* why) {
-    s_.prober->note({{"kind", "stopped"}, {"reason", why}});
-    res_.stop_reason = why;
-    return false;
+  // The send_stalls warning, if any train was stalled.
+  void warn_stalls(AvailbwResult& res) const {
+    if (stalls_ == 0) return;
+    char worst[32];
+    std::snprintf(worst, sizeof worst, "%.0f", worst_stall_s_ * 1e6);
+    res.warnings.push_back(
+        {"send_stalls", std::to_string(stalls_) + " of " + std::to_string(res.trains_sent) +
+                            " trains left this host off their schedule (worst " + worst +
+                            " us: the CPU was busy or the process descheduled) and were not used"});
   }
 
  private:
-  Session& s_;
+  // A train whose replies the target's reply limit took is no sample
+  // (neither above nor below); stalls of our own host are counted.
+  void settle(PacedSample* out, bool replies_limited) {
+    if (out->stalled) {
+      ++stalls_;
+      worst_stall_s_ = std::max(worst_stall_s_, out->pacing_error_s);
+    }
+    if (replies_limited) {
+      // The target's reply limit took this train's replies (the check that
+      // found it has just adapted our trains): they say nothing of the path.
+      out->usable = false;
+      out->lost = false;
+    }
+  }
+
+  ProbeRunner& r_;
   const Config& c_;
-  const std::atomic<bool>& stop_;
   double capacity_;
-  Nanos t_cap_;
+  double rtt_s_;
   AvailbwResult& res_;
-  Nanos next_start_ = 0;
-  std::mt19937_64 rng_{std::random_device{}()};
+  Nanos next_start_ = 0;  // the first train goes at once
+  int stalls_ = 0;
+  double worst_stall_s_ = 0;
 };
 
 PacedTrainRecord record_of(const Train& t, const PacedSample& s, int packet_size,
@@ -171,9 +165,9 @@ CapacityTrainParams search_train(const Config& c, const FlowId& flow, int L, dou
   return p;
 }
 
-void run_fleet_method(PacedTrains& runner, Session& ss, const Config& c, double C,
+void run_fleet_method(PacedTrains& runner, PhasePath& path, const Config& c, double C,
                       AvailbwResult& res, Nanos t0, Nanos t_cap) {
-  const int L = ss.packet_size;
+  const int L = path.packet_size;
   const double omega = res.resolution_bps;
   // Calibration: the time structure of a search train at C/2 (same gap and
   // length, so the same absolute timing noise) with packets shrunk to offer
@@ -188,7 +182,7 @@ void run_fleet_method(PacedTrains& runner, Session& ss, const Config& c, double 
   for (int round = 0;; ++round) {
     const Nanos round_start = runner.now();
     const int burst_before = runner.reply_burst();
-    const CapacityTrainParams mid = search_train(c, ss.flow, L, C / 2, scale, runner.reply_burst());
+    const CapacityTrainParams mid = search_train(c, path.flow, L, C / 2, scale, runner.reply_burst());
     CapacityTrainParams cal = mid;
     cal.packet_size = static_cast<std::uint16_t>(
         std::clamp(std::lround(L * c.calibration_rate / 0.5), 64L, static_cast<long>(L)));
@@ -202,7 +196,7 @@ void run_fleet_method(PacedTrains& runner, Session& ss, const Config& c, double 
     // place, up to twice as many again.
     int stalled = 0;
     for (int i = 0; i < c.calibration_trains + std::min(stalled, 2 * c.calibration_trains); ++i) {
-      const Train t = make_capacity_train(cal, res.trains_sent, ss.seqs);
+      const Train t = make_capacity_train(cal, res.trains_sent, path.seqs);
       PacedSample s;
       if (!runner.run(t, &s)) break;
       stalled += s.stalled ? 1 : 0;
@@ -284,8 +278,8 @@ void run_fleet_method(PacedTrains& runner, Session& ss, const Config& c, double 
     CapacityTrainParams tp;
     for (int k = 0; k < c.fleet_trains && !settled; ++k) {
       // A reply limit found on the way may cut the markers.
-      tp = search_train(c, ss.flow, L, rate, scale, runner.reply_burst());
-      const Train t = make_capacity_train(tp, res.trains_sent, ss.seqs);
+      tp = search_train(c, path.flow, L, rate, scale, runner.reply_burst());
+      const Train t = make_capacity_train(tp, res.trains_sent, path.seqs);
       PacedSample s;
       if (!runner.run(t, &s)) break;
       std::string v;
@@ -330,13 +324,13 @@ void run_fleet_method(PacedTrains& runner, Session& ss, const Config& c, double 
       rec[j].phase = "response";
       rec[j].rate_bps = rates[j];
       rec[j].at_s = to_seconds(runner.now() - t0);
-      tp[j] = search_train(c, ss.flow, L, rates[j], scale, runner.reply_burst());
+      tp[j] = search_train(c, path.flow, L, rates[j], scale, runner.reply_burst());
     }
     int lost = 0;
     const int min_n = 2 * c.fleet_trains, max_n = 5 * c.fleet_trains;
     for (int i = 0; i < max_n; ++i) {
       const int j = i % 2;
-      const Train t = make_capacity_train(tp[j], res.trains_sent, ss.seqs);
+      const Train t = make_capacity_train(tp[j], res.trains_sent, path.seqs);
       PacedSample s;
       if (!runner.run(t, &s)) break;
       std::string v = s.stalled ? "send_stall" : s.lost ? "lost" : !s.usable ? "unusable" : "";
@@ -372,7 +366,7 @@ void run_fleet_method(PacedTrains& runner, Session& ss, const Config& c, double 
   int lost_fleets = 0;
   // Keep time for the response trains: 2K of them at C, each followed by
   // its idle time, twice over.
-  const CapacityTrainParams top = search_train(c, ss.flow, L, C, scale, runner.reply_burst());
+  const CapacityTrainParams top = search_train(c, path.flow, L, C, scale, runner.reply_burst());
   const double top_span = 8.0 * top.load_packets * L / C;
   // On a slow path that reserve can be most of what is left (3 Mbit/s:
   // about 10 s): the search always gets at least half of the remaining time,
@@ -438,25 +432,25 @@ void run_fleet_method(PacedTrains& runner, Session& ss, const Config& c, double 
   }
 }
 
-void run_linkwidth_method(PacedTrains& runner, Session& ss, const Config& c, double C,
+void run_linkwidth_method(PacedTrains& runner, PhasePath& path, const Config& c, double C,
                           AvailbwResult& res, Nanos t0) {
   LinkWidthSearchParams p;
   p.capacity_bps = C;
   p.theta_bps = res.resolution_bps;
   p.epsilon = c.epsilon;
   LinkWidthSearch search(p);
-  const int L = ss.packet_size;
+  const int L = path.packet_size;
   int steps = 0;
   while (!search.done() && steps++ < c.max_fleets) {
     const double rate = search.next_rate();
     const PairGaps g = pair_gaps_for_rate(rate, c.pairs, L, from_seconds(c.pair_gap_s));
     PairTrainParams tp;
-    tp.flow = ss.flow;
+    tp.flow = path.flow;
     tp.pairs = c.pairs;
     tp.packet_size = static_cast<std::uint16_t>(L);
     tp.intra_gap = g.intra_gap;
     tp.inter_gap = g.inter_gap;
-    const Train t = make_pair_train(tp, res.trains_sent, ss.seqs);
+    const Train t = make_pair_train(tp, res.trains_sent, path.seqs);
     RateRecord rr;
     rr.phase = "search";
     rr.rate_bps = rate;
@@ -496,7 +490,7 @@ PacedSample paced_train_sample(const Train& train, const TrainOutcome& outcome,
   return evaluate_paced_train(timing_of(train, outcome));
 }
 
-void search_availbw(PacedTrains& runner, Session& ss, const Config& c, double capacity_bps,
+void search_availbw(ProbeRunner& probes, PhasePath& path, const Config& c, double capacity_bps,
                     Nanos t_cap, AvailbwResult& res) {
   res.method = c.method;
   if (capacity_bps > c.max_rate_bps) {
@@ -506,42 +500,20 @@ void search_availbw(PacedTrains& runner, Session& ss, const Config& c, double ca
     capacity_bps = c.max_rate_bps;
   }
   res.search_capacity_bps = capacity_bps;
+  PacedTrains runner(probes, c, capacity_bps, path.rtt_s, res);
   const Nanos t0 = runner.now();
   res.resolution_bps = c.method == "linkwidth" && c.theta_bps > 0 ? c.theta_bps
                        : c.method == "linkwidth"                  ? c.theta * capacity_bps
                                                                   : c.resolution * capacity_bps;
   if (c.method == "linkwidth") {
-    run_linkwidth_method(runner, ss, c, capacity_bps, res, t0);
+    run_linkwidth_method(runner, path, c, capacity_bps, res, t0);
   } else {
-    run_fleet_method(runner, ss, c, capacity_bps, res, t0, t_cap);
+    run_fleet_method(runner, path, c, capacity_bps, res, t0, t_cap);
   }
   runner.warn_stalls(res);
 }
 
-void PacedTrains::settle(PacedSample* out, bool replies_limited) {
-  if (out->stalled) {
-    ++stalls_;
-    worst_stall_s_ = std::max(worst_stall_s_, out->pacing_error_s);
-  }
-  if (replies_limited) {
-    // The target's reply limit took this train's replies (the check that
-    // found it has just adapted our trains): they say nothing of the path.
-    out->usable = false;
-    out->lost = false;
-  }
-}
-
-void PacedTrains::warn_stalls(AvailbwResult& res) const {
-  if (stalls_ == 0) return;
-  char worst[32];
-  std::snprintf(worst, sizeof worst, "%.0f", worst_stall_s_ * 1e6);
-  res.warnings.push_back(
-      {"send_stalls", std::to_string(stalls_) + " of " + std::to_string(res.trains_sent) +
-                          " trains left this host off their schedule (worst " + worst +
-                          " us: the CPU was busy or the process descheduled) and were not used"});
-}
-
-AvailbwResult run_availbw_phase(Session& ss, const Config& c, const std::atomic<bool>& stop,
+AvailbwResult run_availbw_phase(Session& ss, const Config& c, const std::atomic<bool>&,
                                 double capacity_bps, Nanos t_cap) {
   AvailbwResult res;
   const Nanos t0 = mono_now();
@@ -553,8 +525,9 @@ AvailbwResult run_availbw_phase(Session& ss, const Config& c, const std::atomic<
                    {"packet_size", ss.packet_size},
                    {"t_cap", t_cap},
                    {"config", config_json(c)}});
-  PacedRunner runner(ss, c, stop, std::min(capacity_bps, c.max_rate_bps), t_cap, res);
-  search_availbw(runner, ss, c, capacity_bps, t_cap, res);
+  LiveRunner runner(ss, c, "availbw", t_cap);
+  PhasePath path{ss.flow, ss.packet_size, ss.disc.rtt_s, ss.seqs};
+  search_availbw(runner, path, c, capacity_bps, t_cap, res);
   // Not re-derived offline: noted for `linkwidth analyze`.
   std::vector<Warning> reply;
   take_reply_warnings(ss, reply);

@@ -6,12 +6,13 @@
 #include <sstream>
 
 #include "app/capacity_run.hpp"
+#include "app/capacity_tally.hpp"
 #include "app/discovery.hpp"
 #include "app/net.hpp"
 #include "app/path_checks.hpp"
 #include "app/prober.hpp"
 #include "app/session.hpp"
-#include "app/train_io.hpp"
+#include "app/runner.hpp"
 #include "estimate/hops.hpp"
 #include "linkwidth/error.hpp"
 #include "plan/hops_plan.hpp"
@@ -23,8 +24,8 @@ namespace lw {
 
 namespace {
 
-constexpr int kSizingLoadPackets = 16;
-constexpr int kMinLoadPackets = 16;
+// Sized trains are at least this long (capacity's floor, kMinLoadPackets, is lower).
+constexpr int kHopsMinLoadPackets = 16;
 constexpr Nanos kSweepSpacing = 200 * kUs;
 // Slack on top of the modelled ICMP bucket: Linux counts tokens in jiffies.
 constexpr Nanos kBudgetSlack = 30 * kMs;
@@ -57,7 +58,7 @@ HopsResult run_hops(const Config& c, const std::atomic<bool>& stop) {
   return run_hops(*s, c, stop);
 }
 
-HopsResult run_hops(Session& s, const Config& c, const std::atomic<bool>& stop) {
+HopsResult run_hops(Session& s, const Config& c, const std::atomic<bool>&) {
   const Nanos t_begin = s.t_begin;
   HopsResult res;
   res.target = c.target;
@@ -81,7 +82,7 @@ HopsResult run_hops(Session& s, const Config& c, const std::atomic<bool>& stop) 
   res.replier = s.replier;
   res.warnings = s.warnings;
   // Trains go through the reply budget and checks (session.hpp, run_train).
-  LiveTrainIo io(*s.prober, stop, "hops", &s, &c, t_begin + from_seconds(c.max_time_s));
+  LiveRunner io(s, c, "hops", t_begin + from_seconds(c.max_time_s));
   // With --save-pcap: what `linkwidth analyze` needs to replay this phase.
   s.prober->note({{"kind", "run"},
                   {"phase", "hops"},
@@ -94,8 +95,8 @@ HopsResult run_hops(Session& s, const Config& c, const std::atomic<bool>& stop) 
                   {"packet_size", L},
                   {"rtt_s", s.disc.rtt_s},
                   {"reply_wait", lw::reply_wait(s, c)}});
-  const HopsResult out = run_hops_on(io, std::move(res), c, s.flow, s.dst, L, s.seqs, s.disc.rtt_s,
-                                     lw::reply_wait(s, c), t_begin);
+  PhasePath path{s.flow, L, s.disc.rtt_s, s.seqs};
+  const HopsResult out = run_hops_on(io, std::move(res), c, path, s.dst, t_begin);
   HopsResult done = out;
   // Not re-derived offline: noted for `linkwidth analyze`.
   std::vector<Warning> reply;
@@ -105,10 +106,13 @@ HopsResult run_hops(Session& s, const Config& c, const std::atomic<bool>& stop) 
   return done;
 }
 
-HopsResult run_hops_on(TrainIo& io, HopsResult res, const Config& c, const FlowId& flow,
-                       std::uint32_t dst, int L, SeqAllocator& seqs, double rtt_s, Nanos reply_wait,
-                       Nanos t_begin) {
+HopsResult run_hops_on(ProbeRunner& io, HopsResult res, const Config& c, PhasePath& path_info,
+                       std::uint32_t dst, Nanos t_begin) {
   const Nanos t_cap = t_begin + from_seconds(c.max_time_s);
+  const Nanos reply_wait = io.reply_wait();
+  const FlowId& flow = path_info.flow;
+  const int L = path_info.packet_size;
+  SeqAllocator& seqs = path_info.seqs;
 
   // Path discovery: TTL 1..max_hops in the train's 5-tuple; the smallest TTL
   // the target answers is the path length H. Silent TTLs below it are asked
@@ -129,7 +133,7 @@ HopsResult run_hops_on(TrainIo& io, HopsResult res, const Config& c, const FlowI
     }
     last_sweep = io.now();
     const Train sweep = make_ttl_sweep(flow, ask, kSweepSpacing, -100 - round, seqs);
-    const TrainRun run = io.run(sweep, sweep.markers, reply_wait);
+    const TrainResult run = io.run(sweep, {sweep.markers});
     for (int ttl : ask) budget[ttl - 1].spend(1, run.start_mono);
     for (std::size_t i = 0; i < ask.size(); ++i) {
       const ProbeOutcome& o = run.outcome.probes[i];
@@ -190,7 +194,7 @@ HopsResult run_hops_on(TrainIo& io, HopsResult res, const Config& c, const FlowI
   }
   if (!check.empty()) {
     const Train t = make_addr_check(flow, check, kSweepSpacing, -200, seqs);
-    const TrainRun run = io.run(t, t.markers, reply_wait);
+    const TrainResult run = io.run(t, {t.markers});
     for (std::size_t i = 0; i < check.size(); ++i) {
       const ProbeOutcome& o = run.outcome.probes[i];
       path[check_hop[i]].tcp = o.kind == ReplyKind::kRstAck && o.reply_from == check[i];
@@ -217,10 +221,6 @@ HopsResult run_hops_on(TrainIo& io, HopsResult res, const Config& c, const FlowI
   double slowest_bps = 0;  // lowest hop rate seen: budgets the idle time
   int silent_trains = 0;
   for (int i = 0; i < c.max_trains; ++i) {
-    if (io.stopped()) {
-      res.stop_reason = "interrupted";
-      break;
-    }
     RecursiveTrainParams p;
     p.flow = flow;
     for (int k = 0; k < H; ++k) p.hops.push_back({k + 1, path[k].addr, kind[k]});
@@ -229,32 +229,28 @@ HopsResult run_hops_on(TrainIo& io, HopsResult res, const Config& c, const FlowI
     p.drain_packets = c.drain_packets;
     RecursiveTrain rt = make_recursive_train(p, i, seqs);
     space_to_rate(rt.train, c.max_rate_bps);  // the pacer refuses anything faster
-    if (io.bytes_sent() + rt.train.total_bytes() > c.max_bytes) {
-      res.stop_reason = "max_bytes";
-      break;
-    }
     // Wait for the idle time and for every TTL-marked router to have the two
     // ICMP errors this train asks of it (a hop that never answered is not
     // waited for: it would only slow the others down).
-    Nanos start = std::max(next_start, io.now());
-    for (int k = 0; k < H; ++k) {
-      if (kind[k] != MarkerKind::kTtl || path[k].addr == 0) continue;
-      const Nanos ready = budget[k].ready_at(2, start);
-      if (ready > start) start = ready + kBudgetSlack;
-    }
-    if (start + reply_wait > t_cap) {
-      res.stop_reason = "max_time";
-      break;
-    }
-    io.wait_until(start);
-    if (io.stopped()) {
-      res.stop_reason = "interrupted";
+    const std::string why = io.admit(rt.train, [&] {
+      Nanos start = std::max(next_start, io.now());
+      for (int k = 0; k < H; ++k) {
+        if (kind[k] != MarkerKind::kTtl || path[k].addr == 0) continue;
+        const Nanos ready = budget[k].ready_at(2, start);
+        if (ready > start) start = ready + kBudgetSlack;
+      }
+      return start;
+    });
+    if (!why.empty()) {
+      res.stop_reason = why;
       break;
     }
     const double train_bits = 8.0 * static_cast<double>(rt.train.total_bytes());
-    const double expect_s = train_bits / (slowest_bps > 0 ? slowest_bps : 1e6) + 2 * rtt_s;
-    const Nanos busy = std::min<Nanos>(from_seconds(1.5 * expect_s) + 2 * kMs, 50 * kMs);
-    const TrainRun run = io.run(rt.train, rt.train.markers, reply_wait, false, busy);
+    const double expect_s = train_bits / (slowest_bps > 0 ? slowest_bps : 1e6) + 2 * path_info.rtt_s;
+    TrainOptions o;
+    o.wait_for = rt.train.markers;
+    o.busy_wait = busy_wait(1.5 * expect_s);
+    const TrainResult run = io.run(rt.train, o);
     ++res.trains_sent;
     for (int k = 0; k < H; ++k) {
       if (kind[k] == MarkerKind::kTtl) budget[k].spend(2, run.start_mono);
@@ -305,7 +301,7 @@ HopsResult run_hops_on(TrainIo& io, HopsResult res, const Config& c, const FlowI
     bool keep = true;
     if (!sized && train_slowest > 0) {
       const double want = std::ceil(c.target_dispersion_s * train_slowest / (8.0 * L));
-      const int n_new = static_cast<int>(std::clamp(want, static_cast<double>(kMinLoadPackets),
+      const int n_new = static_cast<int>(std::clamp(want, static_cast<double>(kHopsMinLoadPackets),
                                                     static_cast<double>(c.max_load_packets)));
       keep = n_new == n;  // a train of another length is not mixed into the medians
       n = n_new;
