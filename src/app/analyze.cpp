@@ -644,8 +644,7 @@ int run_analyze_main(const std::vector<std::string>& args) {
                                : run.capacity.valid;
     return valid ? 0 : static_cast<int>(ExitCode::kRuntime);
   } catch (const Error& e) {
-    std::string msg = e.what();
-    msg = msg.substr(msg.find(": ") + 2);
+    const std::string msg = e.what();
     // A file we cannot read or re-run is exit 2; a replayed run that failed
     // live (e.g. calibration_failed) fails with the live run's code.
     const bool file_error =

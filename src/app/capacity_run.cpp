@@ -320,7 +320,7 @@ nlohmann::json plan_header(const Config& c, std::uint32_t* dst, Route* route,
   try {
     *route = find_route(*dst, c.interface, c.source);
   } catch (const Error& e) {
-    warnings->push_back({"no_route", e.what()});
+    warnings->push_back({"no_route", e.report()});
     route->interface = c.interface;
   }
   return plan;

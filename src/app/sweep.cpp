@@ -181,7 +181,6 @@ Config child_config(const SweepOptions& o, const std::string& mode) {
     return parse_cli(args).config;
   } catch (const UsageError& e) {
     std::string msg = e.what();
-    msg = msg.substr(msg.find(": ") + 2);
     if (msg == "only one TARGET may be given.") {
       msg = "unexpected argument among the measurement options; targets go in --targets.";
     }
