@@ -424,15 +424,15 @@ CapacityResult replay_capacity(const RecordedPhase& ph, const OfflineRead& r,
   const unsigned drops = ph.end.is_null() ? 0 : ph.end.value("capture_drops", 0u);
   if (drops > 0) {
     res.warnings.push_back(
-        {"capture_drops", std::to_string(drops) + " packets dropped by the capture buffer"});
+        {WarningCode::kCaptureDrops, std::to_string(drops) + " packets dropped by the capture buffer"});
   }
   if (ph.end.is_null()) {
     res.warnings.push_back(
-        {"capture_incomplete", "the capture ends before the run did; the result covers the " +
+        {WarningCode::kCaptureIncomplete, "the capture ends before the run did; the result covers the " +
                                    std::to_string(runner.trains()) + " trains it holds"});
   }
   if (r.truncated) {
-    res.warnings.push_back({"capture_truncated", "the capture file ends inside a packet record"});
+    res.warnings.push_back({WarningCode::kCaptureTruncated, "the capture file ends inside a packet record"});
   }
   return res;
 }
@@ -471,7 +471,7 @@ MeasureResult replay_measure(const RecordedFile& f, const OfflineRead& r, const 
   c.verbose = verbose;
   auto finish = [&] {
     if (f.measure_end.is_null()) {
-      m.availbw.warnings.push_back({"capture_incomplete", "the capture ends before the run did"});
+      m.availbw.warnings.push_back({WarningCode::kCaptureIncomplete, "the capture ends before the run did"});
       return;
     }
     m.elapsed_s = f.measure_end.value("elapsed_s", 0.0);

@@ -75,7 +75,7 @@ class PacedTrains {
     char worst[32];
     std::snprintf(worst, sizeof worst, "%.0f", worst_stall_s_ * 1e6);
     res.warnings.push_back(
-        {"send_stalls", std::to_string(stalls_) + " of " + std::to_string(res.trains_sent) +
+        {WarningCode::kSendStalls, std::to_string(stalls_) + " of " + std::to_string(res.trains_sent) +
                             " trains left this host off their schedule (worst " + worst +
                             " us: the CPU was busy or the process descheduled) and were not used"});
   }
@@ -238,7 +238,7 @@ void run_fleet_method(PacedTrains& runner, PhasePath& path, const Config& c, dou
     const Nanos at = runner.now();
     if (at + 2 * (at - round_start) > cal_start + (t_cap - cal_start) * 2 / 5) {
       res.warnings.push_back(
-          {"noisy_path", "timing noise on this path was high (threshold " +
+          {WarningCode::kNoisyPath, "timing noise on this path was high (threshold " +
                              std::to_string(noise.threshold) +
                              ") but there was no time to calibrate with longer trains; the "
                              "search decides with the wide threshold"});
@@ -246,14 +246,14 @@ void run_fleet_method(PacedTrains& runner, PhasePath& path, const Config& c, dou
     }
     scale *= 2;
     res.warnings.push_back(
-        {"trains_lengthened", "timing noise on this path was high (threshold " +
+        {WarningCode::kTrainsLengthened, "timing noise on this path was high (threshold " +
                                   std::to_string(noise.threshold) +
                                   "); trains doubled in length and calibrated again"});
   }
   res.noise_baseline = noise.baseline;
   res.noise_threshold = noise.threshold;
   if (noise.baseline > 1.05) {
-    res.warnings.push_back({"calibration_disturbed",
+    res.warnings.push_back({WarningCode::kCalibrationDisturbed,
                             "even trains at " + std::to_string(c.calibration_rate) +
                                 " of the capacity came back spread out: the path may be "
                                 "saturated; the avail-bw may be below the lowest rate tested"});
@@ -344,7 +344,7 @@ void run_fleet_method(PacedTrains& runner, PhasePath& path, const Config& c, dou
         std::fprintf(stderr, "response %.4g: ratio %.5f %s\n", rates[j], s.ratio, v.c_str());
       }
       if (lost > max_n / 4) {
-        res.warnings.push_back({"response_loss",
+        res.warnings.push_back({WarningCode::kResponseLoss,
                                 "trains well above the avail-bw lost replies; the estimate "
                                 "rests on the search's bracket"});
         response.clear();
@@ -395,13 +395,13 @@ void run_fleet_method(PacedTrains& runner, PhasePath& path, const Config& c, dou
       if (++lost_fleets >= kLostFleetsToStop) {
         res.stop_reason = "loss";
         res.warnings.push_back(
-            {"repeated_loss", "every train of " + std::to_string(kLostFleetsToStop) +
+            {WarningCode::kRepeatedLoss, "every train of " + std::to_string(kLostFleetsToStop) +
                                   " fleets in a row lost marker replies, even shortened"});
         break;
       }
       scale = std::max(0.25, scale / 2);
       res.warnings.push_back(
-          {"trains_shortened", "a whole fleet lost marker replies; trains shortened"});
+          {WarningCode::kTrainsShortened, "a whole fleet lost marker replies; trains shortened"});
     } else {
       lost_fleets = 0;
     }
@@ -467,7 +467,7 @@ void run_linkwidth_method(PacedTrains& runner, PhasePath& path, const Config& c,
     rr.ratio = s.ratio_head_tail;
     rr.verdict = within ? "below" : "above";
     if (!g.reachable) {
-      res.warnings.push_back({"rate_unreachable", "the fixed inter-pair gap is too long to offer " +
+      res.warnings.push_back({WarningCode::kRateUnreachable, "the fixed inter-pair gap is too long to offer " +
                                                       std::to_string(rate) + " bit/s"});
     }
     res.rates.push_back(rr);
@@ -494,7 +494,7 @@ void search_availbw(ProbeRunner& probes, PhasePath& path, const Config& c, doubl
                     Nanos t_cap, AvailbwResult& res) {
   res.method = c.method;
   if (capacity_bps > c.max_rate_bps) {
-    res.warnings.push_back({"max_rate_limited",
+    res.warnings.push_back({WarningCode::kMaxRateLimited,
                             "the search stops at --max-rate, below the capacity; an avail-bw "
                             "above it reads as the cap"});
     capacity_bps = c.max_rate_bps;
@@ -573,7 +573,7 @@ bool capacity_phase_done(MeasureResult& m, double* capacity_bps, bool with_hops)
   if (!m.capacity.valid) {
     m.availbw.stop_reason = "no_capacity";
     m.availbw.warnings.push_back(
-        {"no_capacity", "no capacity estimate, so no upper end for the avail-bw search"});
+        {WarningCode::kNoCapacity, "no capacity estimate, so no upper end for the avail-bw search"});
     return false;
   }
   *capacity_bps = m.capacity.capacity_bps;
@@ -581,7 +581,7 @@ bool capacity_phase_done(MeasureResult& m, double* capacity_bps, bool with_hops)
     // Paced RST trains would meet no queue at all: nothing to search.
     m.availbw.stop_reason = "load_dropped";
     m.availbw.warnings.push_back(
-        {"availbw_not_run",
+        {WarningCode::kAvailbwNotRun,
          std::string("the avail-bw search") + (with_hops ? " and the hops phase" : "") +
              " did not run: our RST load is dropped before the narrow link, so their "
              "trains would measure nothing"});
@@ -589,7 +589,7 @@ bool capacity_phase_done(MeasureResult& m, double* capacity_bps, bool with_hops)
   }
   if (m.capacity.lower_bound) {
     m.availbw.warnings.push_back(
-        {"capacity_lower_bound",
+        {WarningCode::kCapacityLowerBound,
          "the capacity is only a lower bound (we could not send faster), so is the search's "
          "upper end"});
   }
@@ -607,7 +607,7 @@ void add_availbw(MeasureResult& m, AvailbwResult a, unsigned capture_drops) {
   a.warnings.insert(a.warnings.begin(), m.availbw.warnings.begin(), m.availbw.warnings.end());
   m.availbw = std::move(a);
   if (capture_drops > 0) {
-    m.availbw.warnings.push_back({"capture_drops", std::to_string(capture_drops) +
+    m.availbw.warnings.push_back({WarningCode::kCaptureDrops, std::to_string(capture_drops) +
                                                        " packets dropped by the capture buffer "
                                                        "during the avail-bw search"});
   }

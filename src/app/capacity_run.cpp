@@ -161,7 +161,7 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
   const CaptureStats cs = prober.capture_stats();
   if (cs.dropped > 0) {
     res.warnings.push_back(
-        {"capture_drops", std::to_string(cs.dropped) + " packets dropped by the capture buffer"});
+        {WarningCode::kCaptureDrops, std::to_string(cs.dropped) + " packets dropped by the capture buffer"});
   }
   res.probe_packets = prober.packets_sent();
   res.probe_bytes = prober.bytes_sent();
@@ -320,7 +320,7 @@ nlohmann::json plan_header(const Config& c, std::uint32_t* dst, Route* route,
   try {
     *route = find_route(*dst, c.interface, c.source);
   } catch (const Error& e) {
-    warnings->push_back({"no_route", e.report()});
+    warnings->push_back({WarningCode::kNoRoute, e.report()});
     route->interface = c.interface;
   }
   return plan;

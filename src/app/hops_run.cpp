@@ -327,7 +327,7 @@ HopsResult run_hops_on(ProbeRunner& io, HopsResult res, const Config& c, PhasePa
         if (!choice[k].record(got, path[k].tcp)) continue;
         kind[k] = choice[k].kind;
         res.warnings.push_back(
-            {"marker_kind_switched",
+            {WarningCode::kMarkerKindSwitched,
              "hop " + std::to_string(k + 1) + " did not answer its " +
                  std::string(kind[k] == MarkerKind::kTtl ? "addressed" : "TTL-limited") +
                  " markers; switched to " + marker_kind_name(kind[k]) + " markers"});
@@ -335,7 +335,7 @@ HopsResult run_hops_on(ProbeRunner& io, HopsResult res, const Config& c, PhasePa
     }
     if (silent_trains >= 3) {
       res.stop_reason = "no_replies";
-      res.warnings.push_back({"replies_stopped", "no hop answered 3 trains in a row"});
+      res.warnings.push_back({WarningCode::kRepliesStopped, "no hop answered 3 trains in a row"});
       break;
     }
     // Idle so the average probing rate stays under max_load of the slowest hop.
@@ -386,44 +386,44 @@ HopsResult run_hops_on(ProbeRunner& io, HopsResult res, const Config& c, PhasePa
     res.bottleneck_earliest_hop = earliest + 1;
     if (earliest < est.bottleneck) {
       res.warnings.push_back(
-          {"bottleneck_after_silent_hop",
+          {WarningCode::kBottleneckAfterSilentHop,
            "hop(s) " + std::to_string(earliest + 1) + ".." + std::to_string(est.bottleneck) +
                " gave no usable replies, so the narrow link may be any link into hops " +
                std::to_string(earliest + 1) + ".." + std::to_string(est.bottleneck + 1)});
     }
     if (est.confidence < 0.5) {
-      res.warnings.push_back({"low_confidence",
+      res.warnings.push_back({WarningCode::kLowConfidence,
                               "the bottleneck hop was the last choke point in "
                               "fewer than half of the trains"});
     }
   } else if (est.trains_voting >= f.min_trains && est.no_choke_fraction >= 0.5) {
-    res.warnings.push_back({"no_bottleneck",
+    res.warnings.push_back({WarningCode::kNoBottleneck,
                             "no hop slowed the trains: the narrowest link is this host's own "
                             "interface, or every link is faster than we can send"});
   } else if (res.stop_reason != "interrupted") {
-    res.warnings.push_back({"no_bottleneck", "too few trains were answered by every hop (" +
+    res.warnings.push_back({WarningCode::kNoBottleneck, "too few trains were answered by every hop (" +
                                                  std::to_string(est.trains_voting) + " of " +
                                                  std::to_string(timings.size()) + ")"});
   }
   if (!unknown.empty()) {
     res.warnings.push_back(
-        {"silent_hops", "hop(s) " + hop_list(unknown) + " never answered; kept as unknown"});
+        {WarningCode::kSilentHops, "hop(s) " + hop_list(unknown) + " never answered; kept as unknown"});
   }
   if (!few.empty()) {
     res.warnings.push_back(
-        {"few_replies", "hop(s) " + hop_list(few) +
+        {WarningCode::kFewReplies, "hop(s) " + hop_list(few) +
                             " answered fewer trains than were sent (ICMP rate limit or loss); "
                             "a hop answering under half of them is not used"});
   }
   if (path_changes > 0) {
-    res.warnings.push_back({"path_changed", std::to_string(path_changes) +
+    res.warnings.push_back({WarningCode::kPathChanged, std::to_string(path_changes) +
                                                 " TTL-limited marker(s) were answered by another "
                                                 "router than in path discovery"});
   }
   const unsigned drops = io.capture_drops();
   if (drops > 0) {
     res.warnings.push_back(
-        {"capture_drops", std::to_string(drops) + " packets dropped by the capture buffer"});
+        {WarningCode::kCaptureDrops, std::to_string(drops) + " packets dropped by the capture buffer"});
   }
   res.probe_packets = io.packets_sent();
   res.probe_bytes = io.bytes_sent();

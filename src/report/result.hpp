@@ -5,12 +5,22 @@
 #include <vector>
 
 #include "nlohmann/json.hpp"
+#include "report/warning_codes.hpp"
 
 namespace lw {
 
 constexpr int kSchemaVersion = 1;
 
+// A warning is built from its catalogued code (report/warning_codes.hpp):
+//   res.warnings.push_back({WarningCode::kCaptureDrops, "3 packets dropped"});
+// recorded() reads one back from a document, as written.
 struct Warning {
+  Warning(WarningCode c, std::string m) : code(warning_name(c)), message(std::move(m)) {}
+  static Warning recorded(std::string code, std::string message) {
+    Warning w(WarningCode::kNoEstimate, std::move(message));
+    w.code = std::move(code);
+    return w;
+  }
   std::string code;     // stable name, e.g. "capacity_lower_bound"
   std::string message;  // one sentence for people
 };

@@ -29,7 +29,9 @@ nlohmann::json warnings_json(const std::vector<Warning>& ws) {
 std::vector<Warning> warnings_from_json(const nlohmann::json& a) {
   std::vector<Warning> ws;
   if (!a.is_array()) return ws;
-  for (const auto& w : a) ws.push_back({w.value("code", ""), w.value("message", "")});
+  for (const auto& w : a) {
+    ws.push_back(Warning::recorded(w.at("code").get<std::string>(), w.at("message").get<std::string>()));
+  }
   return ws;
 }
 
