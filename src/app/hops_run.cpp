@@ -36,12 +36,6 @@ struct PathHop {
   int icmp_ttl = 0;        // TTL of its time exceeded as received
 };
 
-std::string hop_list(const std::vector<int>& hops) {
-  std::string s;
-  for (int h : hops) s += (s.empty() ? "" : ", ") + std::to_string(h);
-  return s;
-}
-
 // Did hop k's marker draw the reply its kind should draw?
 Nanos reply_time(const ProbeOutcome& o, MarkerKind kind) {
   if (o.reply == 0) return 0;

@@ -49,13 +49,13 @@ double interface_bps(const std::string& ifname) {
   return static_cast<double>(mbps) * 1e6;
 }
 
+}  // namespace
+
 std::string hop_list(const std::vector<int>& hops) {
   std::string out;
   for (int h : hops) out += (out.empty() ? "" : ", ") + std::to_string(h);
   return out;
 }
-
-}  // namespace
 
 void apply_replier_check(const ReplierCheck& chk, std::uint32_t target, ReplierInfo& info,
                          std::vector<Warning>& warnings) {

@@ -24,10 +24,6 @@ const char kSweepUsage[] =
     "comment; '-' reads the list from stdin. Options not listed here (--max-time, --port,\n"
     "--max-rate, ...) are passed to every measurement.\n";
 
-void require(bool ok, const std::string& sentence) {
-  if (!ok) throw UsageError(sentence);
-}
-
 // The sweep's own options; `takes_value` as Boost sees them.
 struct OwnOption {
   const char* name;
