@@ -9,8 +9,8 @@
 #include "app/capacity_tally.hpp"
 #include "app/hops_run.hpp"
 #include "app/runner.hpp"
-#include "estimate/reply_rate.hpp"
 #include "estimate/availbw.hpp"
+#include "estimate/reply_rate.hpp"
 #include "linkwidth/error.hpp"
 #include "match/match.hpp"
 #include "report/hops_writers.hpp"
@@ -403,10 +403,10 @@ CapacityResult replay_capacity(const RecordedPhase& ph, const OfflineRead& r,
   Config c = capacity_config_from(res.params);
   c.verbose = verbose;
   SeqAllocator seqs(0);
-  PhasePath path{FlowId{self, parse_ipv4(res.target_addr),
-                        static_cast<std::uint16_t>(res.source_port),
-                        static_cast<std::uint16_t>(res.port)},
-                 res.params.at("packet_size").get<int>(), res.rtt_s, seqs};
+  PhasePath path{
+      FlowId{self, parse_ipv4(res.target_addr), static_cast<std::uint16_t>(res.source_port),
+             static_cast<std::uint16_t>(res.port)},
+      res.params.at("packet_size").get<int>(), res.rtt_s, seqs};
   ReplayRunner runner(ph, r, self, name);
   CapacityTrains trains = capacity_trains(runner, c, path, res);
   if (ph.end.is_null()) {
@@ -423,16 +423,17 @@ CapacityResult replay_capacity(const RecordedPhase& ph, const OfflineRead& r,
   if (!ph.end.is_null() && ph.end.contains("checks")) apply_capacity_checks(res, ph.end["checks"]);
   const unsigned drops = ph.end.is_null() ? 0 : ph.end.value("capture_drops", 0u);
   if (drops > 0) {
-    res.warnings.push_back(
-        {WarningCode::kCaptureDrops, std::to_string(drops) + " packets dropped by the capture buffer"});
+    res.warnings.push_back({WarningCode::kCaptureDrops,
+                            std::to_string(drops) + " packets dropped by the capture buffer"});
   }
   if (ph.end.is_null()) {
-    res.warnings.push_back(
-        {WarningCode::kCaptureIncomplete, "the capture ends before the run did; the result covers the " +
-                                   std::to_string(runner.trains()) + " trains it holds"});
+    res.warnings.push_back({WarningCode::kCaptureIncomplete,
+                            "the capture ends before the run did; the result covers the " +
+                                std::to_string(runner.trains()) + " trains it holds"});
   }
   if (r.truncated) {
-    res.warnings.push_back({WarningCode::kCaptureTruncated, "the capture file ends inside a packet record"});
+    res.warnings.push_back(
+        {WarningCode::kCaptureTruncated, "the capture file ends inside a packet record"});
   }
   return res;
 }
@@ -471,7 +472,8 @@ MeasureResult replay_measure(const RecordedFile& f, const OfflineRead& r, const 
   c.verbose = verbose;
   auto finish = [&] {
     if (f.measure_end.is_null()) {
-      m.availbw.warnings.push_back({WarningCode::kCaptureIncomplete, "the capture ends before the run did"});
+      m.availbw.warnings.push_back(
+          {WarningCode::kCaptureIncomplete, "the capture ends before the run did"});
       return;
     }
     m.elapsed_s = f.measure_end.value("elapsed_s", 0.0);

@@ -42,7 +42,8 @@ class PacedTrains {
 
   bool run(const Train& train, PacedSample* out, Nanos min_idle = 0) {
     const Nanos span = train.probes.back().offset;
-    const std::string why = r_.admit(train, [&] { return next_start_; }, span);
+    const std::string why = r_.admit(
+        train, [&] { return next_start_; }, span);
     if (!why.empty()) {
       res_.stop_reason = why;
       return false;
@@ -75,9 +76,10 @@ class PacedTrains {
     char worst[32];
     std::snprintf(worst, sizeof worst, "%.0f", worst_stall_s_ * 1e6);
     res.warnings.push_back(
-        {WarningCode::kSendStalls, std::to_string(stalls_) + " of " + std::to_string(res.trains_sent) +
-                            " trains left this host off their schedule (worst " + worst +
-                            " us: the CPU was busy or the process descheduled) and were not used"});
+        {WarningCode::kSendStalls,
+         std::to_string(stalls_) + " of " + std::to_string(res.trains_sent) +
+             " trains left this host off their schedule (worst " + worst +
+             " us: the CPU was busy or the process descheduled) and were not used"});
   }
 
  private:
@@ -182,7 +184,8 @@ void run_fleet_method(PacedTrains& runner, PhasePath& path, const Config& c, dou
   for (int round = 0;; ++round) {
     const Nanos round_start = runner.now();
     const int burst_before = runner.reply_burst();
-    const CapacityTrainParams mid = search_train(c, path.flow, L, C / 2, scale, runner.reply_burst());
+    const CapacityTrainParams mid =
+        search_train(c, path.flow, L, C / 2, scale, runner.reply_burst());
     CapacityTrainParams cal = mid;
     cal.packet_size = static_cast<std::uint16_t>(
         std::clamp(std::lround(L * c.calibration_rate / 0.5), 64L, static_cast<long>(L)));
@@ -237,18 +240,18 @@ void run_fleet_method(PacedTrains& runner, PhasePath& path, const Config& c, dou
     // keeps to 40% of the phase's budget.
     const Nanos at = runner.now();
     if (at + 2 * (at - round_start) > cal_start + (t_cap - cal_start) * 2 / 5) {
-      res.warnings.push_back(
-          {WarningCode::kNoisyPath, "timing noise on this path was high (threshold " +
-                             std::to_string(noise.threshold) +
-                             ") but there was no time to calibrate with longer trains; the "
-                             "search decides with the wide threshold"});
+      res.warnings.push_back({WarningCode::kNoisyPath,
+                              "timing noise on this path was high (threshold " +
+                                  std::to_string(noise.threshold) +
+                                  ") but there was no time to calibrate with longer trains; the "
+                                  "search decides with the wide threshold"});
       break;
     }
     scale *= 2;
     res.warnings.push_back(
         {WarningCode::kTrainsLengthened, "timing noise on this path was high (threshold " +
-                                  std::to_string(noise.threshold) +
-                                  "); trains doubled in length and calibrated again"});
+                                             std::to_string(noise.threshold) +
+                                             "); trains doubled in length and calibrated again"});
   }
   res.noise_baseline = noise.baseline;
   res.noise_threshold = noise.threshold;
@@ -394,9 +397,9 @@ void run_fleet_method(PacedTrains& runner, PhasePath& path, const Config& c, dou
     if (lost > 0) {
       if (++lost_fleets >= kLostFleetsToStop) {
         res.stop_reason = "loss";
-        res.warnings.push_back(
-            {WarningCode::kRepeatedLoss, "every train of " + std::to_string(kLostFleetsToStop) +
-                                  " fleets in a row lost marker replies, even shortened"});
+        res.warnings.push_back({WarningCode::kRepeatedLoss,
+                                "every train of " + std::to_string(kLostFleetsToStop) +
+                                    " fleets in a row lost marker replies, even shortened"});
         break;
       }
       scale = std::max(0.25, scale / 2);
@@ -467,8 +470,9 @@ void run_linkwidth_method(PacedTrains& runner, PhasePath& path, const Config& c,
     rr.ratio = s.ratio_head_tail;
     rr.verdict = within ? "below" : "above";
     if (!g.reachable) {
-      res.warnings.push_back({WarningCode::kRateUnreachable, "the fixed inter-pair gap is too long to offer " +
-                                                      std::to_string(rate) + " bit/s"});
+      res.warnings.push_back(
+          {WarningCode::kRateUnreachable,
+           "the fixed inter-pair gap is too long to offer " + std::to_string(rate) + " bit/s"});
     }
     res.rates.push_back(rr);
     if (c.verbose) {
@@ -572,8 +576,8 @@ bool capacity_phase_done(MeasureResult& m, double* capacity_bps, bool with_hops)
   }
   if (!m.capacity.valid) {
     m.availbw.stop_reason = "no_capacity";
-    m.availbw.warnings.push_back(
-        {WarningCode::kNoCapacity, "no capacity estimate, so no upper end for the avail-bw search"});
+    m.availbw.warnings.push_back({WarningCode::kNoCapacity,
+                                  "no capacity estimate, so no upper end for the avail-bw search"});
     return false;
   }
   *capacity_bps = m.capacity.capacity_bps;
@@ -607,9 +611,10 @@ void add_availbw(MeasureResult& m, AvailbwResult a, unsigned capture_drops) {
   a.warnings.insert(a.warnings.begin(), m.availbw.warnings.begin(), m.availbw.warnings.end());
   m.availbw = std::move(a);
   if (capture_drops > 0) {
-    m.availbw.warnings.push_back({WarningCode::kCaptureDrops, std::to_string(capture_drops) +
-                                                       " packets dropped by the capture buffer "
-                                                       "during the avail-bw search"});
+    m.availbw.warnings.push_back(
+        {WarningCode::kCaptureDrops, std::to_string(capture_drops) +
+                                         " packets dropped by the capture buffer "
+                                         "during the avail-bw search"});
   }
 }
 

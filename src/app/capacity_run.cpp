@@ -160,8 +160,8 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
   const nlohmann::json checks = capacity_checks_note(before, res);
   const CaptureStats cs = prober.capture_stats();
   if (cs.dropped > 0) {
-    res.warnings.push_back(
-        {WarningCode::kCaptureDrops, std::to_string(cs.dropped) + " packets dropped by the capture buffer"});
+    res.warnings.push_back({WarningCode::kCaptureDrops,
+                            std::to_string(cs.dropped) + " packets dropped by the capture buffer"});
   }
   res.probe_packets = prober.packets_sent();
   res.probe_bytes = prober.bytes_sent();

@@ -11,13 +11,13 @@
 #include "app/net.hpp"
 #include "app/path_checks.hpp"
 #include "app/prober.hpp"
-#include "app/session.hpp"
 #include "app/runner.hpp"
+#include "app/session.hpp"
 #include "estimate/hops.hpp"
 #include "linkwidth/error.hpp"
 #include "plan/hops_plan.hpp"
-#include "report/writers.hpp"
 #include "report/hops_writers.hpp"
+#include "report/writers.hpp"
 #include "send/packet_builder.hpp"
 
 namespace lw {
@@ -240,7 +240,8 @@ HopsResult run_hops_on(ProbeRunner& io, HopsResult res, const Config& c, PhasePa
       break;
     }
     const double train_bits = 8.0 * static_cast<double>(rt.train.total_bytes());
-    const double expect_s = train_bits / (slowest_bps > 0 ? slowest_bps : 1e6) + 2 * path_info.rtt_s;
+    const double expect_s =
+        train_bits / (slowest_bps > 0 ? slowest_bps : 1e6) + 2 * path_info.rtt_s;
     TrainOptions o;
     o.wait_for = rt.train.markers;
     o.busy_wait = busy_wait(1.5 * expect_s);
@@ -395,29 +396,31 @@ HopsResult run_hops_on(ProbeRunner& io, HopsResult res, const Config& c, PhasePa
                             "no hop slowed the trains: the narrowest link is this host's own "
                             "interface, or every link is faster than we can send"});
   } else if (res.stop_reason != "interrupted") {
-    res.warnings.push_back({WarningCode::kNoBottleneck, "too few trains were answered by every hop (" +
-                                                 std::to_string(est.trains_voting) + " of " +
-                                                 std::to_string(timings.size()) + ")"});
+    res.warnings.push_back(
+        {WarningCode::kNoBottleneck, "too few trains were answered by every hop (" +
+                                         std::to_string(est.trains_voting) + " of " +
+                                         std::to_string(timings.size()) + ")"});
   }
   if (!unknown.empty()) {
-    res.warnings.push_back(
-        {WarningCode::kSilentHops, "hop(s) " + hop_list(unknown) + " never answered; kept as unknown"});
+    res.warnings.push_back({WarningCode::kSilentHops,
+                            "hop(s) " + hop_list(unknown) + " never answered; kept as unknown"});
   }
   if (!few.empty()) {
-    res.warnings.push_back(
-        {WarningCode::kFewReplies, "hop(s) " + hop_list(few) +
-                            " answered fewer trains than were sent (ICMP rate limit or loss); "
-                            "a hop answering under half of them is not used"});
+    res.warnings.push_back({WarningCode::kFewReplies,
+                            "hop(s) " + hop_list(few) +
+                                " answered fewer trains than were sent (ICMP rate limit or loss); "
+                                "a hop answering under half of them is not used"});
   }
   if (path_changes > 0) {
-    res.warnings.push_back({WarningCode::kPathChanged, std::to_string(path_changes) +
-                                                " TTL-limited marker(s) were answered by another "
-                                                "router than in path discovery"});
+    res.warnings.push_back(
+        {WarningCode::kPathChanged, std::to_string(path_changes) +
+                                        " TTL-limited marker(s) were answered by another "
+                                        "router than in path discovery"});
   }
   const unsigned drops = io.capture_drops();
   if (drops > 0) {
-    res.warnings.push_back(
-        {WarningCode::kCaptureDrops, std::to_string(drops) + " packets dropped by the capture buffer"});
+    res.warnings.push_back({WarningCode::kCaptureDrops,
+                            std::to_string(drops) + " packets dropped by the capture buffer"});
   }
   res.probe_packets = io.packets_sent();
   res.probe_bytes = io.bytes_sent();

@@ -86,10 +86,10 @@ Nanos busy_wait(double expect_s);
 // What a phase knows of the path it probes, live (from the session) or
 // replayed (from the run records).
 struct PhasePath {
-  FlowId flow;           // the measurement's 5-tuple (dport: the closed port)
-  int packet_size = 0;   // load packet size L after the MTU clamp
-  double rtt_s = 0;      // from discovery
-  SeqAllocator& seqs;    // sequence numbers of the phase's probes
+  FlowId flow;          // the measurement's 5-tuple (dport: the closed port)
+  int packet_size = 0;  // load packet size L after the MTU clamp
+  double rtt_s = 0;     // from discovery
+  SeqAllocator& seqs;   // sequence numbers of the phase's probes
 };
 
 struct Session;

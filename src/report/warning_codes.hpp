@@ -14,7 +14,7 @@ namespace lw {
     "the avail-bw search (and the hops phase) did not run: the RST load is dropped before the "   \
     "narrow link")                                                                                \
   X(kBottleneckAfterSilentHop, "bottleneck_after_silent_hop",                                     \
-    "hops right before the bottleneck gave no usable replies: the narrow link may be any link "    \
+    "hops right before the bottleneck gave no usable replies: the narrow link may be any link "   \
     "into them")                                                                                  \
   X(kCalibrationDisturbed, "calibration_disturbed",                                               \
     "even the low-rate calibration trains came back spread out: the path may be saturated")       \
@@ -22,7 +22,7 @@ namespace lw {
     "the capacity is at or above what we could send: the replies may only show our own rate")     \
   X(kCapacityLowerBound, "capacity_lower_bound",                                                  \
     "the capacity is only a lower bound, so is the avail-bw search's upper end")                  \
-  X(kCaptureDrops, "capture_drops", "the capture buffer dropped packets")                        \
+  X(kCaptureDrops, "capture_drops", "the capture buffer dropped packets")                         \
   X(kCaptureIncomplete, "capture_incomplete",                                                     \
     "analyze: the capture ends before the run did; the result covers what it holds")              \
   X(kCaptureTruncated, "capture_truncated", "analyze: the capture file ends inside a packet")     \
@@ -51,8 +51,7 @@ namespace lw {
   X(kMiddleboxReply, "middlebox_reply",                                                           \
     "the replies come from a middlebox before the target, not from the target")                   \
   X(kNoBottleneck, "no_bottleneck", "no hop could be named as the narrow link")                   \
-  X(kNoCapacity, "no_capacity",                                                                   \
-    "no capacity estimate, so no upper end for the avail-bw search")                              \
+  X(kNoCapacity, "no_capacity", "no capacity estimate, so no upper end for the avail-bw search")  \
   X(kNoEstimate, "no_estimate", "no train gave a usable sample")                                  \
   X(kNoRoute, "no_route", "--dry-run: no route to the target")                                    \
   X(kNoisyPath, "noisy_path",                                                                     \
@@ -92,8 +91,7 @@ namespace lw {
   X(kTrainsNotCompressed, "trains_not_compressed",                                                \
     "trains were not sent faster than the path and were not used")                                \
   X(kTrainsRejected, "trains_rejected", "trains were rejected, with the reasons counted")         \
-  X(kTrainsShortened, "trains_shortened",                                                         \
-    "trains lost marker replies; they were shortened")                                            \
+  X(kTrainsShortened, "trains_shortened", "trains lost marker replies; they were shortened")      \
   X(kUncompressedTrains, "uncompressed_trains",                                                   \
     "some trains came back at our own sending rate while others were compressed")
 

@@ -30,7 +30,8 @@ std::vector<Warning> warnings_from_json(const nlohmann::json& a) {
   std::vector<Warning> ws;
   if (!a.is_array()) return ws;
   for (const auto& w : a) {
-    ws.push_back(Warning::recorded(w.at("code").get<std::string>(), w.at("message").get<std::string>()));
+    ws.push_back(
+        Warning::recorded(w.at("code").get<std::string>(), w.at("message").get<std::string>()));
   }
   return ws;
 }

@@ -45,8 +45,7 @@ TEST_CASE("every catalogued warning code is unique and in the README's table", "
   CHECK(table.size() == warning_catalogue().size());
 }
 
-TEST_CASE("a warning carries its catalogued name; a recorded one stays as written",
-          "[warnings]") {
+TEST_CASE("a warning carries its catalogued name; a recorded one stays as written", "[warnings]") {
   const Warning w(WarningCode::kCaptureDrops, "3 packets dropped by the capture buffer");
   CHECK(w.code == "capture_drops");
   const Warning r = Warning::recorded("some_old_code", "as recorded");
