@@ -297,25 +297,28 @@ class ReplayRunner : public ProbeRunner {
     }
   }
 
-  std::string admit(const Train& train, const std::function<Nanos()>& start_at,
-                    Nanos span) override {
+  StopReason admit(const Train& train, const std::function<Nanos()>& start_at,
+                   Nanos span) override {
     if (cur_.next_is("stopped")) return take_stopped();
-    if (stopped()) return "interrupted";
-    if (counted_ && bytes_ + train.total_bytes() > max_bytes_) return "max_bytes";
+    if (stopped()) return StopReason::kInterrupted;
+    if (counted_ && bytes_ + train.total_bytes() > max_bytes_) return StopReason::kMaxBytes;
     const Nanos start = start_at();
     if (cur_.next_is("stopped")) return take_stopped();
-    if (counted_ && start + span + reply_wait_ > t_cap_) return "max_time";
-    if (stopped()) return "interrupted";
-    if (cur_.next_is("train")) return "";
+    if (counted_ && start + span + reply_wait_ > t_cap_) return StopReason::kMaxTime;
+    if (stopped()) return StopReason::kInterrupted;
+    if (cur_.next_is("train")) return StopReason::kNone;
     return recorded_end();
   }
 
-  std::string check_time(Nanos) override {
-    if (cur_.next_is("stopped") && cur_.peek().note.value("reason", "") == "max_time") {
+  StopReason check_time(Nanos) override {
+    if (cur_.next_is("stopped") &&
+        cur_.peek().note.at("reason").get<StopReason>() == StopReason::kMaxTime) {
       return take_stopped();
     }
-    if (cur_.next_is("train") || ph_.end.is_null()) return "";
-    return ph_.end.value("stop_reason", "") == "max_time" ? "max_time" : "";
+    if (cur_.next_is("train") || ph_.end.is_null()) return StopReason::kNone;
+    return ph_.end.at("stop_reason").get<StopReason>() == StopReason::kMaxTime
+               ? StopReason::kMaxTime
+               : StopReason::kNone;
   }
 
   TrainResult run(const Train& planned, const TrainOptions&) override {
@@ -351,15 +354,15 @@ class ReplayRunner : public ProbeRunner {
   std::size_t trains() const { return trains_; }
 
  private:
-  std::string take_stopped() { return cur_.next("stopped").note.value("reason", ""); }
+  StopReason take_stopped() { return cur_.next("stopped").note.at("reason").get<StopReason>(); }
 
   // No train where the live run sent one: the end note's stop reason
   // (capacity), "incomplete" if the file ends first, else a divergence.
-  std::string recorded_end() {
+  StopReason recorded_end() {
     if (!ph_.end.is_null() && ph_.end.contains("stop_reason")) {
-      return ph_.end.at("stop_reason").get<std::string>();
+      return ph_.end.at("stop_reason").get<StopReason>();
     }
-    if (cur_.exhausted() && ph_.end.is_null()) return "incomplete";
+    if (cur_.exhausted() && ph_.end.is_null()) return StopReason::kIncomplete;
     cur_.diverged();
   }
 
@@ -410,11 +413,11 @@ CapacityResult replay_capacity(const RecordedPhase& ph, const OfflineRead& r,
   ReplayRunner runner(ph, r, self, name);
   CapacityTrains trains = capacity_trains(runner, c, path, res);
   if (ph.end.is_null()) {
-    res.stop_reason = "incomplete";
+    res.stop_reason = StopReason::kIncomplete;
     res.probe_packets = runner.packets_sent();
     res.probe_bytes = runner.bytes_sent();
   } else {
-    res.stop_reason = ph.end.at("stop_reason").get<std::string>();
+    res.stop_reason = ph.end.at("stop_reason").get<StopReason>();
     res.elapsed_s = ph.end.value("elapsed_s", 0.0);
     res.probe_packets = ph.end.at("probe_packets").get<std::uint64_t>();
     res.probe_bytes = ph.end.at("probe_bytes").get<std::uint64_t>();
@@ -496,8 +499,8 @@ MeasureResult replay_measure(const RecordedFile& f, const OfflineRead& r, const 
     if (f.hops.run.is_null()) throw bad_file(name, "the capture holds no hops phase");
     m.hops = replay_hops(f.hops, r, name, verbose);
     m.has_hops = true;
-    if (m.hops.stop_reason == "interrupted") {
-      m.availbw.stop_reason = "interrupted";
+    if (m.hops.stop_reason == StopReason::kInterrupted) {
+      m.availbw.stop_reason = StopReason::kInterrupted;
       finish();
       return m;
     }
@@ -505,7 +508,7 @@ MeasureResult replay_measure(const RecordedFile& f, const OfflineRead& r, const 
   const RecordedPhase& ph = f.availbw;
   if (ph.run.is_null()) {
     // The live run ended between the phases (interrupted): nothing to replay.
-    m.availbw.stop_reason = "incomplete";
+    m.availbw.stop_reason = StopReason::kIncomplete;
     finish();
     return m;
   }

@@ -42,9 +42,9 @@ class PacedTrains {
 
   bool run(const Train& train, PacedSample* out, Nanos min_idle = 0) {
     const Nanos span = train.probes.back().offset;
-    const std::string why = r_.admit(
+    const StopReason why = r_.admit(
         train, [&] { return next_start_; }, span);
-    if (!why.empty()) {
+    if (why != StopReason::kNone) {
       res_.stop_reason = why;
       return false;
     }
@@ -216,7 +216,7 @@ void run_fleet_method(PacedTrains& runner, PhasePath& path, const Config& c, dou
     }
     summarize(calib);
     res.rates.push_back(calib);
-    if (!res.stop_reason.empty()) return;
+    if (res.stop_reason != StopReason::kNone) return;
     if (runner.reply_burst() < burst_before && burst_restarts++ < 2) {
       // The target turned out to answer fewer replies at once than these
       // trains asked: calibrate again with fewer markers.
@@ -266,7 +266,7 @@ void run_fleet_method(PacedTrains& runner, PhasePath& path, const Config& c, dou
   fp.capacity_bps = C;
   fp.resolution_bps = omega;
   FleetSearch search(fp);
-  res.stop_reason.clear();
+  res.stop_reason = StopReason::kNone;
 
   // One fleet at `rate`: K trains, stopped early once the verdict is settled.
   // Returns false when a cap ended the run.
@@ -312,7 +312,7 @@ void run_fleet_method(PacedTrains& runner, PhasePath& path, const Config& c, dou
     const bool whole_fleet_lost = !rr.trains.empty() && *lost == static_cast<int>(rr.trains.size());
     if (!whole_fleet_lost) *lost = 0;
     res.rates.push_back(std::move(rr));
-    return res.stop_reason.empty();
+    return res.stop_reason == StopReason::kNone;
   };
 
   std::vector<ResponseSample> response;
@@ -396,7 +396,7 @@ void run_fleet_method(PacedTrains& runner, PhasePath& path, const Config& c, dou
     // Repeated loss: shorten the trains; if that does not help, give up.
     if (lost > 0) {
       if (++lost_fleets >= kLostFleetsToStop) {
-        res.stop_reason = "loss";
+        res.stop_reason = StopReason::kLoss;
         res.warnings.push_back({WarningCode::kRepeatedLoss,
                                 "every train of " + std::to_string(kLostFleetsToStop) +
                                     " fleets in a row lost marker replies, even shortened"});
@@ -409,11 +409,13 @@ void run_fleet_method(PacedTrains& runner, PhasePath& path, const Config& c, dou
       lost_fleets = 0;
     }
   }
-  if (res.stop_reason.empty()) {
+  if (res.stop_reason == StopReason::kNone) {
     if (search.high() < 0.9 * C) run_response(search.high());
     // A cap that cuts the response trains short leaves the search's reason.
-    if (res.stop_reason.empty() || search.done()) {
-      res.stop_reason = search.done() ? "resolution" : search_cut ? "max_time" : "max_fleets";
+    if (res.stop_reason == StopReason::kNone || search.done()) {
+      res.stop_reason = search.done() ? StopReason::kResolution
+                        : search_cut  ? StopReason::kMaxTime
+                                      : StopReason::kMaxFleets;
     }
   }
 
@@ -479,7 +481,8 @@ void run_linkwidth_method(PacedTrains& runner, PhasePath& path, const Config& c,
       std::fprintf(stderr, "linkwidth rate %.4g: ratio %.5f %s\n", rate, ratio, rr.verdict.c_str());
     }
   }
-  if (res.stop_reason.empty()) res.stop_reason = search.done() ? "resolution" : "max_fleets";
+  if (res.stop_reason == StopReason::kNone)
+    res.stop_reason = search.done() ? StopReason::kResolution : StopReason::kMaxFleets;
   res.low_bps = search.low();
   res.high_bps = search.high();
   res.availbw_bps = search.estimate();
@@ -570,12 +573,12 @@ Config availbw_config_from(const nlohmann::json& j) {
 }
 
 bool capacity_phase_done(MeasureResult& m, double* capacity_bps, bool with_hops) {
-  if (m.capacity.stop_reason == "interrupted") {
-    m.availbw.stop_reason = "interrupted";
+  if (m.capacity.stop_reason == StopReason::kInterrupted) {
+    m.availbw.stop_reason = StopReason::kInterrupted;
     return false;
   }
   if (!m.capacity.valid) {
-    m.availbw.stop_reason = "no_capacity";
+    m.availbw.stop_reason = StopReason::kNoCapacity;
     m.availbw.warnings.push_back({WarningCode::kNoCapacity,
                                   "no capacity estimate, so no upper end for the avail-bw search"});
     return false;
@@ -583,7 +586,7 @@ bool capacity_phase_done(MeasureResult& m, double* capacity_bps, bool with_hops)
   *capacity_bps = m.capacity.capacity_bps;
   if (m.capacity.load_check.dropped) {
     // Paced RST trains would meet no queue at all: nothing to search.
-    m.availbw.stop_reason = "load_dropped";
+    m.availbw.stop_reason = StopReason::kLoadDropped;
     m.availbw.warnings.push_back(
         {WarningCode::kAvailbwNotRun,
          std::string("the avail-bw search") + (with_hops ? " and the hops phase" : "") +
@@ -604,7 +607,7 @@ void given_capacity(MeasureResult& m, double capacity_bps) {
   m.capacity_given = true;
   m.capacity.valid = true;
   m.capacity.capacity_bps = m.capacity.low_bps = m.capacity.high_bps = capacity_bps;
-  m.capacity.stop_reason = "given";
+  m.capacity.stop_reason = StopReason::kGiven;
 }
 
 void add_availbw(MeasureResult& m, AvailbwResult a, unsigned capture_drops) {
@@ -670,8 +673,8 @@ MeasureResult run_measure(const Config& c, const std::atomic<bool>& stop) {
         c.max_time_s, to_seconds(mono_now() - session->t_begin) + std::max(1.0, c.max_time_s / 4));
     m.hops = run_hops(*session, hc, stop);
     m.has_hops = true;
-    if (m.hops.stop_reason == "interrupted") {
-      m.availbw.stop_reason = "interrupted";
+    if (m.hops.stop_reason == StopReason::kInterrupted) {
+      m.availbw.stop_reason = StopReason::kInterrupted;
       finish();
       return m;
     }

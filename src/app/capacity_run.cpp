@@ -190,7 +190,7 @@ CapacityTrains capacity_trains(ProbeRunner& runner, const Config& c, PhasePath& 
   const bool two_lengths = c.length_ratio > 1;
   int consecutive_silent = 0;
   int sizing_trains = 0;
-  res.stop_reason = "max_trains";
+  res.stop_reason = StopReason::kMaxTrains;
   Nanos next_start = 0;  // the first train goes at once
   double best_rate = 0;  // highest per-train rate seen: a bound for idle budgeting
   CapacityEstimate est;
@@ -199,8 +199,8 @@ CapacityTrains capacity_trains(ProbeRunner& runner, const Config& c, PhasePath& 
     const int group = sized && two_lengths ? tally.measured() % 2 : 0;
     const int n_train = group == 1 ? static_cast<int>(std::lround(n * c.length_ratio)) : n;
     const Train train = make_capacity_train(train_params(c, path.flow, n_train, L), i, path.seqs);
-    const std::string why = runner.admit(train, [&] { return next_start; });
-    if (!why.empty()) {
+    const StopReason why = runner.admit(train, [&] { return next_start; });
+    if (why != StopReason::kNone) {
       res.stop_reason = why;
       break;
     }
@@ -273,8 +273,8 @@ CapacityTrains capacity_trains(ProbeRunner& runner, const Config& c, PhasePath& 
     const double idle = std::max(train_time / c.max_load,
                                  budget_rate > 0 ? 2.0 * n_train * L * 8.0 / budget_rate : 0.0);
     next_start = std::max(run.end_mono, run.start_mono + from_seconds(idle));
-    const std::string late = runner.check_time(next_start);
-    if (!late.empty()) {
+    const StopReason late = runner.check_time(next_start);
+    if (late != StopReason::kNone) {
       res.stop_reason = late;
       break;
     }
@@ -282,7 +282,7 @@ CapacityTrains capacity_trains(ProbeRunner& runner, const Config& c, PhasePath& 
     est = tally.estimate();
     if (tally.enough(c.min_trains) && est.valid &&
         (est.high_bps - est.low_bps) / 2 <= c.precision * est.capacity_bps) {
-      res.stop_reason = "precision";
+      res.stop_reason = StopReason::kPrecision;
       break;
     }
   }

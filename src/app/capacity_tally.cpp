@@ -228,7 +228,7 @@ void CapacityTally::conclude(CapacityResult& res) const {
     res.warnings.push_back({WarningCode::kTrainsRejected,
                             std::to_string(total) + " train(s) rejected (" + m.str() + ")"});
   }
-  if (!res.valid && res.stop_reason != "interrupted") {
+  if (!res.valid && res.stop_reason != StopReason::kInterrupted) {
     res.warnings.push_back({WarningCode::kNoEstimate, "no train gave a usable sample"});
   }
   if (!mostly_uncompressed && two_lengths_ && sm.kept_by_group[0].size() >= 2 &&

@@ -148,7 +148,7 @@ HopsResult run_hops_on(ProbeRunner& io, HopsResult res, const Config& c, PhasePa
     if (io.stopped()) break;
   }
   if (io.stopped()) {
-    res.stop_reason = "interrupted";
+    res.stop_reason = StopReason::kInterrupted;
     return res;
   }
   if (H == 0) {
@@ -210,7 +210,7 @@ HopsResult run_hops_on(ProbeRunner& io, HopsResult res, const Config& c, PhasePa
   int n = c.load_packets > 0 ? c.load_packets : kSizingLoadPackets;
   bool sized = c.load_packets > 0;
   std::vector<HopTrainTiming> timings;
-  res.stop_reason = "max_trains";
+  res.stop_reason = StopReason::kMaxTrains;
   Nanos next_start = io.now();
   double slowest_bps = 0;  // lowest hop rate seen: budgets the idle time
   int silent_trains = 0;
@@ -226,7 +226,7 @@ HopsResult run_hops_on(ProbeRunner& io, HopsResult res, const Config& c, PhasePa
     // Wait for the idle time and for every TTL-marked router to have the two
     // ICMP errors this train asks of it (a hop that never answered is not
     // waited for: it would only slow the others down).
-    const std::string why = io.admit(rt.train, [&] {
+    const StopReason why = io.admit(rt.train, [&] {
       Nanos start = std::max(next_start, io.now());
       for (int k = 0; k < H; ++k) {
         if (kind[k] != MarkerKind::kTtl || path[k].addr == 0) continue;
@@ -235,7 +235,7 @@ HopsResult run_hops_on(ProbeRunner& io, HopsResult res, const Config& c, PhasePa
       }
       return start;
     });
-    if (!why.empty()) {
+    if (why != StopReason::kNone) {
       res.stop_reason = why;
       break;
     }
@@ -329,7 +329,7 @@ HopsResult run_hops_on(ProbeRunner& io, HopsResult res, const Config& c, PhasePa
       }
     }
     if (silent_trains >= 3) {
-      res.stop_reason = "no_replies";
+      res.stop_reason = StopReason::kNoReplies;
       res.warnings.push_back({WarningCode::kRepliesStopped, "no hop answered 3 trains in a row"});
       break;
     }
@@ -395,7 +395,7 @@ HopsResult run_hops_on(ProbeRunner& io, HopsResult res, const Config& c, PhasePa
     res.warnings.push_back({WarningCode::kNoBottleneck,
                             "no hop slowed the trains: the narrowest link is this host's own "
                             "interface, or every link is faster than we can send"});
-  } else if (res.stop_reason != "interrupted") {
+  } else if (res.stop_reason != StopReason::kInterrupted) {
     res.warnings.push_back(
         {WarningCode::kNoBottleneck, "too few trains were answered by every hop (" +
                                          std::to_string(est.trains_voting) + " of " +

@@ -61,7 +61,7 @@ int run_hops_main(const Config& c) {
     std::cout << to_json(r).dump(2) << std::endl;
   else
     std::cout << to_text(r);
-  if (r.stop_reason == "interrupted") return 128 + stop_signal();
+  if (r.stop_reason == StopReason::kInterrupted) return 128 + stop_signal();
   if (r.bottleneck_hop == 0) return static_cast<int>(ExitCode::kRuntime);
   return 0;
 }
@@ -124,7 +124,8 @@ int run_main(const std::vector<std::string>& args) {
         std::cout << dump(to_json(m)) << std::endl;
       else
         std::cout << to_text(m);
-      if (m.availbw.stop_reason == "interrupted" || m.capacity.stop_reason == "interrupted") {
+      if (m.availbw.stop_reason == StopReason::kInterrupted ||
+          m.capacity.stop_reason == StopReason::kInterrupted) {
         return 128 + stop_signal();
       }
       if (!m.availbw.valid) return static_cast<int>(ExitCode::kRuntime);
@@ -135,7 +136,7 @@ int run_main(const std::vector<std::string>& args) {
       std::cout << dump(to_json(r)) << std::endl;
     else
       std::cout << to_text(r);
-    if (r.stop_reason == "interrupted") return 128 + stop_signal();
+    if (r.stop_reason == StopReason::kInterrupted) return 128 + stop_signal();
     if (!r.valid) return static_cast<int>(ExitCode::kRuntime);
     return 0;
   } catch (const Error& e) {

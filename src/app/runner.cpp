@@ -15,26 +15,28 @@ Nanos busy_wait(double expect_s) {
 LiveRunner::LiveRunner(Session& s, const Config& c, const char* phase, Nanos t_cap)
     : s_(s), c_(c), phase_(phase), t_cap_(t_cap), reply_wait_(lw::reply_wait(s, c)) {}
 
-std::string LiveRunner::refuse(const char* why) {
+StopReason LiveRunner::refuse(StopReason why) {
   // The replay reads the gate's verdict from here (app/analyze.cpp).
-  s_.prober->note({{"kind", "stopped"}, {"reason", why}});
+  s_.prober->note({{"kind", "stopped"}, {"reason", stop_reason_name(why)}});
   return why;
 }
 
-std::string LiveRunner::admit(const Train& train, const std::function<Nanos()>& start_at,
-                              Nanos span) {
-  if (stopped()) return refuse("interrupted");
-  if (s_.prober->bytes_sent() + train.total_bytes() > c_.max_bytes) return refuse("max_bytes");
+StopReason LiveRunner::admit(const Train& train, const std::function<Nanos()>& start_at,
+                             Nanos span) {
+  if (stopped()) return refuse(StopReason::kInterrupted);
+  if (s_.prober->bytes_sent() + train.total_bytes() > c_.max_bytes)
+    return refuse(StopReason::kMaxBytes);
   const Nanos start = start_at();
-  if (std::max(start, mono_now()) + span + reply_wait_ > t_cap_) return refuse("max_time");
+  if (std::max(start, mono_now()) + span + reply_wait_ > t_cap_)
+    return refuse(StopReason::kMaxTime);
   wait_until(start);
-  if (stopped()) return refuse("interrupted");
-  return "";
+  if (stopped()) return refuse(StopReason::kInterrupted);
+  return StopReason::kNone;
 }
 
-std::string LiveRunner::check_time(Nanos start) {
-  if (start + reply_wait_ > t_cap_) return refuse("max_time");
-  return "";
+StopReason LiveRunner::check_time(Nanos start) {
+  if (start + reply_wait_ > t_cap_) return refuse(StopReason::kMaxTime);
+  return StopReason::kNone;
 }
 
 TrainResult LiveRunner::run(const Train& train, const TrainOptions& o) {

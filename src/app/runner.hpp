@@ -10,8 +10,8 @@
 //                                   the order the live run asked for it.
 // So `linkwidth analyze` runs the live phase code, not a copy of it.
 //
-//   std::string why = runner.admit(train, [&] { return next_start; });
-//   if (!why.empty()) { res.stop_reason = why; break; }   // a cap or a signal
+//   const StopReason why = runner.admit(train, [&] { return next_start; });
+//   if (why != StopReason::kNone) { res.stop_reason = why; break; }  // a cap or a signal
 //   TrainResult r = runner.run(train, {train.markers, false, busy_wait(expect_s)});
 #include <cstdint>
 #include <functional>
@@ -24,6 +24,7 @@
 #include "nlohmann/json.hpp"
 #include "plan/capacity_plan.hpp"
 #include "plan/probe.hpp"
+#include "report/stop_reason.hpp"
 
 namespace lw {
 
@@ -54,13 +55,13 @@ class ProbeRunner {
   // The per-train gate, the same for every phase, in this order: the stop
   // flag, --max-bytes, then `start_at()` (the phase's idle rule; it may read
   // now()), the time cap (start + span + reply wait past t_cap), the wait
-  // until start, the stop flag again. Returns "" when the train may go, else
-  // the stop reason ("interrupted", "max_bytes", "max_time", "incomplete").
-  virtual std::string admit(const Train& train, const std::function<Nanos()>& start_at,
-                            Nanos span = 0) = 0;
+  // until start, the stop flag again. Returns kNone when the train may go,
+  // else the stop reason (interrupted, max_bytes, max_time, incomplete).
+  virtual StopReason admit(const Train& train, const std::function<Nanos()>& start_at,
+                           Nanos span = 0) = 0;
   // The time cap alone, for a phase that plans its next start after a train
-  // (capacity): "" or "max_time".
-  virtual std::string check_time(Nanos start) = 0;
+  // (capacity): kNone or kMaxTime.
+  virtual StopReason check_time(Nanos start) = 0;
   // Sends the train (within the reply budget) and collects its replies.
   virtual TrainResult run(const Train& train, const TrainOptions& o) = 0;
 
@@ -101,9 +102,9 @@ class LiveRunner : public ProbeRunner {
  public:
   LiveRunner(Session& s, const Config& c, const char* phase, Nanos t_cap);
 
-  std::string admit(const Train& train, const std::function<Nanos()>& start_at,
-                    Nanos span = 0) override;
-  std::string check_time(Nanos start) override;
+  StopReason admit(const Train& train, const std::function<Nanos()>& start_at,
+                   Nanos span = 0) override;
+  StopReason check_time(Nanos start) override;
   TrainResult run(const Train& train, const TrainOptions& o) override;
   Nanos now() override;
   void wait_until(Nanos mono) override;
@@ -116,7 +117,7 @@ class LiveRunner : public ProbeRunner {
   Nanos reply_wait() const override { return reply_wait_; }
 
  private:
-  std::string refuse(const char* why);
+  StopReason refuse(StopReason why);
 
   Session& s_;
   const Config& c_;

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "nlohmann/json.hpp"
+#include "report/stop_reason.hpp"
 #include "report/warning_codes.hpp"
 
 namespace lw {
@@ -88,7 +89,7 @@ struct CapacityResult {
   double elapsed_s = 0;
   std::uint64_t probe_packets = 0;
   std::uint64_t probe_bytes = 0;
-  std::string stop_reason;
+  StopReason stop_reason = StopReason::kNone;
   std::vector<TrainRecord> trains;
   std::vector<Warning> warnings;
 
@@ -134,7 +135,7 @@ struct AvailbwResult {
   double resolution_bps = 0;
   double noise_baseline = 0;   // calibration: median ratio
   double noise_threshold = 0;  // calibration: "above" when ratio > baseline + threshold
-  std::string stop_reason;
+  StopReason stop_reason = StopReason::kNone;
   int trains_sent = 0;
   double elapsed_s = 0;
   std::uint64_t probe_packets = 0;

@@ -25,20 +25,20 @@ class FakeRunner : public ProbeRunner {
   explicit FakeRunner(double capacity_bps) : c_bps_(capacity_bps) {}
 
   // Script: refuse the train after `n` admitted ones with `why`.
-  void refuse_after(int n, std::string why) {
+  void refuse_after(int n, StopReason why) {
     refuse_at_ = n;
-    why_ = std::move(why);
+    why_ = why;
   }
   // Script: markers of trains from the `n`-th on draw no reply.
   void silent_from(int n) { silent_from_ = n; }
 
-  std::string admit(const Train&, const std::function<Nanos()>& start_at, Nanos) override {
+  StopReason admit(const Train&, const std::function<Nanos()>& start_at, Nanos) override {
     if (refuse_at_ >= 0 && admitted_ >= refuse_at_) return why_;
     clock_ = std::max(clock_, start_at());
     ++admitted_;
-    return "";
+    return StopReason::kNone;
   }
-  std::string check_time(Nanos) override { return ""; }
+  StopReason check_time(Nanos) override { return StopReason::kNone; }
 
   TrainResult run(const Train& train, const TrainOptions& o) override {
     CHECK(o.wait_for == train.markers);
@@ -93,7 +93,7 @@ class FakeRunner : public ProbeRunner {
   Nanos clock_ = 0;
   int admitted_ = 0, runs_ = 0;
   int refuse_at_ = -1, silent_from_ = -1;
-  std::string why_;
+  StopReason why_ = StopReason::kNone;
   std::uint64_t bytes_ = 0, packets_ = 0;
 };
 
@@ -129,7 +129,7 @@ TEST_CASE("the capacity trains find a scripted bottleneck through the runner", "
     const Run r = run_fake(fake, capacity_config());
     CHECK(r.res.valid);
     CHECK(r.res.capacity_bps == Approx(C).epsilon(0.02));
-    CHECK(r.res.stop_reason == "precision");
+    CHECK(r.res.stop_reason == StopReason::kPrecision);
     CHECK(r.res.trains_sent == fake.admitted());
     CHECK(r.packet_size == 1500);
     // The first train sizes the rest: the sized trains are longer.
@@ -140,9 +140,9 @@ TEST_CASE("the capacity trains find a scripted bottleneck through the runner", "
 
 TEST_CASE("the runner's gate ends the capacity trains with its reason", "[runner]") {
   FakeRunner fake(50e6);
-  fake.refuse_after(3, "max_bytes");
+  fake.refuse_after(3, StopReason::kMaxBytes);
   const Run r = run_fake(fake, capacity_config());
-  CHECK(r.res.stop_reason == "max_bytes");
+  CHECK(r.res.stop_reason == StopReason::kMaxBytes);
   CHECK(r.res.trains_sent == 3);
 }
 
