@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "app/availbw_run.hpp"
 #include "app/capacity_run.hpp"
 #include "app/config.hpp"
 #include "app/runner.hpp"
@@ -162,4 +163,23 @@ TEST_CASE("the busy wait is bounded", "[runner]") {
   CHECK(busy_wait(0) == 2 * kMs);
   CHECK(busy_wait(0.010) == 12 * kMs);
   CHECK(busy_wait(10) == 50 * kMs);
+}
+
+TEST_CASE("the avail-bw search finds a scripted knee through the same runner", "[runner]") {
+  // A FIFO that serves at 60 Mbit/s behind a 100 Mbit/s capacity: paced
+  // trains slower than that come back as sent, faster ones spread to it, so
+  // the response curve's knee, the avail-bw, is at 60 Mbit/s.
+  FakeRunner fake(60e6);
+  Config c = capacity_config();
+  c.command = "availbw";
+  SeqAllocator seqs(1);
+  PhasePath path{FlowId{kSelf, kTarget, 40000, 33435}, 1500, 0.002, seqs};
+  AvailbwResult res;
+  search_availbw(fake, path, c, 100e6, 3600 * kSec, res);
+  CHECK(res.valid);
+  CHECK(res.availbw_bps == Approx(60e6).epsilon(0.1));
+  CHECK(res.low_bps <= 60e6);
+  CHECK(res.high_bps >= 60e6);
+  CHECK(res.stop_reason == StopReason::kResolution);
+  CHECK(res.trains_sent == fake.admitted());
 }
