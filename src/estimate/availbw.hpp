@@ -187,6 +187,9 @@ class FleetSearch {
 // beside the narrow-link C: at least C (a slope a little steeper than 1/C is C
 // within noise), and not at all when it implies less than 0.8·C. The range's
 // lower end is low - threshold·C/2: a "below" fleet only bounds A that far.
+// The crossing itself uses response_crossing_tight's capacity (issue 11):
+// C unless a reliable least-squares slope over `response` and `slope_extra`
+// rejects it, then 1/slope (also reported as the tight-link capacity).
 struct ResponseSample {
   double offered_bps = 0;
   double ratio = 0;

@@ -137,13 +137,18 @@ def main():
     ap.add_argument("scenarios", nargs="*", default=list(SCENARIOS))
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--bin", default=BIN)
+    ap.add_argument("--dump", default="", help="write each run's JSON document into this folder")
     args = ap.parse_args()
     allerr = []
     for name in args.scenarios:
         res = run_scenario(name, args.runs, args.bin)
         errs, held = summary(res)
         allerr += errs
-        for code, doc, truth, el in res:
+        for k, (code, doc, truth, el) in enumerate(res):
+            if args.dump:
+                os.makedirs(args.dump, exist_ok=True)
+                with open(os.path.join(args.dump, f"{name}_{k}.json"), "w") as f:
+                    json.dump({"truth_bps": truth, "doc": doc}, f)
             a = doc.get("availbw_bps")
             print(f"{name}: exit {code} truth {truth / 1e6:.2f} est "
                   f"{(a or 0) / 1e6:.2f} [{(doc.get('availbw_low_bps') or 0) / 1e6:.2f}, "
