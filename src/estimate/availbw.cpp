@@ -307,7 +307,7 @@ Crossing response_crossing_tight(const std::vector<ResponseSample>& s, double ba
   x.fit = fit_response_slope(all, C);
   const SlopeFit& f = x.fit;
   if (f.reliable && C > 0 && 1.0 / f.slope >= 0.8 * C &&
-      std::fabs(f.slope - 1.0 / C) > 2 * f.slope_se) {
+      std::fabs(f.slope - 1.0 / C) > kSlopeRejectSigmas * f.slope_se) {
     x.capacity_bps = 1.0 / f.slope;
     x.source = CrossingCapacity::kResponseSlope;
   }
@@ -362,8 +362,12 @@ AvailbwEstimate estimate_availbw(const std::vector<ResponseSample>& resp, const 
   // the bracket away from the mean, so the crossing is the point estimate
   // wherever it is consistent with the bracket's lower end. Below that end
   // the response trains were disturbed (loss, a tight link that is not the
-  // narrow one) and the bracket's middle stands.
-  if (a >= e.low_bps) {
+  // narrow one) and the bracket's middle stands. "Below" is within the
+  // crossing's own error (issue 11): at 80-90% load the bracket's lower end
+  // sits above A by up to the threshold times C_t (a fleet just above A
+  // reads below through the noise band), and the crossing, with its
+  // standard error counted, is the better estimate there.
+  if (a + 2 * e.crossing_se_bps >= e.low_bps) {
     e.availbw_bps = a;
     e.basis = "response_curve";
     e.low_bps = std::max(0.0, std::min(e.low_bps, a - 2 * e.crossing_se_bps));

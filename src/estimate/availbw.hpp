@@ -226,6 +226,11 @@ struct SlopeFit {
   bool reliable = false;
 };
 constexpr int kMinSlopeTrains = 6;
+// C is rejected when 1/C lies more than this many standard errors from the
+// slope. Low on purpose: keeping a C that is off by k·se costs a bias of
+// about (Ō - A)·k·se_b/b, switching costs a random error of (Ō - A)·se_b/b,
+// and at 80-90% load Ō - A is 3-4 times A (issue 11).
+constexpr double kSlopeRejectSigmas = 1.0;
 constexpr double kMaxSlopeRelSe = 0.15;
 SlopeFit fit_response_slope(const std::vector<ResponseSample>& s, double capacity_bps);
 
@@ -233,7 +238,7 @@ SlopeFit fit_response_slope(const std::vector<ResponseSample>& s, double capacit
 // tight link's capacity C_t belongs there; the narrow link's C is the same
 // number when the tight link is the narrow one, and the more precise one (a
 // capacity measurement, not a slope). So C is used unless a reliable slope
-// rejects it: 1/C lies more than 2 standard errors from the fitted slope
+// rejects it: 1/C lies more than kSlopeRejectSigmas standard errors from it
 // (tight != narrow, or a C that the capacity phase got wrong), and 1/b is
 // at least 0.8·C (a far flatter slope is a curve that is not yet straight).
 enum class CrossingCapacity { kNarrowLink, kResponseSlope };
