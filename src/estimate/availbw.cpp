@@ -298,8 +298,8 @@ const char* crossing_capacity_name(CrossingCapacity c) {
   return c == CrossingCapacity::kResponseSlope ? "response_slope" : "narrow_link";
 }
 
-Crossing response_crossing_tight(const std::vector<ResponseSample>& s, double baseline,
-                                 double C, const std::vector<ResponseSample>& extra) {
+Crossing response_crossing_tight(const std::vector<ResponseSample>& s, double baseline, double C,
+                                 const std::vector<ResponseSample>& extra) {
   Crossing x;
   x.capacity_bps = C;
   std::vector<ResponseSample> all = s;

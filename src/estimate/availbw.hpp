@@ -202,10 +202,10 @@ struct AvailbwEstimate {
   double tight_capacity_bps = 0;  // 0 when not estimated from a slope
   double crossing_bps = 0;        // mean response crossing (0 = none)
   double crossing_se_bps = 0;     // its standard error
-  double crossing_capacity_bps = 0;  // the capacity the crossing used (0 = no crossing)
+  double crossing_capacity_bps = 0;      // the capacity the crossing used (0 = no crossing)
   std::string crossing_capacity_source;  // "narrow_link" / "response_slope" ("" = none)
-  int points = 0;                 // response trains used
-  std::string basis;              // "response_curve" or "bracket"
+  int points = 0;                        // response trains used
+  std::string basis;                     // "response_curve" or "bracket"
 };
 
 // Mean and standard error of the crossings O - C·(ratio - baseline).

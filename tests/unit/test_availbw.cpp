@@ -428,10 +428,12 @@ TrainTiming local_train(double c_bps, double x_bps, int n, int L, Nanos gap, int
 
 TEST_CASE("paced train: our own shaped interface is the tight link", "[availbw][paced][local]") {
   // 50 Mbit/s egress with 20 of this host's traffic in the same queue: A = 30.
-  const PacedSample below = evaluate_paced_train(local_train(50e6, 20e6, 40, 1500, gap_ns(20e6), 8));
+  const PacedSample below =
+      evaluate_paced_train(local_train(50e6, 20e6, 40, 1500, gap_ns(20e6), 8));
   REQUIRE(below.usable);
   CHECK(below.ratio == Approx(1.0).epsilon(0.02));
-  const PacedSample above = evaluate_paced_train(local_train(50e6, 20e6, 40, 1500, gap_ns(45e6), 8));
+  const PacedSample above =
+      evaluate_paced_train(local_train(50e6, 20e6, 40, 1500, gap_ns(45e6), 8));
   REQUIRE(above.usable);
   // The captured departures are already shaped: taken as offered they would
   // give a ratio of 1 (the old behaviour). The send times give (O + X)/C.
@@ -507,8 +509,7 @@ TEST_CASE("tight != narrow: the crossing uses the tight link's capacity from the
   CHECK(held >= 18);
 }
 
-TEST_CASE("tight == narrow: the narrow link's capacity stays in the crossing",
-          "[availbw][tight]") {
+TEST_CASE("tight == narrow: the narrow link's capacity stays in the crossing", "[availbw][tight]") {
   // 50 Mbit/s, 40% load: a slope consistent with 1/C keeps the (more
   // precise) measured C.
   const double c = 50e6, x = 20e6;
