@@ -268,6 +268,7 @@ void run_fleet_method(PacedTrains& runner, PhasePath& path, const Config& c, dou
   FleetSearch search(fp);
   res.stop_reason = StopReason::kNone;
 
+  std::vector<ResponseSample> slope_points;  // issue 11: search trains above the knee
   // One fleet at `rate`: K trains, stopped early once the verdict is settled.
   // Returns false when a cap ended the run.
   auto fleet = [&](double rate, const char* phase, FleetVerdict* fv, int* lost) {
@@ -276,6 +277,7 @@ void run_fleet_method(PacedTrains& runner, PhasePath& path, const Config& c, dou
     rr.rate_bps = rate;
     rr.at_s = to_seconds(runner.now() - t0);
     std::vector<TrainVerdict> verdicts;
+    std::vector<ResponseSample> fleet_points;
     *lost = 0;
     bool settled = false;
     CapacityTrainParams tp;
@@ -297,6 +299,7 @@ void run_fleet_method(PacedTrains& runner, PhasePath& path, const Config& c, dou
       } else {
         verdicts.push_back(classify_train(s.ratio, false, noise));
         v = train_verdict_name(verdicts.back());
+        fleet_points.push_back({s.offered_bps, s.ratio});  // issue 11
       }
       rr.trains.push_back(record_of(t, s, L, v));
       settled = fleet_settled(verdicts, c.fleet_trains, c.fleet_fraction, fv);
@@ -309,6 +312,11 @@ void run_fleet_method(PacedTrains& runner, PhasePath& path, const Config& c, dou
     // Cut short by a cap, or unusable trains: decide on what came back.
     if (!settled) *fv = decide_fleet(verdicts, c.fleet_fraction);
     rr.verdict = fleet_verdict_name(*fv);
+    // issue 11: an above fleet well past the noise band lies on the response
+    // curve's second segment; its trains help the slope (PRC-MT §II-D).
+    if (*fv == FleetVerdict::kAbove && rr.ratio > noise.baseline + 2 * noise.threshold) {
+      slope_points.insert(slope_points.end(), fleet_points.begin(), fleet_points.end());
+    }
     const bool whole_fleet_lost = !rr.trains.empty() && *lost == static_cast<int>(rr.trains.size());
     if (!whole_fleet_lost) *lost = 0;
     res.rates.push_back(std::move(rr));
@@ -354,9 +362,12 @@ void run_fleet_method(PacedTrains& runner, PhasePath& path, const Config& c, dou
         break;
       }
       if (static_cast<int>(response.size()) >= min_n) {
-        double mean = 0, se = 0;
-        response_crossing(response, noise.baseline, C, &mean, &se);
-        if (se <= omega / 2) break;
+        // issue 11: the crossing's error with the capacity it will use (the
+        // tight link's from the slope carries the slope's error too).
+        if (response_crossing_tight(response, noise.baseline, C, slope_points).se_bps <=
+            omega / 2) {
+          break;
+        }
       }
     }
     for (auto& r : rec) {
@@ -419,7 +430,8 @@ void run_fleet_method(PacedTrains& runner, PhasePath& path, const Config& c, dou
     }
   }
 
-  const AvailbwEstimate est = estimate_availbw(response, noise, search.low(), search.high(), C);
+  const AvailbwEstimate est =
+      estimate_availbw(response, noise, search.low(), search.high(), C, slope_points);
   // The reported range adds the search's resolution ω on each side: the
   // estimate's error in the lab is of that order (benchmark median 3% of the
   // avail-bw, a few % of C), and a range narrower than the typical error would
@@ -429,6 +441,8 @@ void run_fleet_method(PacedTrains& runner, PhasePath& path, const Config& c, dou
   res.availbw_bps = est.availbw_bps;
   res.response_points = est.points;
   res.tight_link_capacity_bps = est.tight_capacity_bps;
+  // issue 11: which capacity the reported crossing used (none: the bracket).
+  if (est.basis == "response_curve") res.crossing_capacity_source = est.crossing_capacity_source;
   res.valid = !search.history().empty();
   if (c.verbose) {
     std::fprintf(stderr, "bracket [%.4g, %.4g] crossing %.4g +- %.3g -> %s %.4g, Ct %.4g\n",
@@ -494,7 +508,10 @@ void run_linkwidth_method(PacedTrains& runner, PhasePath& path, const Config& c,
 PacedSample paced_train_sample(const Train& train, const TrainOutcome& outcome,
                                AvailbwResult& res) {
   ++res.trains_sent;
-  return evaluate_paced_train(timing_of(train, outcome));
+  const PacedSample s = evaluate_paced_train(timing_of(train, outcome));
+  // issue 11: our own qdisc spread the train out more than timing noise does.
+  if (s.shaped_locally && s.local_ratio > 1.02) ++res.locally_shaped_trains;
+  return s;
 }
 
 void search_availbw(ProbeRunner& probes, PhasePath& path, const Config& c, double capacity_bps,
@@ -518,6 +535,15 @@ void search_availbw(ProbeRunner& probes, PhasePath& path, const Config& c, doubl
     run_fleet_method(runner, path, c, capacity_bps, res, t0, t_cap);
   }
   runner.warn_stalls(res);
+  if (res.locally_shaped_trains > 0) {  // issue 11
+    res.warnings.push_back(
+        {"local_shaping", std::to_string(res.locally_shaped_trains) + " of " +
+                              std::to_string(res.trains_sent) +
+                              " trains were spread out by this host's own queue before they "
+                              "left (an egress shaper, or this host's traffic in the same queue): "
+                              "our own interface may be the tight link; offered rates are taken "
+                              "from the send times"});
+  }
 }
 
 AvailbwResult run_availbw_phase(Session& ss, const Config& c, const std::atomic<bool>&,

@@ -131,6 +131,8 @@ struct AvailbwResult {
   double high_bps = 0;
   double search_capacity_bps = 0;      // upper end of the search (narrow-link capacity)
   double tight_link_capacity_bps = 0;  // from the response curve; 0 = not estimated
+  std::string crossing_capacity_source;  // narrow_link / response_slope, "" = no crossing
+  int locally_shaped_trains = 0;         // trains our own qdisc spread out (issue 11)
   int response_points = 0;
   double resolution_bps = 0;
   double noise_baseline = 0;   // calibration: median ratio

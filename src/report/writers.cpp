@@ -155,6 +155,10 @@ nlohmann::json to_json(const MeasureResult& m) {
   j["tight_link_capacity_bps"] = nullable(a.tight_link_capacity_bps > 0, a.tight_link_capacity_bps);
   j["narrow_link_capacity_bps"] = nullable(a.search_capacity_bps > 0, a.search_capacity_bps);
   j["response_points"] = a.response_points;
+  j["crossing_capacity_source"] = a.crossing_capacity_source.empty()
+                                      ? nlohmann::json(nullptr)
+                                      : nlohmann::json(a.crossing_capacity_source);
+  j["locally_shaped_trains"] = a.locally_shaped_trains;
   j["resolution_bps"] = a.resolution_bps;
   j["noise"] = {{"baseline", a.noise_baseline}, {"threshold", a.noise_threshold}};
   j["stop_reason"] = a.stop_reason;
