@@ -4,7 +4,7 @@ point, and the merge. Used by deploy/sweep.yml; Python 3 standard library
 only (matplotlib for the heat map, on the controller, when installed).
 
   lwsweep.py schedule --hosts v1,v2,v3 --targets targets.txt --split all|split
-                      --slot 25 --lead 5 --out DIR
+                      --slot 25 --target-time 20 --out DIR
       One file per vantage point, DIR/HOST.schedule: a JSON object with t0
       (UNIX time of slot 0), the slot length and the (slot, target, mode)
       entries of that host. In "all" mode every vantage point measures every
@@ -14,15 +14,19 @@ only (matplotlib for the heat map, on the controller, when installed).
       max(#hosts, #targets), a Latin square, so each pair is measured exactly
       once and a target sees at most one vantage point at a time (their
       trains would meet at the target's access link and spoil both
-      measurements, and the target's reply budget would be shared).
+      measurements, and the target's reply budget would be shared). A second
+      pass (slots n..2n-1, the same square) gives every pair a spare slot
+      that only a host that missed its first one uses.
 
-  lwsweep.py run --schedule FILE --output FILE.jsonl [--linkwidth PATH]
-                 [--target-time S] [-- extra linkwidth options]
+  lwsweep.py run --schedule FILE --t0 UNIX_TIME --output FILE.jsonl
+                 [--linkwidth PATH] [-- extra linkwidth options]
       On a vantage point: for each entry not yet done in FILE.jsonl, wait for
-      its slot, then `linkwidth sweep --resume` that one target with a
+      its slot (t0 + slot x length; every host is handed the same t0 when the
+      run starts), then `linkwidth sweep --resume` that one target with a
       per-target budget below the slot length. A slot already past (this
-      host was late) is left for the next run of the same command, never
-      started late (it would overlap the next holder of that target).
+      host was late) is never started late (it would overlap the next
+      holder of that target): the target waits for its spare slot in the
+      second pass, or for the next run of the same command.
       Records already done in FILE.jsonl are skipped, so the same command run
       again after a failure or a cut-off resumes where it stopped.
 
@@ -93,15 +97,14 @@ def cmd_schedule(a) -> int:
     if a.target_time >= a.slot:
         raise SystemExit("lwsweep: --target-time must be shorter than --slot")
     sched = make_schedule(hosts, targets, a.split)
-    t0 = time.time() + a.lead
     os.makedirs(a.out, exist_ok=True)
-    slots = 1 + max((s for e in sched.values() for s, _, _ in e), default=0)
+    n = 1 + max((s for e in sched.values() for s, _, _ in e), default=0)
     for h, entries in sched.items():
+        spare = [(s + n, t, m) for s, t, m in entries]
         with open(os.path.join(a.out, f"{h}.schedule"), "w") as f:
-            json.dump({"host": h, "t0": t0, "slot_s": a.slot, "target_time_s": a.target_time,
-                       "slots": slots, "entries": [list(e) for e in entries]}, f)
-    print(json.dumps({"t0": t0, "slots": slots, "slot_s": a.slot,
-                      "budget_s": a.lead + slots * a.slot}))
+            json.dump({"host": h, "slot_s": a.slot, "target_time_s": a.target_time,
+                       "slots": 2 * n, "entries": [list(e) for e in entries + spare]}, f)
+    print(json.dumps({"slots": 2 * n, "slot_s": a.slot, "budget_s": 2 * n * a.slot}))
     return 0
 
 
@@ -129,17 +132,17 @@ def done_keys(path: str) -> set:
 def cmd_run(a) -> int:
     with open(a.schedule) as f:
         sched = json.load(f)
-    t0, slot = float(sched["t0"]), float(sched["slot_s"])
+    t0, slot = a.t0, float(sched["slot_s"])
     target_time = float(sched["target_time_s"])
     os.makedirs(os.path.dirname(os.path.abspath(a.output)), exist_ok=True)
-    late = []
+    late = set()
     for s, target, mode in sched["entries"]:
         if (target, mode) in done_keys(a.output):
             continue
         start = t0 + s * slot
         now = time.time()
         if now > start + a.tolerance:
-            late.append(target)  # never start late: the next slot's holder may be on it
+            late.add((target, mode))  # never start late: the next holder may be on it
             continue
         if now < start:
             time.sleep(start - now)
@@ -150,7 +153,9 @@ def cmd_run(a) -> int:
         if p.returncode not in (0, 1):  # 1 = this target failed: its record says why
             sys.stderr.write(p.stderr)
             return p.returncode
+    late -= done_keys(a.output)  # caught up in a spare slot
     if late:
+        late = sorted(t for t, _ in late)
         print(f"lwsweep: {len(late)} target(s) left for the next run (late): {' '.join(late)}",
               file=sys.stderr)
         return 4
@@ -255,12 +260,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     s.add_argument("--split", default="all", choices=("all", "split"))
     s.add_argument("--slot", type=float, default=40.0)
     s.add_argument("--target-time", type=float, default=30.0)
-    s.add_argument("--lead", type=float, default=20.0,
-                   help="seconds from now to slot 0 (copying the schedule out must fit)")
     s.add_argument("--out", required=True)
     s.set_defaults(func=cmd_schedule)
     r = sub.add_parser("run")
     r.add_argument("--schedule", required=True)
+    r.add_argument("--t0", type=float, required=True, help="UNIX time of slot 0")
     r.add_argument("--output", required=True)
     r.add_argument("--linkwidth", default="linkwidth")
     r.add_argument("--tolerance", type=float, default=1.0,

@@ -139,7 +139,7 @@ def _stamp(rec):
 
 def _playbook(lab_dir, inv, deb_path, targets, out):
     extra = {"lw_deb": deb_path, "lw_targets": targets, "lw_out": out, "lw_slot": SLOT,
-             "lw_target_time": TARGET_TIME, "lw_lead": 10, "lw_args": "--max-time 3"}
+             "lw_target_time": TARGET_TIME, "lw_lead": 6, "lw_args": "--max-time 3"}
     cmd = ["ansible-playbook", "-i", inv, os.path.join(REPO, "deploy", "sweep.yml"),
            "-e", json.dumps(extra)]
     env = dict(os.environ, ANSIBLE_HOST_KEY_CHECKING="False", ANSIBLE_NOCOLOR="1",
