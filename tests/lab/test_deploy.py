@@ -215,6 +215,16 @@ def test_ansible_sweep_three_vantage_points_resumes_after_a_kill(deb):
                 spans = sorted(_stamp(r) for r in mine)
                 for (s0, e0), (s1, e1) in zip(spans, spans[1:]):
                     assert e0 <= s1, (ip, spans)
+            # the installed package lets a normal user measure (file capabilities)
+            cp = subprocess.run(["ip", "netns", "exec", lab.ns("v1"), "setpriv", "--reuid=65534",
+                                 "--regid=65534", "--clear-groups", "/usr/bin/linkwidth",
+                                 "capacity", lab.target_ip(1), "--json", "--max-time", "5"],
+                                capture_output=True, text=True, timeout=60)
+            assert cp.returncode == 0, cp.stderr
+            doc = json.loads(cp.stdout)
+            assert abs(doc["capacity_bps"] - lab.truth(1)) / lab.truth(1) < 0.03
+            assert doc["params"]["privileges"]["was_root"] is False
+
             summary = os.path.join(out, "summary")
             for name in ("capacity.csv", "availbw.csv", "failures.csv", "heatmap.png"):
                 assert os.path.getsize(os.path.join(summary, name)) > 0, name
