@@ -132,8 +132,11 @@ def gen_path(seed, idx, quick=False):
     a_n = cap(cn) - x.get(narrow, 0.0)
     a_t = a_n
     if tight != narrow:
-        ct = rng.uniform(1.2, min(4.0, top / cn)) * cn
+        # Its avail-bw below the narrow link's, its utilisation drawn (it
+        # sets the tight link's rate), the rate at least 1.2 x the narrow's.
         a_t = rng.uniform(0.5, 1 / MARGIN) * a_n
+        u_t = rng.uniform(0.1, 0.9)
+        ct = min(max(a_t / (1 - u_t) * 1514 / 1500, 1.2 * cn), top)
         a_t = max(a_t, 0.1 * cap(ct))                # at most 90 % utilisation
         if cap(ct) - a_t > CROSS_CAP:                # the sender could not make it
             ct = (CROSS_CAP + a_t) * 1514 / 1500
@@ -391,11 +394,12 @@ def summary(rows):
     s = {"paths": len(rows)}
     for est in ("capacity", "availbw"):
         e = errs(f"{est}_err_pct")
+        # A path without an estimate (or without a range) counts as a miss:
+        # the denominator of range_holds is every path.
         s[est] = {"estimates": len(e),
                   "median_abs_err_pct": statistics.median(e) if e else None,
                   "p90_abs_err_pct": pct(e, 90), "worst_abs_err_pct": max(e) if e else None,
-                  "range_holds": holds(f"{est}_range_holds")[0],
-                  "ranges": holds(f"{est}_range_holds")[1]}
+                  "range_holds": holds(f"{est}_range_holds")[0], "ranges": len(rows)}
     he = errs("hop_err")
     s["hop"] = {"estimates": len(he), "right": holds("hop_right")[0],
                 "median_abs_err_hops": statistics.median(he) if he else None,
@@ -452,7 +456,8 @@ def _frac(a, b):
 
 def table_rows(label, s):
     c, a, h, ip = s["capacity"], s["availbw"], s["hop"], s["iperf3"]
-    return (f"| {label} | {s['paths']} | {_f(c['median_abs_err_pct'], 2)} | {_f(c['p90_abs_err_pct'], 2)} "
+    return (f"| {label} | {s['paths']} | {c['estimates']} / {a['estimates']} "
+            f"| {_f(c['median_abs_err_pct'], 2)} | {_f(c['p90_abs_err_pct'], 2)} "
             f"| {_f(c['worst_abs_err_pct'], 1)} | {_frac(c['range_holds'], c['ranges'])} "
             f"| {_f(a['median_abs_err_pct'], 1)} | {_f(a['p90_abs_err_pct'], 1)} "
             f"| {_f(a['worst_abs_err_pct'], 0)} | {_frac(a['range_holds'], a['ranges'])} "
@@ -463,11 +468,12 @@ def table_rows(label, s):
             f"| {_f(ip['linkwidth_same_paths_median_abs_err_pct'], 1)} |")
 
 
-HEADER = ("| class | paths | cap. median \\|err\\| % | cap. p90 % | cap. worst % | cap. range holds "
+HEADER = ("| class | paths | estimates cap. / avail | cap. median \\|err\\| % | cap. p90 % "
+          "| cap. worst % | cap. range holds "
           "| avail median \\|err\\| % | avail p90 % | avail worst % | avail range holds "
           "| hop right | hop range holds | median time s | p90 time s | median probe MB "
           "| iperf3 median \\|err\\| % (runs) | linkwidth avail median \\|err\\| % on those paths |\n"
-          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 
 
 def write_report(out, rows, meta, plots):
@@ -508,12 +514,20 @@ def write_report(out, rows, meta, plots):
          "its argmin (classes use this measured tight link); bottleneck hop = the narrow link's "
          "index. Error = estimate / truth - 1; p90 = nearest-rank 90th percentile of |error|. "
          "Hop right = `bottleneck_hop` equals the narrow link; hop range holds = the narrow link "
-         "lies in `bottleneck_earliest_hop..bottleneck_hop`. A missing estimate counts against "
-         "`range holds` and `hop right` (their denominators are all paths with a range / all paths). "
+         "lies in `bottleneck_earliest_hop..bottleneck_hop`. Error statistics are over the paths "
+         "with an estimate (`estimates`); a path without an estimate counts as a miss in `range "
+         "holds` and `hop right` (their denominator is every path). Utilisation bands are of the "
+         "measured tight link; a measured utilisation above 90 % falls in 60-90. "
          "iperf3: one TCP cubic flow, "
          f"{meta['iperf_seconds']} s, on every {meta['iperf_every']}th path, against the avail-bw "
          "truth measured during its own run.", "",
          "## Overall", "", HEADER, table_rows("all paths", overall), ""]
+    counts = {}
+    for r in rows:
+        k = r["stop_reason"] or f"error {r['error'] or r['exit']}"
+        counts[k] = counts.get(k, 0) + 1
+    L += ["Stop reasons / errors of `measure`: "
+          + ", ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1])) + ".", ""]
     for fail in meta.get("lab_failures", []):
         L += [f"Path {fail['path']} could not be run (the lab failed, not linkwidth): "
               f"`{fail['error'].splitlines()[0]}`", ""]
@@ -567,9 +581,10 @@ def plot_error_vs_util(rows, png):
     import matplotlib.pyplot as plt
     cols = [("tight link local (link 1)", lambda r: r["tight_local"]),
             ("tight link remote", lambda r: not r["tight_local"])]
-    ests = [("capacity", "capacity_err_pct"), ("avail-bw", "availbw_err_pct")]
+    # (name, column, symlog linear range, issue 11's bar for the median |error|)
+    ests = [("capacity", "capacity_err_pct", 2.0, 1.0), ("avail-bw", "availbw_err_pct", 10.0, 4.0)]
     fig, axes = plt.subplots(len(ests), len(cols), figsize=(13, 8.5), squeeze=False)
-    for i, (ename, key) in enumerate(ests):
+    for i, (ename, key, lin, bar) in enumerate(ests):
         for j, (cname, sel) in enumerate(cols):
             ax = axes[i][j]
             seen = set()
@@ -586,13 +601,15 @@ def plot_error_vs_util(rows, png):
                             xytext=(3, 2), textcoords="offset points")
                 seen.add(lab_)
             ax.axhline(0, color="k", lw=0.8)
+            ax.axhspan(-bar, bar, color="tab:green", alpha=0.12,
+                       label=f"±{bar:g} % (issue 11's median bar)")
+            ax.set_yscale("symlog", linthresh=lin)
             ax.set_xlim(-3, 100)
             ax.set_xlabel("tight-link utilisation (%), measured on the counters")
-            ax.set_ylabel(f"{ename} error (%)")
+            ax.set_ylabel(f"{ename} error (%, symlog: linear within ±{lin:g})")
             ax.set_title(f"{ename}: {cname}")
             ax.grid(alpha=0.3)
-            if seen:
-                ax.legend(fontsize=7, loc="best")
+            ax.legend(fontsize=7, loc="best")
     fig.suptitle("linkwidth measure on random paths: error against the tight link's utilisation "
                  "(colour: cross traffic on the tight link; triangle: tight ≠ narrow; "
                  "numbers: path)", fontsize=10)
@@ -632,6 +649,30 @@ def plot_worst(rows, runs_dir, out, k_avail=3, k_cap=2):
 # main
 # --------------------------------------------------------------------------
 
+def make_plots(rows, out, runs_dir):
+    png = os.path.join(out, "paths_error_vs_util.png")
+    plot_error_vs_util(rows, png)
+    return [png] + plot_worst(rows, runs_dir, out)
+
+
+def report_only(out, no_plots):
+    runs_dir = os.path.join(out, "paths_runs")
+    with open(os.path.join(out, "paths_benchmark.json")) as f:
+        meta = json.load(f)["meta"]
+    recs = []
+    for fn in sorted(os.listdir(runs_dir)):
+        if fn.startswith("path") and fn.endswith(".json"):
+            with open(os.path.join(runs_dir, fn)) as f:
+                recs.append(json.load(f))
+    rows = [row_of(r) for r in sorted(recs, key=lambda r: r["path"]["index"])]
+    for fn in os.listdir(out):
+        if fn.startswith("paths_worst_") and fn.endswith(".png"):
+            os.unlink(os.path.join(out, fn))
+    plots = [] if no_plots or not rows else make_plots(rows, out, runs_dir)
+    write_report(out, rows, meta, plots)
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seed", type=int, default=1)
@@ -652,7 +693,12 @@ def main():
     ap.add_argument("--lock", default="", help="flock this file around each path")
     ap.add_argument("--list", action="store_true", help="print the planned paths and exit")
     ap.add_argument("--no-plots", action="store_true")
+    ap.add_argument("--report-only", action="store_true",
+                    help="rebuild the report and plots in --out from its paths_runs/ and "
+                         "paths_benchmark.json (no lab)")
     args = ap.parse_args()
+    if args.report_only:
+        return report_only(args.out, args.no_plots)
     if args.paths < 1:
         ap.error("--paths must be >= 1")
     if args.iperf_seconds is None:
@@ -673,6 +719,9 @@ def main():
     for fn in os.listdir(runs_dir):         # runs of an earlier invocation
         if fn.startswith("path") and fn.endswith(".json"):
             os.unlink(os.path.join(runs_dir, fn))
+    for fn in os.listdir(args.out):
+        if fn.startswith("paths_worst_") and fn.endswith(".png"):
+            os.unlink(os.path.join(args.out, fn))
     commit = subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty"],
                             capture_output=True, text=True).stdout.strip() or "?"
     meta = {"command": "python3 scripts/bench_paths.py " + " ".join(map(shlex.quote, sys.argv[1:])),
@@ -707,9 +756,7 @@ def main():
     plots = []
     if rows and not args.no_plots:
         try:
-            png = os.path.join(args.out, "paths_error_vs_util.png")
-            plot_error_vs_util(rows, png)
-            plots = [png] + plot_worst(rows, runs_dir, args.out)
+            plots = make_plots(rows, args.out, runs_dir)
         except Exception as e:      # a plot must not lose the numbers
             print(f"plots failed: {e}", file=sys.stderr)
     write_report(args.out, rows, meta, plots)
