@@ -40,6 +40,7 @@ and iperf3's JSON output.
     python3 scripts/bench_paths.py --seed 1 --paths 60 --iperf-every 4 --lock /tmp/lw-lab.lock
 """
 import argparse
+import contextlib
 import csv
 import datetime
 import json
@@ -274,8 +275,11 @@ def run_path(path, args, runs_dir):
     cross_links = [c["link"] for c in path["cross"]]
     iperf = args.iperf_every > 0 and path["index"] % args.iperf_every == 0
     rec = {"path": path, "started": datetime.datetime.now().isoformat(timespec="seconds")}
-    t_path = time.monotonic()
-    with held(args.lock), lab.Lab(lab.Spec(links=links, cross_links=cross_links)) as L:
+    t_wait = time.monotonic()
+    with held("" if args.lock_whole_run else args.lock), \
+            lab.Lab(lab.Spec(links=links, cross_links=cross_links)) as L:
+        t_path = time.monotonic()      # the lab is built: lock wait and build apart
+        rec["lock_and_build_s"] = t_path - t_wait
         gens = []
         try:
             for c in path["cross"]:
@@ -292,7 +296,7 @@ def run_path(path, args, runs_dir):
                     g.stop()
                 except Exception:
                     pass
-    rec["path_wall_s"] = time.monotonic() - t_path
+    rec["path_wall_s"] = time.monotonic() - t_path   # cross traffic start .. lab torn down
     rec["truth"] = truth_from(path["links"], rec["window"])
     if rec.get("iperf3", {}).get("window"):
         rec["iperf3"]["truth"] = truth_from(path["links"], rec["iperf3"]["window"])
@@ -347,6 +351,7 @@ def row_of(rec):
         "hop_is_tight": "" if hop is None else int(hop == t["tight_link"]),
         "elapsed_s": _num(d.get("elapsed_s")), "wall_s": round(rec["wall_s"], 3),
         "availbw_elapsed_s": _num(d.get("availbw_elapsed_s")),
+        "capacity_elapsed_s": _num(d.get("capacity_elapsed_s")),
         "probe_bytes": _num(d.get("probe_bytes")),
         "stop_reason": d.get("stop_reason", ""), "hops_stop_reason": d.get("hops_stop_reason", ""),
         "warnings": " ".join(w.get("code", "") for w in d.get("warnings", [])),
@@ -410,6 +415,10 @@ def summary(rows):
     b = [r["probe_bytes"] for r in rows if r["probe_bytes"] != ""]
     s["time_s"] = {"median": statistics.median(t) if t else None, "p90": pct(t, 90),
                    "max": max(t) if t else None}
+    ph = [r["capacity_elapsed_s"] + r["availbw_elapsed_s"] for r in rows
+          if r["capacity_elapsed_s"] != "" and r["availbw_elapsed_s"] != ""]
+    s["phases_time_s"] = {"median": statistics.median(ph) if ph else None, "p90": pct(ph, 90),
+                          "max": max(ph) if ph else None}
     s["probe_bytes"] = {"median": statistics.median(b) if b else None, "p90": pct(b, 90),
                         "max": max(b) if b else None}
     ie = [abs(r["iperf3_err_pct"]) for r in rows if r["iperf3_err_pct"] != ""]
@@ -476,6 +485,40 @@ HEADER = ("| class | paths | estimates cap. / avail | cap. median \\|err\\| % | 
           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 
 
+def overall_table(s):
+    c, a, h, ip = s["capacity"], s["availbw"], s["hop"], s["iperf3"]
+    t, b, n = s["time_s"], s["probe_bytes"], s["paths"]
+    mb = lambda x: None if x is None else x / 1e6  # noqa: E731
+    return [
+        "| estimate | paths with an estimate | median \\|error\\| | 90th percentile | worst "
+        "| range holds the truth |",
+        "|---|---|---|---|---|---|",
+        f"| capacity | {c['estimates']}/{n} | {_f(c['median_abs_err_pct'], 2, ' %')} "
+        f"| {_f(c['p90_abs_err_pct'], 2, ' %')} | {_f(c['worst_abs_err_pct'], 1, ' %')} "
+        f"| {c['range_holds']}/{n} |",
+        f"| avail-bw | {a['estimates']}/{n} | {_f(a['median_abs_err_pct'], 1, ' %')} "
+        f"| {_f(a['p90_abs_err_pct'], 1, ' %')} | {_f(a['worst_abs_err_pct'], 0, ' %')} "
+        f"| {a['range_holds']}/{n} |",
+        f"| bottleneck hop (right: {h['right']}/{n}; names the tight link: {h['names_tight']}/{n}) "
+        f"| {h['estimates']}/{n} | {_f(h['median_abs_err_hops'], 1, ' hops')} "
+        f"| {_f(h['p90_abs_err_hops'], 0, ' hops')} | {_f(h['worst_abs_err_hops'], 0, ' hops')} "
+        f"| {h['range_holds']}/{n} |",
+        f"| iperf3 TCP cubic against the avail-bw truth | {ip['runs']}/{n} "
+        f"| {_f(ip['median_abs_err_pct'], 1, ' %')} | {_f(ip['p90_abs_err_pct'], 1, ' %')} "
+        f"| {_f(ip['worst_abs_err_pct'], 0, ' %')} | – |",
+        "",
+        "| cost of `measure` | median | 90th percentile | max |",
+        "|---|---|---|---|",
+        f"| time (`elapsed_s`) | {_f(t['median'], 1, ' s')} | {_f(t['p90'], 1, ' s')} "
+        f"| {_f(t['max'], 1, ' s')} |",
+        f"| capacity + avail-bw phases (`capacity_elapsed_s` + `availbw_elapsed_s`, no hops "
+        f"phase) | {_f(s['phases_time_s']['median'], 1, ' s')} | {_f(s['phases_time_s']['p90'], 1, ' s')} "
+        f"| {_f(s['phases_time_s']['max'], 1, ' s')} |",
+        f"| probe bytes | {_f(mb(b['median']), 2, ' MB')} | {_f(mb(b['p90']), 2, ' MB')} "
+        f"| {_f(mb(b['max']), 2, ' MB')} |",
+    ]
+
+
 def write_report(out, rows, meta, plots):
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "paths_benchmark.csv"), "w", newline="") as f:
@@ -491,13 +534,19 @@ def write_report(out, rows, meta, plots):
          f"Produced by `{meta['command']}` at commit {meta['commit']} on {meta['date']} "
          f"({meta['cpus']} cores; load average {meta['loadavg']} at the start), seed "
          f"**{meta['seed']}**, {len(rows)} of {meta['paths_planned']} paths done"
+         + (f" in {meta['wall_s'] / 60:.1f} min (from {meta.get('started', '?')})"
+            if meta.get("wall_s") else "")
          + (f" (stopped early: {meta['stopped']})" if meta.get("stopped") else "") + ". "
          "Raw rows: `paths_benchmark.csv`; summary as JSON: `paths_benchmark.json`; every run's "
          "path, truth, counters and linkwidth document: `paths_runs/pathNNN.json`.", "",
          f"**CPU pinning:** `linkwidth measure` and the iperf3 client ran pinned to CPU "
          f"{PROBER_CPU} (`taskset -c {PROBER_CPU}`), every cross-traffic sender to CPU {CROSS_CPU}. "
          f"linkwidth ran as `linkwidth measure TARGET --json --max-time {meta['max_time']:g}"
-         + (f" {meta['tool_args']}" if meta["tool_args"] else "") + "` (hops phase included).", "",
+         + (f" {meta['tool_args']}" if meta["tool_args"] else "") + "` (hops phase included). "
+         + ("The lab lock was held for the whole run (no other lab user ran meanwhile)."
+            if meta.get("lock_whole_run") else
+            "The lab lock was taken per path (other lab users may have run between paths)."
+            if meta.get("lock") else "No lab lock was taken."), "",
          "**Paths:** 1-5 links, every link shaped (tbf or htb) at 5 Mbit/s-1 Gbit/s, queue "
          "10-200 ms of its rate (at least two frames); the narrow link's rate is 5-200 Mbit/s "
          "(tbf is timer-bound above ~300 Mbit/s on this VM) and at least 15 % below every other "
@@ -521,7 +570,7 @@ def write_report(out, rows, meta, plots):
          "iperf3: one TCP cubic flow, "
          f"{meta['iperf_seconds']} s, on every {meta['iperf_every']}th path, against the avail-bw "
          "truth measured during its own run.", "",
-         "## Overall", "", HEADER, table_rows("all paths", overall), ""]
+         "## Overall", "", *overall_table(overall), "", HEADER, table_rows("all paths", overall), ""]
     counts = {}
     for r in rows:
         k = r["stop_reason"] or f"error {r['error'] or r['exit']}"
@@ -691,6 +740,8 @@ def main():
                                                     os.path.join(ROOT, "build", "linkwidth")))
     ap.add_argument("--out", default=os.path.join(ROOT, "results"))
     ap.add_argument("--lock", default="", help="flock this file around each path")
+    ap.add_argument("--lock-whole-run", action="store_true",
+                    help="hold the --lock flock for the whole run instead of per path")
     ap.add_argument("--list", action="store_true", help="print the planned paths and exit")
     ap.add_argument("--no-plots", action="store_true")
     ap.add_argument("--report-only", action="store_true",
@@ -701,6 +752,8 @@ def main():
         return report_only(args.out, args.no_plots)
     if args.paths < 1:
         ap.error("--paths must be >= 1")
+    if args.lock_whole_run and not args.lock:
+        ap.error("--lock-whole-run needs --lock FILE")
     if args.iperf_seconds is None:
         args.iperf_seconds = 2 if args.quick else 5
     if args.max_time is None:
@@ -730,25 +783,33 @@ def main():
             "max_time": args.max_time, "tool_args": args.tool_args,
             "iperf_every": args.iperf_every, "iperf_seconds": args.iperf_seconds,
             "cpus": os.cpu_count(), "loadavg": " ".join(open("/proc/loadavg").read().split()[:3]),
-            "prober_cpu": PROBER_CPU, "cross_cpu": CROSS_CPU, "binary": args.bin}
+            "prober_cpu": PROBER_CPU, "cross_cpu": CROSS_CPU, "binary": args.bin,
+            "lock": args.lock, "lock_whole_run": args.lock_whole_run}
     rows = []
     t0 = time.monotonic()
     try:
-        for p in paths:
-            try:
-                rec = run_path(p, args, runs_dir)
-            except lab.LabError as e:     # the lab, not the tool, failed: say so, go on
-                meta.setdefault("lab_failures", []).append({"path": p["index"], "error": str(e)[:300]})
-                print(f"path {p['index']}: lab failure: {e}", file=sys.stderr, flush=True)
-                continue
-            r = row_of(rec)
-            rows.append(r)
-            print(f"[{time.monotonic() - t0:6.0f}s] path {p['index']}: {r['n_links']} links "
-                  f"{r['rates_mbps']} cross {r['cross']} narrow {r['narrow_link']} tight "
-                  f"{r['tight_link']} ({100 * r['tight_util']:.0f}%): cap {r['capacity_err_pct']}% "
-                  f"avail {r['availbw_err_pct']}% hop {r['bottleneck_hop']} "
-                  f"t {r['elapsed_s']} s exit {r['exit']}", flush=True)
-            write_report(args.out, rows, meta, [])
+        with contextlib.ExitStack() as stack:
+            if args.lock_whole_run:
+                stack.enter_context(held(args.lock))
+            t0 = time.monotonic()
+            meta["started"] = datetime.datetime.now().strftime("%Y-%m-%d %H:%M:%S")
+            for p in paths:
+                try:
+                    rec = run_path(p, args, runs_dir)
+                except lab.LabError as e:     # the lab, not the tool, failed: say so, go on
+                    meta.setdefault("lab_failures", []).append(
+                        {"path": p["index"], "error": str(e)[:300]})
+                    print(f"path {p['index']}: lab failure: {e}", file=sys.stderr, flush=True)
+                    continue
+                r = row_of(rec)
+                rows.append(r)
+                print(f"[{time.monotonic() - t0:6.0f}s] path {p['index']}: {r['n_links']} links "
+                      f"{r['rates_mbps']} cross {r['cross']} narrow {r['narrow_link']} tight "
+                      f"{r['tight_link']} ({100 * r['tight_util']:.0f}%): cap {r['capacity_err_pct']}% "
+                      f"avail {r['availbw_err_pct']}% hop {r['bottleneck_hop']} "
+                      f"t {r['elapsed_s']} s exit {r['exit']}", flush=True)
+                meta["wall_s"] = round(time.monotonic() - t0, 1)
+                write_report(args.out, rows, meta, [])
     except KeyboardInterrupt:
         meta["stopped"] = "interrupted"
         print("interrupted: writing what was measured", file=sys.stderr)
