@@ -48,6 +48,7 @@ import math
 import os
 import random
 import shlex
+import signal
 import statistics
 import subprocess
 import sys
@@ -750,6 +751,12 @@ def main():
     args = ap.parse_args()
     if args.report_only:
         return report_only(args.out, args.no_plots)
+    # SIGTERM (and SIGINT, which a shell's background job ignores) end the run
+    # like Ctrl-C: the current lab is torn down and what was measured is written.
+    def _interrupt(signum, frame):
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGINT, _interrupt)
     if args.paths < 1:
         ap.error("--paths must be >= 1")
     if args.lock_whole_run and not args.lock:
