@@ -4,8 +4,18 @@
 // rate. Sleeps to each departure (timer slack 1 ns) and sends whatever is due
 // on waking, so late wake-ups add bursts but never lower the mean rate.
 //
-//   lw_crossgen HOST PORT RATE_BPS SECONDS SEED SIZE:WEIGHT[,SIZE:WEIGHT...]
+//   lw_crossgen HOST PORT RATE_BPS SECONDS SEED SIZE:WEIGHT[,SIZE:WEIGHT...] [ON_S:OFF_S:ALPHA]
 //   SECONDS 0 = until killed.
+//
+// With ON_S:OFF_S:ALPHA the source is on/off: on and off periods are drawn
+// from Pareto distributions of shape ALPHA (heavy-tailed for ALPHA < 2; 1 <
+// ALPHA <= 3) with means ON_S and OFF_S seconds, each truncated at 10 x its
+// mean (so a window of a few seconds has a finite-variance rate; truncation
+// shrinks both means by the same factor and keeps the duty cycle). During an
+// on period packets leave as a Poisson process at the peak rate RATE_BPS x
+// (ON_S + OFF_S) / ON_S, so the long-run mean stays RATE_BPS. The schedule is
+// absolute (an on period's unsent remainder carries over into the next), as
+// above.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/prctl.h>
@@ -15,6 +25,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <ctime>
 #include <random>
@@ -40,7 +52,7 @@ void sleep_until_s(double t) {
 int usage(const char* why) {
   std::fprintf(stderr,
                "lw_crossgen: %s\nusage: lw_crossgen HOST PORT RATE_BPS SECONDS SEED "
-               "SIZE:WEIGHT[,SIZE:WEIGHT...]\n",
+               "SIZE:WEIGHT[,SIZE:WEIGHT...] [ON_S:OFF_S:ALPHA]\n",
                why);
   return 2;
 }
@@ -48,7 +60,7 @@ int usage(const char* why) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 7) return usage("six arguments expected");
+  if (argc != 7 && argc != 8) return usage("six or seven arguments expected");
   sockaddr_in dst{};
   dst.sin_family = AF_INET;
   if (inet_pton(AF_INET, argv[1], &dst.sin_addr) != 1) return usage("HOST must be an IPv4 address");
@@ -85,6 +97,20 @@ int main(int argc, char** argv) {
   if (!(total > 0)) return usage("the weights must not all be 0");
   mean /= total;
 
+  // Optional on/off modulation (see the header).
+  bool onoff = false;
+  double on_mean = 0, off_mean = 0, alpha = 0;
+  if (argc == 8) {
+    if (std::sscanf(argv[7], "%lf:%lf:%lf", &on_mean, &off_mean, &alpha) != 3)
+      return usage("on/off is ON_S:OFF_S:ALPHA");
+    if (!(on_mean > 0) || !(off_mean >= 0) || on_mean > 3600 || off_mean > 3600)
+      return usage("ON_S must be > 0 and OFF_S >= 0 (at most 3600 s)");
+    if (!(alpha > 1.0) || alpha > 3.0) return usage("ALPHA must be in (1, 3]");
+    onoff = off_mean > 0;
+  }
+  const double peak = onoff ? rate * (on_mean + off_mean) / on_mean : rate;
+  if (peak > 10e9) return usage("the on/off peak rate RATE_BPS x (ON_S + OFF_S) / ON_S exceeds 10e9");
+
   const int fd = socket(AF_INET, SOCK_DGRAM, 0);
   if (fd < 0) {
     std::perror("lw_crossgen: socket");
@@ -95,14 +121,30 @@ int main(int argc, char** argv) {
   prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
 
   std::mt19937_64 rng(seed);
-  std::exponential_distribution<double> gap(rate / (8.0 * mean));  // packets per second
+  std::exponential_distribution<double> gap(peak / (8.0 * mean));  // packets per second
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  // Pareto of shape alpha and mean m: scale xm = m (alpha - 1) / alpha,
+  // x = xm / U^(1/alpha); truncated at 10 m.
+  auto pareto = [&](double m) {
+    const double xm = m * (alpha - 1.0) / alpha;
+    const double u = 1.0 - unit(rng);  // (0, 1]
+    return std::min(xm / std::pow(u, 1.0 / alpha), 10.0 * m);
+  };
   std::discrete_distribution<std::size_t> pick(weights.begin(), weights.end());
   static char buf[1500];
   const double t0 = now_s();
   const double end = seconds > 0 ? t0 + seconds : 1e300;
   double next = t0;
+  double on_end = onoff ? t0 + pareto(on_mean) : 1e300;
   for (;;) {
     next += gap(rng);
+    // Past the end of the on period: the excess (memoryless) carries over
+    // into the next on period, after an off period.
+    while (next > on_end) {
+      const double on_start = on_end + pareto(off_mean);
+      next = on_start + (next - on_end);
+      on_end = on_start + pareto(on_mean);
+    }
     if (next > end) break;
     if (next > now_s()) sleep_until_s(next);
     const int ip_len = sizes[pick(rng)];

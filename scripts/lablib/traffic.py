@@ -268,20 +268,26 @@ class IperfUDP(_Iperf):
 
 class IperfTCP(_Iperf):
     """iperf3 TCP, ``flows`` parallel flows, congestion control ``cc``
-    (default cubic: this VM's default is BBR)."""
+    (default cubic: this VM's default is BBR).  ``rate`` (optional): iperf3's
+    ``-b`` for all flows together, in bit/s of TCP payload (iperf3 throttles
+    the application's writes, so the flow is a rate-limited cubic flow, as a
+    streaming server sends; with 1448-byte segments the IP-layer rate is
+    about rate x 1500/1448).  Without it the flows are greedy."""
     kind = "tcp"
 
-    def __init__(self, lab, link, flows: int = 1, cc: str = "cubic", **kw):
+    def __init__(self, lab, link, flows: int = 1, cc: str = "cubic", rate=None, **kw):
         super().__init__(lab, link, **kw)
         if not 1 <= int(flows) <= 128:
             raise LabError("tcp flows must be 1..128")
         self.flows, self.cc = int(flows), cc
+        self.rate = parse_rate(rate)
 
     def _iperf_client_args(self) -> List[str]:
-        return ["-P", str(self.flows), "-C", self.cc]
+        rate = ["-b", str(int(self.rate))] if self.rate else []
+        return ["-P", str(self.flows), "-C", self.cc] + rate
 
     def describe(self) -> dict:
-        return super().describe() | {"flows": self.flows, "cc": self.cc}
+        return super().describe() | {"flows": self.flows, "cc": self.cc, "rate": self.rate}
 
 
 _POISSON = r"""
@@ -379,6 +385,46 @@ class BurstyUDP(PoissonUDP):
             sizes]))
 
 
+class OnOffUDP(BurstyUDP):
+    """On/off bursts with heavy-tailed periods, from ``lw_crossgen``'s on/off
+    mode: on and off periods Pareto-distributed with shape ``alpha`` (default
+    1.5: infinite variance before the truncation at 10 x the mean) and means
+    ``on_s`` and ``off_s`` seconds; during an on period Poisson departures at
+    the peak rate ``rate`` x (on_s + off_s) / on_s, so ``rate`` (IP-layer
+    bit/s) is the long-run mean.  ``sizes`` as for ``poisson`` (default: all
+    1500 B, bulk-transfer bursts).  Over a window of a few seconds the rate
+    varies a lot (that is the point): measure it on the counters."""
+    kind = "onoff"
+
+    def __init__(self, lab, link, rate, on_s: float = 0.05, off_s: float = 0.05,
+                 alpha: float = 1.5, sizes=((1500, 1.0),), **kw):
+        super().__init__(lab, link, rate, sizes=sizes, **kw)
+        self.on_s, self.off_s, self.alpha = float(on_s), float(off_s), float(alpha)
+        if not (0 < self.on_s <= 3600 and 0 <= self.off_s <= 3600):
+            raise LabError("onoff: on_s must be in (0, 3600] s and off_s in [0, 3600] s")
+        if not 1.0 < self.alpha <= 3.0:
+            raise LabError("onoff: alpha must be in (1, 3]")
+
+    def peak_bps(self) -> float:
+        return self.rate * (self.on_s + self.off_s) / self.on_s
+
+    def _launch(self) -> None:
+        import os
+        gen = crossgen_path()
+        if not os.access(gen, os.X_OK):
+            raise LabError(f"{gen} not built (cmake --build build --target lw_crossgen)")
+        self.procs.append(self.lab.popen(self.dst, [sys.executable, "-c", _SINK]))
+        _wait_listen(self.lab, self.dst, 9, proto="u")
+        sizes = ",".join(f"{s}:{w}" for s, w in self.sizes)
+        self.procs.append(self.lab.popen(self.src, self._pin() + [
+            gen, self.dst_ip, "9", str(self.rate), str(self.duration or 0), str(self.seed),
+            sizes, f"{self.on_s:g}:{self.off_s:g}:{self.alpha:g}"]))
+
+    def describe(self) -> dict:
+        return super().describe() | {"on_s": self.on_s, "off_s": self.off_s,
+                                     "alpha": self.alpha, "peak_bps": self.peak_bps()}
+
+
 class HttpCross(CrossTraffic):
     """Short-lived elastic TCP: httperf opening ``rate`` connections per
     second, one GET of a ``size``-byte file each (HTTP/1.0, one request per
@@ -425,7 +471,7 @@ class HttpCross(CrossTraffic):
 
 CROSS_KINDS: Dict[str, Type[CrossTraffic]] = {
     "udp": IperfUDP, "tcp": IperfTCP, "poisson": PoissonUDP, "bursty": BurstyUDP,
-    "http": HttpCross,
+    "onoff": OnOffUDP, "http": HttpCross,
 }
 
 

@@ -1,0 +1,142 @@
+"""The random-path benchmark (scripts/bench_paths.py, issue 11 part 3).
+
+* The generator (no root): seeded and stable, paths within the advertised
+  ranges, the narrow link unique, the planned tight link the planned argmin,
+  and the classes the report splits by all occur.
+* The on/off cross-traffic kind really produces its mean rate on the counters.
+* A --quick run on two tiny paths writes the CSV/JSON/MD with the documented
+  columns, and its ground truth is the configured capacities minus the cross
+  traffic measured on the interface counters during the run.
+"""
+import csv
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from labtest import BIN, LAB_MARKS, ROOT, lab  # noqa: F401
+
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import bench_paths  # noqa: E402
+
+SCRIPT = os.path.join(ROOT, "scripts", "bench_paths.py")
+
+
+def _planned_avail(p):
+    caps = [lab.ip_capacity(l["rate_bps"]) for l in p["links"]]
+    x = {c["link"]: c["planned_bps"] for c in p["cross"]}
+    return [c - x.get(i + 1, 0.0) for i, c in enumerate(caps)]
+
+
+@pytest.mark.noroot
+def test_generator_is_seeded_bounded_and_covers_the_classes():
+    a = [bench_paths.gen_path(5, i) for i in range(200)]
+    assert a == [bench_paths.gen_path(5, i) for i in range(200)]
+    assert a[:10] != [bench_paths.gen_path(6, i) for i in range(10)]
+    seen = {"local": 0, "remote": 0, "differ": 0, "kinds": set(), "n": set(), "shapers": set(),
+            "zero": 0}
+    for p in a:
+        n = p["n_links"]
+        assert 1 <= n <= 5 and len(p["links"]) == n
+        rates = [l["rate_bps"] for l in p["links"]]
+        narrow = p["planned_narrow"]
+        assert rates.index(min(rates)) + 1 == narrow
+        assert 5e6 <= min(rates) <= 200e6 and max(rates) <= 1e9 + 1
+        assert all(r >= 1.149 * rates[narrow - 1] for i, r in enumerate(rates) if i + 1 != narrow)
+        for l in p["links"]:
+            assert 10 <= l["queue_ms"] <= 200
+            assert l["limit_bytes"] >= 3028 and l["shaper"] in ("tbf", "htb")
+        avail = _planned_avail(p)
+        t = p["planned_tight"]
+        assert avail[t - 1] == min(avail) and avail[t - 1] > 0
+        caps = [lab.ip_capacity(r) for r in rates]
+        for c in p["cross"]:
+            assert 0 < c["planned_bps"] <= 0.9 * caps[c["link"] - 1] + 1
+            assert c["planned_bps"] <= bench_paths.CROSS_CAP + 1
+        assert sum(c["planned_bps"] for c in p["cross"]) <= bench_paths.CROSS_TOTAL_CAP + 1
+        seen["local" if t == 1 else "remote"] += 1
+        seen["differ"] += t != narrow
+        seen["zero"] += t not in {c["link"] for c in p["cross"]}
+        seen["kinds"] |= {c["kind"] for c in p["cross"]}
+        seen["n"].add(n)
+        seen["shapers"] |= {l["shaper"] for l in p["links"]}
+    assert seen["local"] >= 40 and seen["remote"] >= 40 and seen["differ"] >= 30
+    assert seen["zero"] >= 5
+    assert seen["kinds"] == set(bench_paths.KINDS)
+    assert seen["n"] == {1, 2, 3, 4, 5} and seen["shapers"] == {"tbf", "htb"}
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="lab tests need root (network namespaces)")
+def test_onoff_cross_traffic_produces_its_mean_rate(lab_factory):
+    from lablib.traffic import crossgen_path
+    if not os.access(crossgen_path(), os.X_OK):
+        pytest.skip("lw_crossgen not built")
+    L = lab_factory([lab.Link(rate="100M")])
+    # Short periods: ~250 on/off cycles in 5 s, so the window mean is close to
+    # the long-run mean even with Pareto periods.
+    x = L.cross(1, "onoff", rate=30e6, on_s=0.01, off_s=0.01, alpha=1.5, cpu=1)
+    try:
+        assert x.peak_bps() == pytest.approx(60e6)
+        got = L.measure_cross(1, 5.0)
+    finally:
+        x.stop()
+    assert 0.8 * 30e6 <= got <= 1.2 * 30e6, got
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="lab tests need root (network namespaces)")
+@pytest.mark.skipif(not os.path.exists(BIN), reason=f"{BIN} not built")
+def test_quick_run_writes_reports_with_truth_from_counters(tmp_path):
+    out = tmp_path / "out"
+    t0 = time.monotonic()
+    p = subprocess.run([sys.executable, SCRIPT, "--quick", "--paths", "2", "--seed", "3",
+                        "--iperf-every", "2", "--out", str(out), "--bin", BIN, "--no-plots"],
+                       capture_output=True, text=True, timeout=150)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert time.monotonic() - t0 < 120
+    for name in ("paths_benchmark.csv", "paths_benchmark.json", "paths_benchmark.md",
+                 "paths_runs/path000.json", "paths_runs/path001.json"):
+        assert (out / name).exists(), name
+    with open(out / "paths_benchmark.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 2
+    for col in ("capacity_truth_bps", "capacity_bps", "capacity_err_pct", "capacity_range_holds",
+                "availbw_truth_bps", "availbw_bps", "availbw_err_pct", "availbw_range_holds",
+                "bottleneck_hop", "hop_right", "narrow_link", "tight_link", "tight_local",
+                "tight_is_narrow", "util_band", "tight_kind", "link_cross_mbps", "elapsed_s",
+                "probe_bytes", "iperf3_bps", "iperf3_truth_bps"):
+        assert col in rows[0], col
+    summary = json.loads((out / "paths_benchmark.json").read_text())
+    assert summary["meta"]["seed"] == 3 and summary["overall"]["paths"] == 2
+    assert set(summary["classes"]) >= {"tight link", "tight vs narrow", "tight-link utilisation %",
+                                       "cross traffic on the tight link", "links"}
+    md = (out / "paths_benchmark.md").read_text()
+    assert "--seed 3" in md and "commit" in md and "taskset -c 0" in md and "CPU 1" in md
+    assert rows[0]["iperf3_bps"] != "" and rows[1]["iperf3_bps"] == ""
+    for i, row in enumerate(rows):
+        rec = json.loads((out / f"paths_runs/path{i:03d}.json").read_text())
+        links, window = rec["path"]["links"], rec["window"]["links"]
+        caps = [lab.ip_capacity(l["rate_bps"]) for l in links]
+        planned = {c["link"]: c["planned_bps"] for c in rec["path"]["cross"]}
+        assert planned, "every --quick path has cross traffic on its tight link"
+        for w in window:
+            if w["link"] in planned:
+                # measured on xr{i}'s counters, not copied from the plan
+                assert w["cross_counted"]
+                assert w["cross_bps"] != planned[w["link"]]
+                assert 0.6 * planned[w["link"]] <= w["cross_bps"] <= 1.4 * planned[w["link"]]
+                # the shaped interface carried it (plus our probes)
+                assert w["link_tx_bps"] >= 0.9 * w["cross_bps"]
+            else:
+                assert w["cross_bps"] == 0 and not w["cross_counted"]
+        avail = [c - w["cross_bps"] for c, w in zip(caps, window)]
+        assert float(row["availbw_truth_bps"]) == pytest.approx(min(avail), abs=1)
+        assert int(row["tight_link"]) == avail.index(min(avail)) + 1
+        assert float(row["capacity_truth_bps"]) == pytest.approx(min(caps), abs=1)
+        assert int(row["narrow_link"]) == caps.index(min(caps)) + 1
+        assert rec["doc"].get("type") or rec["doc"].get("error")
+        if row["availbw_bps"]:
+            assert float(row["availbw_err_pct"]) == pytest.approx(
+                100 * (float(row["availbw_bps"]) / min(avail) - 1), abs=0.01)
