@@ -139,6 +139,10 @@ class Spec:
     # caps what one process can offer (about 0.5 Gbit/s here); a real NIC does
     # that work in hardware.
     network_cpu: Optional[int] = None
+    # CPU for the delay nodes (lw_delay, SCHED_FIFO: it preempts whatever
+    # runs there while it spins before a departure). Default: network_cpu,
+    # else unpinned. Put it on a CPU the prober does not use.
+    delay_cpu: Optional[int] = None
 
     def __post_init__(self):
         self.links = [l if isinstance(l, Link) else Link(rate=l) for l in self.links]
@@ -162,7 +166,7 @@ class Spec:
         return cls(links=[Link(**l) for l in d["links"]],
                    silent_routers=d.get("silent_routers", ()),
                    cross_links=d.get("cross_links", ()), mtu=d.get("mtu", MTU),
-                   network_cpu=d.get("network_cpu"))
+                   network_cpu=d.get("network_cpu"), delay_cpu=d.get("delay_cpu"))
 
 
 # --------------------------------------------------------------------------
@@ -560,8 +564,9 @@ class Lab:
         limit = max(4 << 20, int(2 * rate / 8 * max(link.delay("fwd"), link.delay("rev")) / 1000))
         cmd = [tool, "d0", "d1", f"{link.delay('fwd'):g}", f"{link.delay('rev'):g}",
                "--limit", str(limit), "--max-frame", str(self.spec.mtu + ETH_HDR + 4)]
-        if self.spec.network_cpu is not None and os.environ.get("LW_DELAY_PIN") == "1":
-            cmd = ["taskset", "-c", str(int(self.spec.network_cpu)), *cmd]
+        cpu = self.spec.delay_cpu if self.spec.delay_cpu is not None else self.spec.network_cpu
+        if cpu is not None:
+            cmd = ["taskset", "-c", str(int(cpu)), *cmd]
         log = self.log_path(f"delay{i}.log")
         p = subprocess.Popen(ns_exec_cmd(d, cmd), stdout=open(log, "ab"),
                              stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,

@@ -55,9 +55,9 @@ class PacedRunner : public PacedTrains {
     while (mono_now() < next_start_ && !stop_.load()) sleep_until(next_start_);
     if (stop_.load()) return stopped("interrupted");
     // Busy-poll while the replies are due: the train's span at the path's
-    // capacity plus the round trip, bounded.
-    const double expect_s = to_seconds(span) + 2 * s_.disc.rtt_s +
-                            8.0 * static_cast<double>(train.total_bytes()) / capacity_;
+    // capacity, bounded; the prober opens the window one RTT after the head.
+    const double expect_s =
+        to_seconds(span) + 8.0 * static_cast<double>(train.total_bytes()) / capacity_;
     const Nanos busy = std::min<Nanos>(from_seconds(expect_s) + 2 * kMs, 50 * kMs);
     s_.prober->note({{"kind", "train"},
                      {"phase", "availbw"},

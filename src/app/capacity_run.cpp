@@ -143,7 +143,6 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
   res.params["privileges"] = prober.privileges().to_json();
   SeqAllocator& seqs = ss.seqs;
   const FlowId flow = ss.flow;
-  const DiscoveryResult& disc = ss.disc;
 
   const bool auto_size = c.load_packets == 0;
   int n = auto_size ? kSizingLoadPackets : c.load_packets;
@@ -189,10 +188,9 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
       break;
     }
     // Busy-wait while the replies are due: about the train's time at the
-    // bottleneck plus the RTT, bounded.
+    // bottleneck, bounded; the prober opens the window one RTT after the head.
     const double expect_s =
-        8.0 * static_cast<double>(train.total_bytes()) / (est.valid ? est.capacity_bps : 1e6) +
-        2 * disc.rtt_s;
+        8.0 * static_cast<double>(train.total_bytes()) / (est.valid ? est.capacity_bps : 1e6);
     const Nanos busy = std::min<Nanos>(from_seconds(1.5 * expect_s) + 2 * kMs, 50 * kMs);
     prober.note({{"kind", "train"},
                  {"phase", "capacity"},

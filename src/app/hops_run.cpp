@@ -94,8 +94,13 @@ HopsResult run_hops(Session& s, const Config& c, const std::atomic<bool>& stop) 
                   {"packet_size", L},
                   {"rtt_s", s.disc.rtt_s},
                   {"reply_wait", lw::reply_wait(s, c)}});
+  // Replies from the nearest router are due first: the busy windows follow
+  // the smallest reply time the hops trains see, not the target's RTT.
+  const Nanos target_rtt = s.prober->rtt();
+  s.prober->set_rtt(0);
   const HopsResult out = run_hops_on(io, std::move(res), c, s.flow, s.dst, L, s.seqs, s.disc.rtt_s,
                                      lw::reply_wait(s, c), t_begin);
+  s.prober->set_rtt(target_rtt);
   HopsResult done = out;
   // Not re-derived offline: noted for `linkwidth analyze`.
   std::vector<Warning> reply;
@@ -106,7 +111,7 @@ HopsResult run_hops(Session& s, const Config& c, const std::atomic<bool>& stop) 
 }
 
 HopsResult run_hops_on(TrainIo& io, HopsResult res, const Config& c, const FlowId& flow,
-                       std::uint32_t dst, int L, SeqAllocator& seqs, double rtt_s, Nanos reply_wait,
+                       std::uint32_t dst, int L, SeqAllocator& seqs, double /*rtt_s*/, Nanos reply_wait,
                        Nanos t_begin) {
   const Nanos t_cap = t_begin + from_seconds(c.max_time_s);
 
@@ -252,7 +257,9 @@ HopsResult run_hops_on(TrainIo& io, HopsResult res, const Config& c, const FlowI
       break;
     }
     const double train_bits = 8.0 * static_cast<double>(rt.train.total_bytes());
-    const double expect_s = train_bits / (slowest_bps > 0 ? slowest_bps : 1e6) + 2 * rtt_s;
+    // The train's time at the slowest hop; the prober opens the busy window
+    // one (smallest seen) RTT after the head.
+    const double expect_s = train_bits / (slowest_bps > 0 ? slowest_bps : 1e6);
     const Nanos busy = std::min<Nanos>(from_seconds(1.5 * expect_s) + 2 * kMs, 50 * kMs);
     const TrainRun run = io.run(rt.train, rt.train.markers, reply_wait, false, busy);
     ++res.trains_sent;
