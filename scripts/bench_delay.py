@@ -16,7 +16,8 @@ Poisson arrivals include gaps far below 10 us, the hard case for spacing.
 1k and 8k packets/s use 1500-byte packets (8k = ~98 Mbit/s: the forward path
 at 100 Mbit/s); 20k packets/s uses 64-byte packets (replies and ACKs on the
 reverse path), and the "+rev" cases run 8k forward and 20k reverse at once.
-lw_delay runs on CPU 1 (the lab's network CPU), the generators on CPU 0.
+lw_delay runs unpinned (SCHED_FIFO); the routers and the target process arrivals on CPU 1
+(network_cpu), the generators run on CPU 0.
 
     flock /tmp/lw-lab.lock python3 scripts/bench_delay.py [--seconds 3] [--out results/delay_fidelity]
 """

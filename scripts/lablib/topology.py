@@ -140,8 +140,10 @@ class Spec:
     # that work in hardware.
     network_cpu: Optional[int] = None
     # CPU for the delay nodes (lw_delay, SCHED_FIFO: it preempts whatever
-    # runs there while it spins before a departure). Default: network_cpu,
-    # else unpinned. Put it on a CPU the prober does not use.
+    # runs there while it spins before a departure). Default: unpinned. On a
+    # CPU the prober does not use, the prober's pacing is safe from it; but
+    # its two directions then share that CPU, which costs spacing fidelity
+    # under heavy traffic both ways (results/delay_fidelity.md is unpinned).
     delay_cpu: Optional[int] = None
 
     def __post_init__(self):
@@ -564,9 +566,8 @@ class Lab:
         limit = max(4 << 20, int(2 * rate / 8 * max(link.delay("fwd"), link.delay("rev")) / 1000))
         cmd = [tool, "d0", "d1", f"{link.delay('fwd'):g}", f"{link.delay('rev'):g}",
                "--limit", str(limit), "--max-frame", str(self.spec.mtu + ETH_HDR + 4)]
-        cpu = self.spec.delay_cpu if self.spec.delay_cpu is not None else self.spec.network_cpu
-        if cpu is not None:
-            cmd = ["taskset", "-c", str(int(cpu)), *cmd]
+        if self.spec.delay_cpu is not None:
+            cmd = ["taskset", "-c", str(int(self.spec.delay_cpu)), *cmd]
         log = self.log_path(f"delay{i}.log")
         p = subprocess.Popen(ns_exec_cmd(d, cmd), stdout=open(log, "ab"),
                              stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
