@@ -108,9 +108,9 @@ def one(L, cmd, tmp):
     return row
 
 
-def markdown(rows, cmd, load):
+def markdown(rows, cmd, load, binary=BIN):
     out = ["# linkwidth through long round trips", "", f"Command: `{cmd}`", "",
-           f"Binary: `{BIN}`. Lab: prober -(unshaped, lw_delay RTT/2 each way)- r1 -(50 Mbit/s)- "
+           f"Binary: `{binary}`. Lab: prober -(unshaped, lw_delay RTT/2 each way)- r1 -(50 Mbit/s)- "
            "target; measure/availbw under 20 Mbit/s UDP cross traffic on link 2. CPU = user+sys "
            f"of linkwidth. Load average at start / end: {load[0]:.1f} / {load[1]:.1f}.", "",
            "| RTT ms | command | runs | exit codes | median error | errors | median wall s | "
@@ -121,13 +121,15 @@ def markdown(rows, cmd, load):
         if k not in keys:
             keys.append(k)
     base = {}
+    lowest = min(k[0] for k in keys)
     for k in keys:
         rs = [r for r in rows if (r["rtt_ms"], r["command"]) == k]
         errs = [r["error"] for r in rs if "error" in r]
         wall = statistics.median(r["wall_s"] for r in rs)
-        if k[0] == 0:
+        if k[0] == lowest:
             base[k[1]] = wall
-        ratio = f" ({wall / base[k[1]]:.2f}x RTT 0)" if k[1] in base and k[0] else ""
+        ratio = (f" ({wall / base[k[1]]:.1f}x RTT {lowest})"
+                 if k[1] in base and k[0] != lowest else "")
         notes = set()
         for r in rs:
             if r.get("error_doc"):
@@ -149,7 +151,17 @@ def main():
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--commands", default="capacity,measure,availbw,hops,sweep")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--render", metavar="JSON", help="rewrite JSON's markdown beside it, no lab")
     a = ap.parse_args()
+    if a.render:
+        with open(a.render) as f:
+            d = json.load(f)
+        rows = [r for r in d["rows"] if r["command"] != "lw_delay"]
+        md = markdown(rows, d["command"], d["loadavg_start_end"], d.get("binary", BIN))
+        with open(a.render[:-len(".json")] + ".md", "w") as f:
+            f.write(md)
+        print(md)
+        return
     rows = []
     load0 = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="lw-benchrtt-") as tmp:
