@@ -44,6 +44,7 @@ def _spec_from_args(a) -> Spec:
     revs = _split(a.rev, n, "rev")
     shapers = _split(a.shaper, n, "shaper")
     limits = _split(a.limit, n, "limit")
+    delays = _split(getattr(a, "delay", None), n, "delay")
     links = []
     for i in range(n):
         rev = SAME if revs[i] in (None, SAME) else revs[i]
@@ -51,8 +52,13 @@ def _spec_from_args(a) -> Spec:
             limit = None if limits[i] in (None, "auto") else int(float(limits[i]))
         except ValueError:
             raise LabError(f"--limit: bytes expected, got {limits[i]!r}") from None
+        try:
+            delay = float(delays[i]) if delays[i] is not None else None
+        except ValueError:
+            raise LabError(f"--delay: one-way ms expected, got {delays[i]!r}") from None
         links.append(Link(rate=parse_rate(rates[i]), rev_rate=rev,
-                          shaper=shapers[i] or "tbf", limit=limit, burst=a.burst))
+                          shaper=shapers[i] or "tbf", limit=limit, burst=a.burst,
+                          delay_ms=delay))
     return Spec(links=links, silent_routers=_int_list(a.silent, "silent"),
                 cross_links=_int_list(a.cross, "cross"))
 
@@ -189,6 +195,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--shaper", help=f"{'|'.join(SHAPERS)} (1 or one per link; default tbf)")
     s.add_argument("--limit", help="queue limit bytes (1 or one per link; default max(2MB,100ms*rate))")
     s.add_argument("--burst", type=int, default=util.DEFAULT_BURST, help="bucket bytes (default 3028)")
+    s.add_argument("--delay", help="one-way delay in ms, both directions (1 or one per link; "
+                   "0 = none; a delay node lw_delay in the link's wire)")
     s.add_argument("--silent", help="routers sending no ICMP errors, e.g. 1,2")
     s.add_argument("--cross", help="links whose cross hosts are built now, e.g. 2")
     s.set_defaults(func=cmd_up)

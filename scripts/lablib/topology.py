@@ -18,6 +18,13 @@ Addresses (all inside 198.18.0.0/15):
 
 Shaping: forward direction of link i on egress of node i-1 ``dn``, reverse
 direction on egress of node i ``up``.
+
+Delay (``Link(delay_ms=...)``): a link with a delay gets a namespace ``d{i}``
+in the middle of its wire, ``node i-1 dn -- d0 [d{i}] d1 -- up node i``, where
+``lw_delay`` (tools/delay.cpp) bridges ``d0`` and ``d1`` at layer 2 and holds
+each frame for the one-way delay of its direction.  It has no IP address: no
+extra hop, TTLs and hop counts are unchanged.  The shapers stay where they
+are, so a frame is shaped first and delayed after (dispersion is kept).
 """
 
 from __future__ import annotations
@@ -44,6 +51,7 @@ from .util import (DEFAULT_BURST, ETH_HDR, MTU, PREFIX, STATE_DIR, LabError,
 
 SAME = "same"          # Link.rev_rate default: reverse shaped like forward
 MAX_LINKS = 99
+MAX_DELAY_MS = 1000.0
 SHAPERS = ("tbf", "htb")
 _NAME_RE = re.compile(r"^[a-z0-9]{1,10}$")
 
@@ -76,9 +84,16 @@ class Link:
     shaper: str = "tbf"
     limit: Optional[int] = None
     burst: int = DEFAULT_BURST
+    # One-way delay in ms added by a delay node in the middle of the link
+    # (None/0 = none); rev_delay_ms: the reverse direction, SAME = delay_ms.
+    delay_ms: Optional[float] = None
+    rev_delay_ms: Union[None, float, str] = SAME
 
     def __post_init__(self):
         self.rate = parse_rate(self.rate)
+        for d in (self.delay_ms, None if self.rev_delay_ms == SAME else self.rev_delay_ms):
+            if d is not None and not 0 <= float(d) <= MAX_DELAY_MS:
+                raise LabError(f"bad delay {d!r} ms: must be 0..{MAX_DELAY_MS}")
         if not (isinstance(self.rev_rate, str) and self.rev_rate == SAME):
             self.rev_rate = parse_rate(self.rev_rate)
         if self.shaper not in SHAPERS:
@@ -93,6 +108,14 @@ class Link:
 
     def rev(self) -> Optional[float]:
         return self.rate if self.rev_rate == SAME else self.rev_rate
+
+    def delay(self, direction: str = "fwd") -> float:
+        """One-way delay in ms added to this link in ``direction`` (0 = none)."""
+        d = self.delay_ms if direction == "fwd" or self.rev_delay_ms == SAME else self.rev_delay_ms
+        return float(d or 0.0)
+
+    def delayed(self) -> bool:
+        return self.delay("fwd") > 0 or self.delay("rev") > 0
 
     def queue_limit(self, direction: str = "fwd") -> int:
         if self.limit is not None:
@@ -116,6 +139,12 @@ class Spec:
     # caps what one process can offer (about 0.5 Gbit/s here); a real NIC does
     # that work in hardware.
     network_cpu: Optional[int] = None
+    # CPU for the delay nodes (lw_delay, SCHED_FIFO: it preempts whatever
+    # runs there while it spins before a departure). Default: unpinned. On a
+    # CPU the prober does not use, the prober's pacing is safe from it; but
+    # its two directions then share that CPU, which costs spacing fidelity
+    # under heavy traffic both ways (results/delay_fidelity.md is unpinned).
+    delay_cpu: Optional[int] = None
 
     def __post_init__(self):
         self.links = [l if isinstance(l, Link) else Link(rate=l) for l in self.links]
@@ -139,7 +168,7 @@ class Spec:
         return cls(links=[Link(**l) for l in d["links"]],
                    silent_routers=d.get("silent_routers", ()),
                    cross_links=d.get("cross_links", ()), mtu=d.get("mtu", MTU),
-                   network_cpu=d.get("network_cpu"))
+                   network_cpu=d.get("network_cpu"), delay_cpu=d.get("delay_cpu"))
 
 
 # --------------------------------------------------------------------------
@@ -205,6 +234,7 @@ class Lab:
         self._started = False
         self._closed = False
         self._tmp: Optional[str] = None
+        self._delays: Dict[int, Tuple[subprocess.Popen, str]] = {}
 
     # ---- naming / addressing ------------------------------------------------
     def node_name(self, k: int) -> str:
@@ -472,8 +502,11 @@ class Lab:
         for k in range(n + 1):
             ns_script(self.ns(k), self._base_lines(forward=True))
         for i in range(1, n + 1):
-            run(["ip", "-n", self.ns(i - 1), "link", "add", "dn", "type", "veth",
-                 "peer", "name", "up", "netns", self.ns(i)])
+            if self.spec.links[i - 1].delayed():
+                self._add_delay_wires(i)
+            else:
+                run(["ip", "-n", self.ns(i - 1), "link", "add", "dn", "type", "veth",
+                     "peer", "name", "up", "netns", self.ns(i)])
         for k in range(n + 1):
             lines: List[str] = []
             if k >= 1:
@@ -492,8 +525,84 @@ class Lab:
                 for dev in (("up",) if k >= 1 else ()) + (("dn",) if k < n else ()):
                     lines.append(f"echo {mask} > /sys/class/net/{dev}/queues/rx-0/rps_cpus")
             ns_script(self.ns(k), lines)
+        for i in range(1, n + 1):
+            if self.spec.links[i - 1].delayed():
+                self._start_delay(i)
         for i in self.spec.cross_links:
             self.ensure_cross_hosts(i)
+
+    # ---- delay nodes ------------------------------------------------------------
+    def delay_ns(self, i: int) -> str:
+        """Namespace of link i's delay node (exists only if the link has a delay)."""
+        self._check_link(i)
+        return f"{self.prefix}d{i}"
+
+    def _add_delay_wires(self, i: int) -> None:
+        d = self.delay_ns(i)
+        run(["ip", "netns", "add", d])
+        run(["ip", "-n", self.ns(i - 1), "link", "add", "dn", "type", "veth",
+             "peer", "name", "d0", "netns", d])
+        run(["ip", "-n", d, "link", "add", "d1", "type", "veth",
+             "peer", "name", "up", "netns", self.ns(i)])
+
+    def _start_delay(self, i: int) -> None:
+        """Configure link i's delay node (no addresses, no IPv6, no offloads)
+        and start lw_delay in it; waits for its "ready"."""
+        from .traffic import tool_path
+        link, d = self.spec.links[i - 1], self.delay_ns(i)
+        tool = tool_path("lw_delay", "LINKWIDTH_DELAY")
+        if not os.access(tool, os.X_OK):
+            raise LabError(f"{tool} not built (cmake --build build --target lw_delay)")
+        lines = self._base_lines(forward=False)
+        for dev in ("d0", "d1"):
+            lines += [f"ip link set dev {dev} mtu {self.spec.mtu}",
+                      f"ethtool -K {dev} tso off gso off gro off tx off rx off >/dev/null",
+                      f"ip link set dev {dev} promisc on",
+                      f"ip link set dev {dev} up"]
+        ns_script(d, lines)
+        # Queue memory per direction: twice what the link can have in flight
+        # over the delay (1 Gbit/s when unshaped), at least 4 MB.
+        rate = max(r or 1e9 for r in (link.fwd(), link.rev()))
+        limit = max(4 << 20, int(2 * rate / 8 * max(link.delay("fwd"), link.delay("rev")) / 1000))
+        cmd = [tool, "d0", "d1", f"{link.delay('fwd'):g}", f"{link.delay('rev'):g}",
+               "--limit", str(limit), "--max-frame", str(self.spec.mtu + ETH_HDR + 4)]
+        if self.spec.delay_cpu is not None:
+            cmd = ["taskset", "-c", str(int(self.spec.delay_cpu)), *cmd]
+        log = self.log_path(f"delay{i}.log")
+        p = subprocess.Popen(ns_exec_cmd(d, cmd), stdout=open(log, "ab"),
+                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                             start_new_session=True)
+        if not self.keep:           # a kept lab's delay nodes outlive this process
+            self._procs.append(p)
+        self._delays[i] = (p, log)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            with open(log, "rb") as f:
+                if b"ready" in f.read():
+                    return
+            if p.poll() is not None:
+                break
+            time.sleep(0.01)
+        with open(log, "rb") as f:
+            out = f.read().decode(errors="replace").strip()
+        raise LabError(f"lw_delay on link {i} did not start: {out}")
+
+    def stop_delays(self) -> Dict[int, dict]:
+        """Stop every delay node (the links are cut after this) and return
+        its counters (lw_delay's exit JSON) by link index."""
+        out: Dict[int, dict] = {}
+        for i, (p, log) in sorted(self._delays.items()):
+            self.stop_process(p)
+            with open(log, "rb") as f:
+                for line in f.read().decode(errors="replace").splitlines():
+                    if line.startswith("{"):
+                        out[i] = json.loads(line)
+        self._delays.clear()
+        return out
+
+    def base_rtt_ms(self) -> float:
+        """Sum of the delay nodes' one-way delays, both directions (ms)."""
+        return sum(l.delay("fwd") + l.delay("rev") for l in self.spec.links)
 
     def ensure_cross_hosts(self, i: int) -> None:
         """Create cross-traffic hosts xs{i} (on node i-1) and xr{i} (on node i)
@@ -841,6 +950,7 @@ class Lab:
                 "down_ip": self.link_ip(i, "down"), "shaper": l.shaper, "burst": l.burst,
                 "fwd_rate": l.fwd(), "rev_rate": l.rev(),
                 "fwd_limit": l.queue_limit("fwd"), "rev_limit": l.queue_limit("rev"),
+                "fwd_delay_ms": l.delay("fwd"), "rev_delay_ms": l.delay("rev"),
                 "fwd_iface": "%s:%s" % self.link_iface(i, "fwd"),
                 "rev_iface": "%s:%s" % self.link_iface(i, "rev"),
                 "fwd_ip_capacity_1500": ip_capacity(l.fwd()),
@@ -866,6 +976,7 @@ class Lab:
                 "capacity_rev_ip1500": self.ground_truth_capacity(1500, "rev"),
                 "capacity_fwd_ip40": self.ground_truth_capacity(40, "fwd"),
                 "capacity_rev_ip40": self.ground_truth_capacity(40, "rev"),
+                "added_rtt_ms": self.base_rtt_ms(),
             },
         }
 

@@ -358,11 +358,16 @@ class PoissonUDP(CrossTraffic):
         return super().describe() | {"rate": self.rate, "sizes": self.sizes}
 
 
-def crossgen_path() -> str:
-    """build/lw_crossgen (tools/crossgen.cpp), or $LINKWIDTH_CROSSGEN."""
+def tool_path(name: str, env: str) -> str:
+    """build/NAME of this checkout (a lab tool from tools/), or $ENV."""
     import os
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    return os.environ.get("LINKWIDTH_CROSSGEN", os.path.join(root, "build", "lw_crossgen"))
+    return os.environ.get(env, os.path.join(root, "build", name))
+
+
+def crossgen_path() -> str:
+    """build/lw_crossgen (tools/crossgen.cpp), or $LINKWIDTH_CROSSGEN."""
+    return tool_path("lw_crossgen", "LINKWIDTH_CROSSGEN")
 
 
 class BurstyUDP(PoissonUDP):

@@ -33,9 +33,8 @@ constexpr int kMaxLengthening = 2;
 // before the train is sent. The same code live and in `linkwidth analyze`.
 class PacedTrains {
  public:
-  PacedTrains(ProbeRunner& r, const Config& c, double capacity_bps, double rtt_s,
-              AvailbwResult& res)
-      : r_(r), c_(c), capacity_(capacity_bps), rtt_s_(rtt_s), res_(res) {}
+  PacedTrains(ProbeRunner& r, const Config& c, double capacity_bps, AvailbwResult& res)
+      : r_(r), c_(c), capacity_(capacity_bps), res_(res) {}
 
   Nanos now() { return r_.now(); }
   int reply_burst() { return r_.reply_burst(); }
@@ -49,11 +48,11 @@ class PacedTrains {
       return false;
     }
     // Busy-poll while the replies are due: the train's span at the path's
-    // capacity plus the round trip, bounded.
+    // capacity, bounded; the prober opens the window one RTT after the head.
     TrainOptions o;
     o.wait_for = train.markers;
-    o.busy_wait = busy_wait(to_seconds(span) + 2 * rtt_s_ +
-                            8.0 * static_cast<double>(train.total_bytes()) / capacity_);
+    o.busy_wait =
+        busy_wait(to_seconds(span) + 8.0 * static_cast<double>(train.total_bytes()) / capacity_);
     const TrainResult run = r_.run(train, o);
     *out = paced_train_sample(run.train, run.outcome, res_);
     settle(out, run.replies_limited);
@@ -101,7 +100,6 @@ class PacedTrains {
   ProbeRunner& r_;
   const Config& c_;
   double capacity_;
-  double rtt_s_;
   AvailbwResult& res_;
   Nanos next_start_ = 0;  // the first train goes at once
   int stalls_ = 0;
@@ -524,7 +522,7 @@ void search_availbw(ProbeRunner& probes, PhasePath& path, const Config& c, doubl
     capacity_bps = c.max_rate_bps;
   }
   res.search_capacity_bps = capacity_bps;
-  PacedTrains runner(probes, c, capacity_bps, path.rtt_s, res);
+  PacedTrains runner(probes, c, capacity_bps, res);
   const Nanos t0 = runner.now();
   res.resolution_bps = c.method == "linkwidth" && c.theta_bps > 0 ? c.theta_bps
                        : c.method == "linkwidth"                  ? c.theta * capacity_bps

@@ -205,10 +205,9 @@ CapacityTrains capacity_trains(ProbeRunner& runner, const Config& c, PhasePath& 
       break;
     }
     // Busy-wait while the replies are due: about the train's time at the
-    // bottleneck plus the RTT, bounded.
+    // bottleneck, bounded; the prober opens the window one RTT after the head.
     const double expect_s =
-        8.0 * static_cast<double>(train.total_bytes()) / (est.valid ? est.capacity_bps : 1e6) +
-        2 * path.rtt_s;
+        8.0 * static_cast<double>(train.total_bytes()) / (est.valid ? est.capacity_bps : 1e6);
     TrainOptions o;
     o.wait_for = train.markers;
     o.busy_wait = busy_wait(1.5 * expect_s);

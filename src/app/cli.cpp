@@ -106,7 +106,7 @@ CliResult parse_cli(const std::vector<std::string>& args) {
     ("max-replies", po::value(&c.max_replies), "replies asked of one host per second at most, 5..10000; lowered at run time if the host limits its RSTs (default 100)")
     ("save-pcap", po::value(&c.save_pcap), "write every probe and reply of the run to this pcap file (ns timestamps)")
     ("tries", po::value(&c.discovery_tries), "closed-port discovery rounds before 'filtered' (default 3)")
-    ("reply-timeout", po::value(&c.reply_timeout_s), "longest wait for replies, in discovery and after each train, seconds (default 1)");
+    ("reply-timeout", po::value(&c.reply_timeout_s), "longest wait for replies, in discovery and after each train, seconds (default 1; after a train never under 3 RTTs of the path)");
   po::options_description avail("Available bandwidth (availbw, measure)");
   avail.add_options()
     ("method", po::value(&c.method), "fleet (default): fleets of paced trains, noise-derived thresholds, grey region, response-curve fit; linkwidth: the paper's binary search as published")

@@ -31,6 +31,21 @@ std::string icmp_unreach_text(int code) {
 
 }  // namespace
 
+double round_trip_s(const TrainOutcome& o) {
+  // From when the capture saw the SYN leave, not from the send call: the
+  // first packets to a neighbour wait in the kernel for its ARP answer, which
+  // is no part of the path's RTT (behind a long link it is a whole RTT more).
+  // The smallest over the replies: the others may have queued behind them.
+  Nanos best = 0;
+  for (const ProbeOutcome& p : o.probes) {
+    if (p.kind != ReplyKind::kRstAck || p.reply == 0) continue;
+    const Nanos from = p.left > 0 && p.left <= p.reply ? p.left : p.sent;
+    const Nanos rtt = p.reply - from;
+    if (rtt > 0 && (best == 0 || rtt < best)) best = rtt;
+  }
+  return to_seconds(best);
+}
+
 DiscoveryResult discover_closed_port(Prober& prober, const FlowId& flow,
                                      const std::vector<int>& candidates, int tries, Nanos timeout,
                                      SeqAllocator& seqs) {
@@ -83,7 +98,7 @@ DiscoveryResult discover_closed_port(Prober& prober, const FlowId& flow,
     if (best >= 0) {
       const ProbeOutcome& o = run.outcome.probes[best];
       res.port = ports[best];
-      res.rtt_s = to_seconds(o.reply - o.sent);
+      res.rtt_s = round_trip_s(run.outcome);
       res.reply_ttl = o.reply_ttl;
       res.reply_ip_id = o.reply_ip_id;
       if (!res.open_ports.empty()) {

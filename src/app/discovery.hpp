@@ -23,6 +23,10 @@ struct DiscoveryResult {
 // Ports we try when the user names none: high, unassigned, rarely served.
 std::vector<int> default_candidate_ports();
 
+// The round trip of a round of SYNs, seconds (0 = no RST/ACK): the smallest
+// reply time after the capture saw the SYN leave.
+double round_trip_s(const TrainOutcome& o);
+
 // Throws Error with code target_filtered / unreachable / no_closed_port.
 DiscoveryResult discover_closed_port(Prober& prober, const FlowId& flow,
                                      const std::vector<int>& candidates, int tries,

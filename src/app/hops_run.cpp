@@ -90,7 +90,12 @@ HopsResult run_hops(Session& s, const Config& c, const std::atomic<bool>&) {
                   {"rtt_s", s.disc.rtt_s},
                   {"reply_wait", lw::reply_wait(s, c)}});
   PhasePath path{s.flow, L, s.disc.rtt_s, s.seqs};
+  // Replies from the nearest router are due first: the busy windows follow
+  // the smallest reply time the hops trains see, not the target's RTT.
+  const Nanos target_rtt = s.prober->rtt();
+  s.prober->set_rtt(0);
   const HopsResult out = run_hops_on(io, std::move(res), c, path, s.dst, t_begin);
+  s.prober->set_rtt(target_rtt);
   HopsResult done = out;
   // Not re-derived offline: noted for `linkwidth analyze`.
   std::vector<Warning> reply;
@@ -240,8 +245,9 @@ HopsResult run_hops_on(ProbeRunner& io, HopsResult res, const Config& c, PhasePa
       break;
     }
     const double train_bits = 8.0 * static_cast<double>(rt.train.total_bytes());
-    const double expect_s =
-        train_bits / (slowest_bps > 0 ? slowest_bps : 1e6) + 2 * path_info.rtt_s;
+    // The train's time at the slowest hop; the prober opens the busy window
+    // one (smallest seen) RTT after the head.
+    const double expect_s = train_bits / (slowest_bps > 0 ? slowest_bps : 1e6);
     TrainOptions o;
     o.wait_for = rt.train.markers;
     o.busy_wait = busy_wait(1.5 * expect_s);

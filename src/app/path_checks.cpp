@@ -198,7 +198,7 @@ void check_capacity_plausible(Session& s, const Config& c, const std::atomic<boo
     const double rate = kept.empty() ? 1e6 : median(kept);
     const double bits = 8.0 * static_cast<double>(t.total_bytes());
     const Nanos busy =
-        std::min<Nanos>(from_seconds(1.5 * (bits / rate + 2 * s.disc.rtt_s)) + 2 * kMs, 50 * kMs);
+        std::min<Nanos>(from_seconds(1.5 * bits / rate) + 2 * kMs, 50 * kMs);
     const TrainRun run = run_train(s, c, t, t.markers, wait, t_cap, false, busy).run;
     ++lc.trains_sent;
     const CapacitySample smp = evaluate_capacity_train(timing_of(t, run.outcome), filter);

@@ -104,7 +104,18 @@ TrainRun Prober::run(const Train& train, const std::vector<int>& wait_for, Nanos
   }
   const Nanos sent_at = mono_now();
   const Nanos deadline = sent_at + reply_timeout;
-  const Nanos spin_until = sent_at + std::min(busy_wait, reply_timeout);
+  // The busy window opens when the head's reply is due (its send + the RTT,
+  // less a margin for jitter), not when sending ends: on a long path nothing
+  // can come back for a whole round trip, and spinning through it would only
+  // burn a CPU. On a short path (RTT under the train's send time) this is the
+  // end of sending, as before.
+  // `busy_wait` is how long the replies take to come in after the head's.
+  // The RTT is the smallest seen, so no reply comes before it; the margin
+  // is for a timer that wakes late and for the RTT's own jitter.
+  const Nanos jitter = kMs + rtt_ / 100;
+  const Nanos spin_from = std::min(deadline, std::max(sent_at, r.start_mono + rtt_ - jitter));
+  const Nanos spin_until = std::min(
+      deadline, std::max(sent_at, r.start_mono + rtt_ + jitter) + std::min(busy_wait, reply_timeout));
   bool first = true;
   for (;;) {
     const bool fresh = capture_.drain(captured_) > 0;
@@ -120,10 +131,15 @@ TrainRun Prober::run(const Train& train, const std::vector<int>& wait_for, Nanos
     // Busy-poll while replies are due: a CPU that sleeps wakes up late for the
     // interrupt that timestamps the tail reply (tens of µs on a VM), and it
     // would not for the head reply, which arrives while we are still sending.
-    if (now < spin_until) continue;
-    capture_.wait(std::min<Nanos>(deadline - now, 20 * kMs));
+    if (now >= spin_from && now < spin_until) continue;
+    capture_.wait(std::min<Nanos>({deadline - now, 20 * kMs, now < spin_from ? spin_from - now : deadline - now}));
   }
   r.end_mono = mono_now();
+  // The smallest round trip seen so far opens the next trains' busy windows.
+  for (const ProbeOutcome& o : r.outcome.probes) {
+    const Nanos d = o.reply > 0 && o.left > 0 ? o.reply - o.left : 0;
+    if (d > 0 && (rtt_ == 0 || d < rtt_)) rtt_ = d;
+  }
   return r;
 }
 

@@ -43,14 +43,21 @@ class Prober {
 
   // Sends the train on its schedule and waits until every probe in `wait_for`
   // (with `any`: one of them) has a reply, or `reply_timeout` has passed since
-  // the last send. For `busy_wait` after the last send it polls the capture
-  // without sleeping.
+  // the last send. For `busy_wait` from when the replies are due (the end of
+  // sending, or the head's send + the RTT of set_rtt() if later) it polls the
+  // capture without sleeping; before and after, it sleeps in poll().
   TrainRun run(const Train& train, const std::vector<int>& wait_for, Nanos reply_timeout,
                bool any = false, Nanos busy_wait = 0);
 
   // With --save-pcap: a JSON note in the file (capture/run_record.hpp) that
   // lets `linkwidth analyze` tell the run's phases and trains apart.
   void note(const nlohmann::json& j);
+
+  // The path's round trip (from discovery): when replies are due. Each run
+  // lowers it to the smallest reply time it saw (from a probe's capture to
+  // its reply: ICMP from a near router too); 0 = unknown.
+  void set_rtt(Nanos rtt) { rtt_ = rtt > 0 ? rtt : 0; }
+  Nanos rtt() const { return rtt_; }
 
   std::uint64_t packets_sent() const { return packets_; }
   std::uint64_t bytes_sent() const { return bytes_; }
@@ -81,6 +88,7 @@ class Prober {
   std::uint64_t packets_ = 0;
   std::uint64_t bytes_ = 0;
   std::uint32_t notes_ = 0;
+  Nanos rtt_ = 0;
   bool saving_ = false;  // --save-pcap: notes go into the file
   PrivilegeDrop privileges_;
 };

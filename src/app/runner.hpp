@@ -32,7 +32,7 @@ namespace lw {
 struct TrainOptions {
   std::vector<int> wait_for;  // probes whose replies end the wait (with `any`: one of them)
   bool any = false;
-  Nanos busy_wait = 0;  // poll without sleeping this long after the last send
+  Nanos busy_wait = 0;  // poll without sleeping this long once replies are due
   // Extra fields of the train's run record (capacity: its length group, ...).
   nlohmann::json note = nlohmann::json::object();
 };
@@ -80,8 +80,10 @@ class ProbeRunner {
   virtual Nanos reply_wait() const = 0;
 };
 
-// The one busy-wait rule: poll while the replies are due (`expect_s` after
-// the train's start), plus 2 ms, at most 50 ms.
+// The one busy-wait rule: poll while the replies are due (`expect_s`: how
+// long they take to come in after the head's), plus 2 ms, at most 50 ms. The
+// prober opens the window when the head's reply is due (its send + the
+// smallest RTT seen, app/prober.hpp), so no RTT belongs in `expect_s`.
 Nanos busy_wait(double expect_s);
 
 // What a phase knows of the path it probes, live (from the session) or

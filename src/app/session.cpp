@@ -49,6 +49,7 @@ std::unique_ptr<Session> open_session(const Config& c, const std::atomic<bool>& 
   s->disc = discover_closed_port(*s->prober, s->flow, candidates, c.discovery_tries,
                                  from_seconds(c.reply_timeout_s), s->seqs);
   s->flow.dport = static_cast<std::uint16_t>(s->disc.port);
+  s->prober->set_rtt(from_seconds(s->disc.rtt_s));
   // Discovery's SYNs drew replies too (at least the last round's).
   s->replies.spend(s->dst, static_cast<int>(candidates.size()), mono_now());
   s->warnings.insert(s->warnings.end(), s->disc.warnings.begin(), s->disc.warnings.end());
@@ -68,8 +69,11 @@ void describe_endpoints(const Session& s, const Config& c, CapacityResult& r) {
 }
 
 Nanos reply_wait(const Session& s, const Config& c) {
-  return std::min(from_seconds(c.reply_timeout_s),
-                  std::max<Nanos>(100 * kMs, from_seconds(20 * s.disc.rtt_s)));
+  // 20 RTTs within [100 ms, --reply-timeout], but never under 3 RTTs: a fixed
+  // cap near the path's RTT would cut off the replies of every train.
+  const Nanos rtt = from_seconds(s.disc.rtt_s);
+  return std::max(3 * rtt, std::min(from_seconds(c.reply_timeout_s),
+                                    std::max<Nanos>(100 * kMs, 20 * rtt)));
 }
 
 namespace {

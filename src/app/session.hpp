@@ -88,7 +88,7 @@ std::unique_ptr<Session> open_session(const Config& c, const std::atomic<bool>& 
 void describe_endpoints(const Session& s, const Config& c, CapacityResult& r);
 
 // How long to wait for replies after a train: generous against the measured
-// RTT, bounded by --reply-timeout.
+// RTT (20 RTTs), bounded by --reply-timeout, and never under 3 RTTs.
 Nanos reply_wait(const Session& s, const Config& c);
 
 }  // namespace lw
