@@ -156,7 +156,7 @@ bool rebuild(const RecordedTrain& rt, Train& train, std::vector<SendRecord>& sen
 // Matches a recorded train against the packets the live run looked at: from
 // its first send until it stopped waiting (else until `next_start`).
 TrainOutcome replay_match(const RecordedTrain& rt, const std::vector<Decoded>& packets,
-                          std::uint32_t self, Nanos next_start, const std::string& name,
+                          const IpAddr& self, Nanos next_start, const std::string& name,
                           Train& train) {
   std::vector<SendRecord> sent;
   if (!rebuild(rt, train, sent)) throw bad_file(name, "a train's records are inconsistent");
@@ -191,19 +191,12 @@ void fill_head(R& res, const nlohmann::json& head) {
   res.warnings = warnings_from_json(head.value("warnings", nlohmann::json()));
 }
 
-std::uint32_t parse_ipv4(const std::string& s) {
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  char extra = 0;
-  if (std::sscanf(s.c_str(), "%u.%u.%u.%u%c", &a, &b, &c, &d, &extra) != 4 || a > 255 || b > 255 ||
-      c > 255 || d > 255) {
-    return 0;
-  }
-  return (a << 24) | (b << 16) | (c << 8) | d;
-}
+// An address of either family from the run record; 0.0.0.0 if none.
+IpAddr parse_addr(const std::string& s) { return IpAddr::parse(s).value_or(IpAddr()); }
 
-std::uint32_t self_of(const CapacityResult& res, const std::string& name) {
-  const std::uint32_t self = parse_ipv4(res.source);
-  if (self == 0) throw bad_file(name, "the run record names no source address");
+IpAddr self_of(const CapacityResult& res, const std::string& name) {
+  const IpAddr self = parse_addr(res.source);
+  if (self.is_zero()) throw bad_file(name, "the run record names no source address");
   return self;
 }
 
@@ -212,7 +205,7 @@ CapacityResult replay_capacity(const RecordedPhase& ph, const OfflineRead& r,
                                const std::string& name, bool verbose) {
   CapacityResult res;
   fill_head(res, ph.run.value("head", nlohmann::json::object()));
-  const std::uint32_t self = self_of(res, name);
+  const IpAddr self = self_of(res, name);
   CapacityTally tally(ph.run.value("two_lengths", true), verbose, ph.run.value("precision", 0.01));
   std::uint64_t packets = 0, bytes = 0;
   std::size_t trains = 0;
@@ -271,7 +264,7 @@ CapacityResult replay_capacity(const RecordedPhase& ph, const OfflineRead& r,
 // build, a damaged file): an error, never a guess.
 class PhaseCursor {
  public:
-  PhaseCursor(const RecordedPhase& ph, const OfflineRead& r, std::uint32_t self,
+  PhaseCursor(const RecordedPhase& ph, const OfflineRead& r, const IpAddr& self,
               const std::string& name)
       : ph_(ph), r_(r), self_(self), name_(name) {}
 
@@ -310,7 +303,7 @@ class PhaseCursor {
 
   const RecordedPhase& ph_;
   const OfflineRead& r_;
-  std::uint32_t self_;
+  IpAddr self_;
   std::string name_;
   std::size_t pos_ = 0;
 };
@@ -319,7 +312,7 @@ class PhaseCursor {
 // it: the clock readings, each train's replies, the caps that stopped it.
 class ReplayRunner : public PacedTrains {
  public:
-  ReplayRunner(const RecordedPhase& ph, const OfflineRead& r, std::uint32_t self,
+  ReplayRunner(const RecordedPhase& ph, const OfflineRead& r, const IpAddr& self,
                AvailbwResult& res, const std::string& name)
       : cur_(ph, r, self, name), ph_(ph), res_(res) {}
 
@@ -358,7 +351,7 @@ class ReplayRunner : public PacedTrains {
 // the check at which a stop was seen, in the order the live run asked.
 class ReplayTrainIo : public TrainIo {
  public:
-  ReplayTrainIo(const RecordedPhase& ph, const OfflineRead& r, std::uint32_t self,
+  ReplayTrainIo(const RecordedPhase& ph, const OfflineRead& r, const IpAddr& self,
                 const std::string& name)
       : cur_(ph, r, self, name) {
     bytes_ = ph.run.value("bytes0", std::uint64_t{0});
@@ -402,8 +395,8 @@ HopsResult replay_hops(const RecordedPhase& ph, const OfflineRead& r, const std:
   HopsResult res;
   fill_head(res, ph.run.value("head", nlohmann::json::object()));
   res.hop_markers = c.hop_markers;
-  const std::uint32_t self = parse_ipv4(res.source);
-  const std::uint32_t dst = parse_ipv4(res.target_addr);
+  const IpAddr self = parse_addr(res.source);
+  const IpAddr dst = parse_addr(res.target_addr);
   if (self == 0 || dst == 0) throw bad_file(name, "the hops record names no addresses");
   const FlowId flow{self, dst, static_cast<std::uint16_t>(res.source_port),
                     static_cast<std::uint16_t>(res.port)};
@@ -466,7 +459,7 @@ MeasureResult replay_measure(const RecordedFile& f, const OfflineRead& r, const 
     return m;
   }
   Session ss;
-  ss.flow = FlowId{self_of(m.capacity, name), parse_ipv4(m.capacity.target_addr),
+  ss.flow = FlowId{self_of(m.capacity, name), parse_addr(m.capacity.target_addr),
                    static_cast<std::uint16_t>(m.capacity.source_port),
                    static_cast<std::uint16_t>(m.capacity.port)};
   ss.packet_size = ph.run.value("packet_size", 1500);

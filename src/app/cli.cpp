@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "linkwidth/error.hpp"
+#include "linkwidth/ip_addr.hpp"
 
 namespace po = boost::program_options;
 
@@ -78,6 +79,7 @@ CliResult parse_cli(const std::vector<std::string>& args) {
   std::string max_rate = "1G";
   std::string capacity, theta;
   bool no_hops = false;
+  bool want4 = false, want6 = false;
 
   po::options_description opts("Options");
   // clang-format off
@@ -87,7 +89,9 @@ CliResult parse_cli(const std::vector<std::string>& args) {
     ("dry-run", po::bool_switch(&c.dry_run), "print the planned packets and schedule; send nothing")
     ("verbose,v", po::bool_switch(&c.verbose), "per-train details on stderr")
     ("interface,i", po::value(&c.interface), "outgoing interface (default: from the routing table)")
-    ("source,s", po::value(&c.source), "source IPv4 address (default: from the routing table)")
+    ("ipv4,4", po::bool_switch(&want4), "a host name's IPv4 address (default: the resolver's first answer)")
+    ("ipv6,6", po::bool_switch(&want6), "a host name's IPv6 address (default: the resolver's first answer)")
+    ("source,s", po::value(&c.source), "source IPv4 or IPv6 address, of the target's family (default: from the routing table)")
     ("port,p", po::value(&c.port), "closed destination port to use (default: discover one)")
     ("source-port", po::value(&c.sport), "source port (default: reserve one from the kernel)")
     ("packet-size,l", po::value(&c.packet_size), "IP bytes of each load packet, 64..1500 (default 1500, never above the MTU)")
@@ -176,6 +180,13 @@ CliResult parse_cli(const std::vector<std::string>& args) {
     return r;
   }
   require(!c.target.empty(), "no TARGET given; usage: linkwidth " + cmd + " TARGET.");
+  require(!(want4 && want6), "-4 and -6 exclude each other.");
+  c.family = want4 ? 4 : want6 ? 6 : 0;
+  if (const auto lit = IpAddr::parse(c.target)) {
+    require(c.family == 0 || c.family == lit->family(),
+            "-" + std::to_string(c.family) + " given, but " + c.target + " is an IPv" +
+                std::to_string(lit->family()) + " address.");
+  }
   require(!vm.count("save-pcap") || !c.save_pcap.empty(), "--save-pcap needs a file name.");
   const double max_bytes_v = parse_si(max_bytes, "--max-bytes");
   require(max_bytes_v >= 10e3 && max_bytes_v <= 10e9, "--max-bytes must be between 10K and 10G.");

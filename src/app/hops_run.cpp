@@ -30,7 +30,7 @@ constexpr Nanos kSweepSpacing = 200 * kUs;
 constexpr Nanos kBudgetSlack = 30 * kMs;
 
 struct PathHop {
-  std::uint32_t addr = 0;  // 0 = unknown
+  IpAddr addr;  // 0 = unknown
   bool tcp = false;        // answers RST/ACK to a SYN on its own address
   int icmp_ttl = 0;        // TTL of its time exceeded as received
 };
@@ -45,7 +45,7 @@ std::string hop_list(const std::vector<int>& hops) {
 Nanos reply_time(const ProbeOutcome& o, MarkerKind kind) {
   if (o.reply == 0) return 0;
   if (kind == MarkerKind::kTtl) {
-    return o.kind == ReplyKind::kIcmp && o.icmp_type == 11 ? o.reply : 0;
+    return o.kind == ReplyKind::kIcmp && o.icmp_kind == IcmpKind::kTimeExceeded ? o.reply : 0;
   }
   return o.kind == ReplyKind::kRstAck ? o.reply : 0;
 }
@@ -69,7 +69,7 @@ HopsResult run_hops(Session& s, const Config& c, const std::atomic<bool>& stop) 
   res.params["icmp_burst"] = c.icmp_burst;
   res.params["min_step"] = c.min_step;
 
-  const std::uint32_t dst = s.dst;
+  const IpAddr dst = s.dst;
   res.target_addr = format_ipv4(dst);
   res.source = format_ipv4(s.route.source);
   res.interface = s.route.interface;
@@ -106,7 +106,7 @@ HopsResult run_hops(Session& s, const Config& c, const std::atomic<bool>& stop) 
 }
 
 HopsResult run_hops_on(TrainIo& io, HopsResult res, const Config& c, const FlowId& flow,
-                       std::uint32_t dst, int L, SeqAllocator& seqs, double rtt_s, Nanos reply_wait,
+                       const IpAddr& dst, int L, SeqAllocator& seqs, double rtt_s, Nanos reply_wait,
                        Nanos t_begin) {
   const Nanos t_cap = t_begin + from_seconds(c.max_time_s);
 
@@ -138,7 +138,7 @@ HopsResult run_hops_on(TrainIo& io, HopsResult res, const Config& c, const FlowI
         if (H == 0 || ttl < H) H = ttl;
       } else if (o.kind == ReplyKind::kIcmp && path[ttl - 1].addr == 0) {
         path[ttl - 1].addr = o.reply_from;
-        path[ttl - 1].icmp_ttl = o.icmp_type == 11 ? o.reply_ttl : 0;
+        path[ttl - 1].icmp_ttl = o.icmp_kind == IcmpKind::kTimeExceeded ? o.reply_ttl : 0;
       }
     }
     if (H == 0) break;  // the target is not within reach: asking again will not help
@@ -176,7 +176,7 @@ HopsResult run_hops_on(TrainIo& io, HopsResult res, const Config& c, const FlowI
   }
 
   // Which routers answer TCP on their own address (the paper's markers).
-  std::vector<std::uint32_t> check;
+  std::vector<IpAddr> check;
   std::vector<int> check_hop;
   if (c.hop_markers != "ttl") {
     for (int k = 0; k + 1 < H; ++k) {
@@ -281,7 +281,7 @@ HopsResult run_hops_on(TrainIo& io, HopsResult res, const Config& c, const FlowI
       }
       any += got ? 1 : 0;
       if (kind[k] == MarkerKind::kTtl && (tm.head_reply[k] != 0 || tm.tail_reply[k] != 0)) {
-        const std::uint32_t from = tm.head_reply[k] != 0 ? h.reply_from : t.reply_from;
+        const IpAddr from = tm.head_reply[k] != 0 ? h.reply_from : t.reply_from;
         if (path[k].addr == 0)
           path[k].addr = from;  // silent in discovery, answers now
         else if (from != path[k].addr)
@@ -453,7 +453,7 @@ Config hops_config_from(const nlohmann::json& j) {
 }
 
 nlohmann::json plan_hops(const Config& c) {
-  std::uint32_t dst = 0;
+  IpAddr dst;
   Route route;
   std::vector<Warning> warnings;
   nlohmann::json plan = plan_header(c, &dst, &route, &warnings);

@@ -6,6 +6,7 @@
 #include <atomic>
 
 #include "app/config.hpp"
+#include "linkwidth/ip_addr.hpp"
 #include "linkwidth/time.hpp"
 #include "nlohmann/json.hpp"
 #include "report/hops_result.hpp"
@@ -30,7 +31,7 @@ class SeqAllocator;
 // discovery, the router check, the recursive trains, the estimate. Sends and
 // clock readings go through `io` (live: the prober; replay: the recording).
 HopsResult run_hops_on(TrainIo& io, HopsResult res, const Config& c, const FlowId& flow,
-                       std::uint32_t dst, int packet_size, SeqAllocator& seqs, double rtt_s,
+                       const IpAddr& dst, int packet_size, SeqAllocator& seqs, double rtt_s,
                        Nanos reply_wait, Nanos t_begin);
 // The configuration recorded with --save-pcap (config_json), read back and
 // checked against the ranges the CLI allows for run_hops_on (exit-2 error).

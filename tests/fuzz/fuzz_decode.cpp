@@ -24,7 +24,7 @@ namespace {
 void check_record(const lw::Decoded& d) {
   // Fields a length-checked decoder can promise whatever the input.
   if (d.proto == 6 && d.icmp_type != 0) __builtin_trap();
-  if (d.quote.present && d.proto != 1) __builtin_trap();
+  if (d.quote.present && !lw::is_icmp_proto(d.proto)) __builtin_trap();
 }
 
 }  // namespace
