@@ -4,6 +4,8 @@
 #include <pcap/pcap.h>
 
 #include <catch2/catch.hpp>
+#include <cstdio>
+#include <fstream>
 #include <random>
 #include <set>
 
@@ -11,6 +13,7 @@
 #include "app/net.hpp"
 #include "app/prober.hpp"
 #include "capture/decode.hpp"
+#include "capture/offline_capture.hpp"
 #include "capture/run_record.hpp"
 #include "linkwidth/error.hpp"
 #include "match/match.hpp"
@@ -592,4 +595,27 @@ TEST_CASE("IPv6 send records round-trip through the run-record format", "[ipv6][
   p4.src = 0xC6120101u;
   p4.dst = 0xC6120302u;
   CHECK(send_record_body(p4)[4] == 'S');
+}
+
+TEST_CASE("the IPv6 fuzz seed reads back through the pcap path", "[ipv6][offline]") {
+  // tests/fuzz/make_corpus.py: our SYN, the target's RST/ACK, a router's
+  // ICMPv6 time exceeded quoting the SYN; nanosecond pcap, Ethernet.
+  std::ifstream in(std::string(LW_FUZZ_CORPUS_DIR) + "/pcap_eth_ipv6", std::ios::binary);
+  REQUIRE(in);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  REQUIRE(bytes.size() > 1);
+  bytes.erase(bytes.begin());  // the fuzz target's mode byte
+  std::FILE* f = fmemopen(bytes.data(), bytes.size(), "rb");
+  REQUIRE(f);
+  const OfflineRead r = read_pcap(f, "pcap_eth_ipv6");
+  REQUIRE(r.packets.size() == 3);
+  CHECK(r.undecodable == 0);
+  CHECK(r.packets[0].src == kSelf);
+  CHECK(r.packets[0].flow_label == 0xabcde);
+  CHECK(r.packets[0].tcp_flags == kSyn);
+  CHECK(r.packets[1].src == kTarget);
+  CHECK(r.packets[1].ack == 0x89abcdf0u);
+  CHECK(r.packets[2].icmp_kind == IcmpKind::kTimeExceeded);
+  CHECK(r.packets[2].quote.seq == 0x89abcdefu);
+  CHECK(r.packets[2].quote.ttl == 1);
 }
