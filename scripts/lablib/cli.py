@@ -54,7 +54,7 @@ def _spec_from_args(a) -> Spec:
         links.append(Link(rate=parse_rate(rates[i]), rev_rate=rev,
                           shaper=shapers[i] or "tbf", limit=limit, burst=a.burst))
     return Spec(links=links, silent_routers=_int_list(a.silent, "silent"),
-                cross_links=_int_list(a.cross, "cross"))
+                cross_links=_int_list(a.cross, "cross"), ipv6=getattr(a, "ipv6", False))
 
 
 def cmd_up(a) -> int:
@@ -191,6 +191,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--burst", type=int, default=util.DEFAULT_BURST, help="bucket bytes (default 3028)")
     s.add_argument("--silent", help="routers sending no ICMP errors, e.g. 1,2")
     s.add_argument("--cross", help="links whose cross hosts are built now, e.g. 2")
+    s.add_argument("--ipv6", action="store_true",
+                   help="dual-stack: IPv6 addresses in 2001:2::/48 beside the IPv4 ones")
     s.set_defaults(func=cmd_up)
 
     s = sub.add_parser("info", help="print a lab's description as JSON")

@@ -998,6 +998,10 @@ class Lab:
                          {f"x{t}{i}": (self.xs_ip(i) if t == "s" else self.xr_ip(i))
                           for i in sorted(self.cross_hosts) for t in "sr"},
             "prober_ip": self.prober_ip, "target_ip": self.target_ip,
+            **({"ipv6": True,
+                "addresses6": {node: self.node_ip6(k) for k, node in enumerate(self.nodes)},
+                "prober_ip6": self.prober_ip6, "target_ip6": self.target_ip6}
+               if self.spec.ipv6 else {}),
             "links": links,
             "silent_routers": sorted(self.silent), "firewall": self.firewall,
             "middlebox": self.middlebox,

@@ -133,7 +133,7 @@ CliResult parse_cli(const std::vector<std::string>& args) {
   hops_opts.add_options()
     ("hop-markers", po::value(&c.hop_markers), "auto (per hop: router's own address if it answers TCP, else TTL), ttl or addr (default auto)")
     ("max-hops", po::value(&c.max_hops), "longest path to discover, 1..64 (default 30)")
-    ("icmp-rate", po::value(&c.icmp_rate), "ICMP errors per second a router sends us (default 1, Linux icmp_ratelimit)")
+    ("icmp-rate", po::value(&c.icmp_rate), "ICMP errors per second a router sends us (default 1, Linux icmp_ratelimit; 10 over IPv6, net.ipv6.icmp.ratelimit)")
     ("icmp-burst", po::value(&c.icmp_burst), "ICMP errors a router sends in a burst (default 6)")
     ("min-step", po::value(&c.min_step), "relative dispersion rise that makes a choke point (default 0.15)");
   // clang-format on
@@ -261,6 +261,7 @@ CliResult parse_cli(const std::vector<std::string>& args) {
   require(c.hop_markers == "auto" || c.hop_markers == "ttl" || c.hop_markers == "addr",
           "--hop-markers must be auto, ttl or addr.");
   require(c.max_hops >= 1 && c.max_hops <= 64, "--max-hops must be between 1 and 64.");
+  c.icmp_rate_given = vm.count("icmp-rate") > 0;
   require(c.icmp_rate > 0 && c.icmp_rate <= 10000,
           "--icmp-rate must be above 0 and at most 10000 per second.");
   require(c.icmp_burst >= 2 && c.icmp_burst <= 10000,

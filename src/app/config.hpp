@@ -83,6 +83,9 @@ struct Config {
   int max_hops = 30;
   double icmp_rate = 1.0;  // ICMP errors per second a router sends us (Linux icmp_ratelimit)
   double icmp_burst = 6;   // and how many it saves up
+  // --icmp-rate was given: otherwise an IPv6 path uses IPv6's default
+  // (app/hops_run.cpp, icmp_rate_for).
+  bool icmp_rate_given = false;
   double min_step = 0.15;  // relative dispersion step that makes a choke point
 };
 

@@ -65,7 +65,7 @@ HopsResult run_hops(Session& s, const Config& c, const std::atomic<bool>& stop) 
   res.params = params_json(c);
   res.params["hop_markers"] = c.hop_markers;
   res.params["max_hops"] = c.max_hops;
-  res.params["icmp_rate"] = c.icmp_rate;
+  res.params["icmp_rate"] = icmp_rate_for(c, s.dst);
   res.params["icmp_burst"] = c.icmp_burst;
   res.params["min_step"] = c.min_step;
 
@@ -105,15 +105,25 @@ HopsResult run_hops(Session& s, const Config& c, const std::atomic<bool>& stop) 
   return done;
 }
 
+double icmp_rate_for(const Config& c, const IpAddr& dst) {
+  // Linux's defaults, measured in the lab (scripts/icmp6_ratelimit.py, kernel
+  // 6.18): a router answers a burst of 6, then 1 ICMP error per second
+  // (net.ipv4.icmp_ratelimit = 1000 ms) or about 10 ICMPv6 errors per second
+  // (net.ipv6.icmp.ratelimit = 100 ms; Cisco's IPv6 default is the same
+  // 100 ms). --icmp-rate overrides both.
+  return c.icmp_rate_given || dst.is_v4() ? c.icmp_rate : 10.0;
+}
+
 HopsResult run_hops_on(TrainIo& io, HopsResult res, const Config& c, const FlowId& flow,
                        const IpAddr& dst, int L, SeqAllocator& seqs, double rtt_s, Nanos reply_wait,
                        Nanos t_begin) {
   const Nanos t_cap = t_begin + from_seconds(c.max_time_s);
+  const double icmp_rate = icmp_rate_for(c, dst);
 
   // Path discovery: TTL 1..max_hops in the train's 5-tuple; the smallest TTL
   // the target answers is the path length H. Silent TTLs below it are asked
   // again (each ask costs that router one ICMP token).
-  std::vector<IcmpBudget> budget(c.max_hops, IcmpBudget(c.icmp_rate, c.icmp_burst));
+  std::vector<IcmpBudget> budget(c.max_hops, IcmpBudget(icmp_rate, c.icmp_burst));
   std::vector<PathHop> path(c.max_hops);
   int H = 0;
   std::vector<int> ask(c.max_hops);
@@ -123,7 +133,7 @@ HopsResult run_hops_on(TrainIo& io, HopsResult res, const Config& c, const FlowI
     if (round > 0) {
       // Ask again only once a rate-limited router has a new token: right after
       // another traceroute (or our own last run) its bucket may be empty.
-      const Nanos again = last_sweep + from_seconds(1.0 / c.icmp_rate) + kBudgetSlack;
+      const Nanos again = last_sweep + from_seconds(1.0 / icmp_rate) + kBudgetSlack;
       if (again + reply_wait > t_cap) break;
       io.wait_until(again);
     }

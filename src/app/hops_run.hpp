@@ -30,6 +30,10 @@ class SeqAllocator;
 // Everything after the result's head (endpoints, params) is filled: path
 // discovery, the router check, the recursive trains, the estimate. Sends and
 // clock readings go through `io` (live: the prober; replay: the recording).
+// ICMP errors per second a router sends us on this path (--icmp-rate, or the
+// family's Linux default).
+double icmp_rate_for(const Config& c, const IpAddr& dst);
+
 HopsResult run_hops_on(TrainIo& io, HopsResult res, const Config& c, const FlowId& flow,
                        const IpAddr& dst, int packet_size, SeqAllocator& seqs, double rtt_s,
                        Nanos reply_wait, Nanos t_begin);

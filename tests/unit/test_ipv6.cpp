@@ -10,6 +10,7 @@
 #include <set>
 
 #include "app/cli.hpp"
+#include "app/hops_run.hpp"
 #include "app/net.hpp"
 #include "app/prober.hpp"
 #include "capture/decode.hpp"
@@ -618,4 +619,15 @@ TEST_CASE("the IPv6 fuzz seed reads back through the pcap path", "[ipv6][offline
   CHECK(r.packets[2].icmp_kind == IcmpKind::kTimeExceeded);
   CHECK(r.packets[2].quote.seq == 0x89abcdefu);
   CHECK(r.packets[2].quote.ttl == 1);
+}
+
+TEST_CASE("routers' ICMP budget: IPv4 1/s, IPv6 10/s unless --icmp-rate says", "[ipv6][hops]") {
+  const Config dflt = parse_cli({"hops", "2001:2:0:3::2"}).config;
+  CHECK_FALSE(dflt.icmp_rate_given);
+  CHECK(icmp_rate_for(dflt, kTarget) == 10.0);
+  CHECK(icmp_rate_for(dflt, IpAddr(0xC6120302u)) == 1.0);
+  const Config given = parse_cli({"hops", "2001:2:0:3::2", "--icmp-rate", "2"}).config;
+  CHECK(given.icmp_rate_given);
+  CHECK(icmp_rate_for(given, kTarget) == 2.0);
+  CHECK(icmp_rate_for(given, IpAddr(0xC6120302u)) == 2.0);
 }
