@@ -559,7 +559,8 @@ class Lab:
         # Silent node: every ICMP packet whose source is one of the node's own
         # addresses (errors such as time exceeded/unreachable, echo replies)
         # is dropped on egress of each of its interfaces (clsact egress, u32,
-        # prio 2).  Forwarded ICMP from other nodes passes.  The sysctls
+        # prio 2; ICMPv6 errors in IPv6 labs at prio 3: one prio holds one
+        # protocol).  Forwarded ICMP from other nodes passes.  The sysctls
         # icmp_msgs_per_sec/burst=0 were tried first: they do NOT silence
         # ICMP errors on this kernel.
         ifaces = self.node_ifaces(k)
@@ -567,6 +568,8 @@ class Lab:
         lines = self._blackhole_lines() if silent else []
         for dev in devs:
             lines.append(f"tc filter del dev {dev} egress prio 2 2>/dev/null || true")
+            if self.spec.ipv6:
+                lines.append(f"tc filter del dev {dev} egress prio 3 2>/dev/null || true")
             if silent:
                 lines.append(f"tc qdisc add dev {dev} clsact 2>/dev/null || true")
                 lines += [f"tc filter add dev {dev} egress protocol ip prio 2 u32 "
@@ -575,7 +578,7 @@ class Lab:
                 # ICMPv6 errors only (type < 128 at the byte after the fixed
                 # header): neighbour discovery from these addresses must pass
                 # or the node's neighbours could not resolve it.
-                lines += [f"tc filter add dev {dev} egress protocol ipv6 prio 2 u32 "
+                lines += [f"tc filter add dev {dev} egress protocol ipv6 prio 3 u32 "
                           f"match ip6 protocol 58 0xff match ip6 src {a}/128 "
                           f"match u8 0x00 0x80 at 40 "
                           f"action mirred egress redirect dev bh"
