@@ -4,8 +4,12 @@ against shaped bottlenecks, with iperf3's TCP throughput in the same lab.
 
 For each rate: a lab prober --(unshaped)-- r1 --(rate)-- target, `--runs`
 runs of linkwidth, then one iperf3 TCP run (cubic, this VM defaults to BBR).
-Ground truth is the IP-layer capacity R * 1500/1514. Writes
-results/capacity_benchmark.csv and results/capacity_benchmark.md.
+Ground truth is the IP-layer capacity R * 1500/1514 (the same over IPv6:
+1500-byte IP datagrams, header included). Writes
+results/capacity_benchmark.csv and results/capacity_benchmark.md; with
+--family 6 the lab is dual-stack and everything (linkwidth, the UDP flood,
+iperf3) runs over IPv6, into capacity_benchmark_ipv6.{csv,md} unless --tag
+says otherwise.
 Reads only linkwidth's JSON output.
 """
 import argparse
@@ -24,10 +28,10 @@ import lab  # noqa: E402
 from benchlib import iperf3_tcp  # noqa: E402
 
 
-def shaper_delivered(L, rate):
+def shaper_delivered(L, rate, family=4):
     """What the bottleneck shaper really carries when flooded: UDP at 1.3 x R
     across link 2, measured by the sink's interface counters (IP layer)."""
-    with L.cross(2, "udp", rate=1.3 * rate) as x:
+    with L.cross(2, "udp", rate=1.3 * rate, family=family) as x:
         time.sleep(1.0)
         return x.measure(2.0)
 
@@ -43,19 +47,25 @@ def main():
     ap.add_argument("--burst", type=int, default=3028, help="tbf burst of the bottleneck (bytes)")
     ap.add_argument("--network-cpu", type=int, default=None,
                     help="process lab forwarding on this CPU (RPS) and pin the prober elsewhere")
-    ap.add_argument("--tag", default="", help="suffix for the output file names")
+    ap.add_argument("--tag", default=None,
+                    help="suffix for the output file names (default: '' or '_ipv6')")
+    ap.add_argument("--family", type=int, choices=(4, 6), default=4,
+                    help="IP version of the paths (6: dual-stack lab, IPv6 target)")
     args = ap.parse_args()
+    if args.tag is None:
+        args.tag = "_ipv6" if args.family == 6 else ""
     os.makedirs(args.out, exist_ok=True)
     rows = []
     for rate_text in args.rates.split(","):
         rate = lab.parse_rate(rate_text)
         spec = lab.Spec(links=[lab.Link(rate=None), lab.Link(rate=rate, burst=args.burst)],
-                        network_cpu=args.network_cpu)
+                        network_cpu=args.network_cpu, ipv6=args.family == 6)
         with lab.Lab(spec) as L:
+            target = L.target_ip6 if args.family == 6 else L.target_ip
             truth = L.ground_truth_capacity(ip_len=1500)
-            delivered = shaper_delivered(L, rate)
+            delivered = shaper_delivered(L, rate, args.family)
             for run in range(args.runs):
-                p = L.run_in_prober([args.bin, "capacity", L.target_ip, "--json",
+                p = L.run_in_prober([args.bin, "capacity", target, "--json",
                                      *args.tool_args.split()], timeout=120)
                 doc = json.loads(p.stdout)
                 est = doc.get("capacity_bps")
@@ -77,7 +87,7 @@ def main():
                 })
                 print(f"{rate_text}: run {run}: {rows[-1]['error_pct']!s:.6}% "
                       f"{rows[-1]['elapsed_s']!s:.5} s", flush=True)
-            ip = iperf3_tcp(L, args.iperf_seconds)
+            ip = iperf3_tcp(L, args.iperf_seconds, target=target)
             for r in rows:
                 if r["rate_bps"] == rate:
                     r["iperf3_tcp_bps"] = ip
@@ -89,7 +99,7 @@ def main():
 
     cmd = "python3 scripts/bench_capacity.py " + " ".join(sys.argv[1:])
     lines = [
-        "# Capacity benchmark",
+        "# Capacity benchmark" + (" (IPv6)" if args.family == 6 else ""),
         "",
         f"Produced by `{cmd.strip()}` on {datetime.date.today()} "
         f"({os.cpu_count()} cores). Raw rows: `capacity_benchmark{args.tag}.csv`.",
@@ -101,7 +111,10 @@ def main():
         "the shaper really carried under a UDP flood at 1.3 R (sink interface counters, IP",
         "layer): where it falls short of the truth, the shaper, not the link model, is the",
         "limit on this VM. iperf3: one TCP flow, cubic (this VM defaults to BBR), "
-        f"{args.iperf_seconds} s, goodput (at most R x 1448/1514).",
+        f"{args.iperf_seconds} s, goodput (at most R x 1448/1514"
+        + (", R x 1428/1514 over IPv6" if args.family == 6 else "") + ")."
+        + (" Everything runs over IPv6 (dual-stack lab, 2001:2::/48)." if args.family == 6
+           else ""),
         "",
         "| rate | truth Mbit/s | shaper delivers | median estimate | median abs error | "
         "max abs error | median time s | median probe kB | iperf3 TCP Mbit/s |",

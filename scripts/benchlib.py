@@ -55,17 +55,19 @@ def measure_run(L, binary, args, cpu=None, cross_link=2, timeout=180):
     return p.returncode, doc, cross
 
 
-def iperf3_run(L, seconds, cpu=None, cross_link=None, port=5299):
+def iperf3_run(L, seconds, cpu=None, cross_link=None, port=5299, target=None):
     """One iperf3 TCP flow (cubic: this VM defaults to BBR) prober -> target
-    for `seconds`: {"bps" (receiver goodput), "bytes", "seconds", "cross_bps"
+    (`target`: an address of it, default its IPv4 one) for `seconds`: {"bps" (receiver goodput), "bytes", "seconds", "cross_bps"
     (cross traffic on `cross_link` during the client's run, or None)}."""
     srv = L.popen("target", ["iperf3", "-s", "-1", "-p", str(port)])
     time.sleep(1.0)  # let the server listen
     out = {"bps": float("nan"), "bytes": None, "seconds": None, "cross_bps": None}
     try:
         w = L.cross_window(cross_link) if cross_link else None
-        p = L.exec("prober", pinned(["iperf3", "-c", L.target_ip, "-p", str(port), "-t",
-                                     str(seconds), "-C", "cubic", "-J"], cpu),
+        dst = target or L.target_ip
+        p = L.exec("prober", pinned(["iperf3", "-c", dst, "-p", str(port), "-t",
+                                     str(seconds), "-C", "cubic", "-J"] +
+                                    (["-6"] if ":" in dst else []), cpu),
                    timeout=seconds + 30)
         if w:
             out["cross_bps"] = w.stop().bps
@@ -78,9 +80,9 @@ def iperf3_run(L, seconds, cpu=None, cross_link=None, port=5299):
     return out
 
 
-def iperf3_tcp(L, seconds):
+def iperf3_tcp(L, seconds, target=None):
     """iperf3 TCP cubic goodput in bit/s (nan on failure)."""
-    return iperf3_run(L, seconds)["bps"]
+    return iperf3_run(L, seconds, target=target)["bps"]
 
 
 def fmt(x, scale=1e6, digits=1):

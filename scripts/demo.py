@@ -7,8 +7,9 @@ prober --(unshaped)-- r1 --(50 Mbit/s, 20 Mbit/s of UDP cross traffic)-- r2
 
 Prints the ground truth beside each estimate: the narrow link's IP-layer
 capacity, its index, and the capacity minus the cross traffic measured on its
-counters during the run. Everything is torn down at the end, also on failure
-or Ctrl-C.
+counters during the run. The lab is dual-stack: the last measured run goes to
+the target's IPv6 address (2001:2::/48) over the same links. Everything is
+torn down at the end, also on failure or Ctrl-C.
 """
 import argparse
 import json
@@ -31,7 +32,7 @@ def main():
     args = ap.parse_args()
     rates = [None if r in ("0", "") else lab.parse_rate(r) for r in args.rates.split(",")]
     cross = lab.parse_rate(args.cross) if args.cross not in ("0", "") else 0
-    spec = lab.Spec(links=[lab.Link(rate=r) for r in rates])
+    spec = lab.Spec(links=[lab.Link(rate=r) for r in rates], ipv6=True)
     # On a small machine the cross-traffic generator would otherwise share the
     # prober's CPU and stall while it sends: keep them apart when we can.
     pin = (os.cpu_count() or 1) >= 2
@@ -45,18 +46,22 @@ def main():
         x = (L.cross(narrow, "udp", rate=cross * 1472 / 1500, cpu=1 if pin else None)
              if cross else None)
         try:
-            for i in range(args.runs):
+            targets = [(f"run {i + 1}", L.target_ip) for i in range(args.runs)]
+            targets.append(("IPv6 run", L.target_ip6))
+            for name, target in targets:
                 w = L.cross_window(narrow) if x else None
-                cmd = [args.bin, "measure", L.target_ip, "--json"]
+                cmd = [args.bin, "measure", target, "--json"]
                 p = L.run_in_prober((["taskset", "-c", "0"] if pin else []) + cmd, timeout=90)
                 xb = w.stop().bps if w else 0.0
                 doc = json.loads(p.stdout)
                 if p.returncode != 0 or doc.get("availbw_bps") is None:
-                    print(f"run {i + 1}: error: {doc.get('error') or doc.get('warnings')}")
+                    print(f"{name} ({target}): error: {doc.get('error') or doc.get('warnings')}")
                     continue
                 c, a = doc["capacity_bps"], doc["availbw_bps"]
                 truth_a = C - xb
-                print(f"run {i + 1}: capacity {c / 1e6:6.2f} Mbit/s (truth {C / 1e6:.2f}, "
+                if target == L.target_ip6:
+                    print(f"\n{name}: linkwidth measure {target} (from {doc.get('source')})")
+                print(f"{name}: capacity {c / 1e6:6.2f} Mbit/s (truth {C / 1e6:.2f}, "
                       f"{100 * (c / C - 1):+.1f}%)   bottleneck hop {doc.get('bottleneck_hop')} "
                       f"(truth {narrow})   avail-bw {a / 1e6:6.2f} Mbit/s "
                       f"[{doc['availbw_low_bps'] / 1e6:.2f}, {doc['availbw_high_bps'] / 1e6:.2f}] "

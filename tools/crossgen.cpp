@@ -5,7 +5,8 @@
 // on waking, so late wake-ups add bursts but never lower the mean rate.
 //
 //   lw_crossgen HOST PORT RATE_BPS SECONDS SEED SIZE:WEIGHT[,SIZE:WEIGHT...] [ON_S:OFF_S:ALPHA]
-//   SECONDS 0 = until killed.
+//   SECONDS 0 = until killed. HOST is an IPv4 or IPv6 literal; SIZE counts
+//   the IP and UDP headers (28 bytes over IPv4, 48 over IPv6).
 //
 // With ON_S:OFF_S:ALPHA the source is on/off: on and off periods are drawn
 // from Pareto distributions of shape ALPHA (heavy-tailed for ALPHA < 2; 1 <
@@ -61,9 +62,21 @@ int usage(const char* why) {
 
 int main(int argc, char** argv) {
   if (argc != 7 && argc != 8) return usage("six or seven arguments expected");
-  sockaddr_in dst{};
-  dst.sin_family = AF_INET;
-  if (inet_pton(AF_INET, argv[1], &dst.sin_addr) != 1) return usage("HOST must be an IPv4 address");
+  sockaddr_storage dst{};
+  socklen_t dst_len = 0;
+  auto* d4 = reinterpret_cast<sockaddr_in*>(&dst);
+  auto* d6 = reinterpret_cast<sockaddr_in6*>(&dst);
+  int hdr = 28;  // IP + UDP header bytes
+  if (inet_pton(AF_INET, argv[1], &d4->sin_addr) == 1) {
+    d4->sin_family = AF_INET;
+    dst_len = sizeof(sockaddr_in);
+  } else if (inet_pton(AF_INET6, argv[1], &d6->sin6_addr) == 1) {
+    d6->sin6_family = AF_INET6;
+    dst_len = sizeof(sockaddr_in6);
+    hdr = 48;
+  } else {
+    return usage("HOST must be an IPv4 or IPv6 address");
+  }
   const int port = std::atoi(argv[2]);
   const double rate = std::atof(argv[3]);
   const double seconds = std::atof(argv[4]);
@@ -71,7 +84,11 @@ int main(int argc, char** argv) {
   if (port < 1 || port > 65535) return usage("bad PORT");
   if (!(rate > 0) || rate > 10e9) return usage("RATE_BPS must be in (0, 10e9]");
   if (seconds < 0) return usage("SECONDS must be >= 0");
-  dst.sin_port = htons(static_cast<uint16_t>(port));
+  if (dst.ss_family == AF_INET6) {
+    d6->sin6_port = htons(static_cast<uint16_t>(port));
+  } else {
+    d4->sin_port = htons(static_cast<uint16_t>(port));
+  }
 
   std::vector<int> sizes;
   std::vector<double> weights;
@@ -83,7 +100,10 @@ int main(int argc, char** argv) {
     if (colon == std::string::npos) return usage("sizes are SIZE:WEIGHT");
     const int size = std::atoi(item.substr(0, colon).c_str());
     const double w = std::atof(item.substr(colon + 1).c_str());
-    if (size < 29 || size > 1500 || w < 0) return usage("SIZE must be 29..1500, WEIGHT >= 0");
+    if (size <= hdr || size > 1500 || w < 0) {
+      return usage(hdr == 48 ? "SIZE must be 49..1500 over IPv6, WEIGHT >= 0"
+                             : "SIZE must be 29..1500, WEIGHT >= 0");
+    }
     sizes.push_back(size);
     weights.push_back(w);
     if (end == std::string::npos) break;
@@ -111,7 +131,7 @@ int main(int argc, char** argv) {
   const double peak = onoff ? rate * (on_mean + off_mean) / on_mean : rate;
   if (peak > 10e9) return usage("the on/off peak rate RATE_BPS x (ON_S + OFF_S) / ON_S exceeds 10e9");
 
-  const int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  const int fd = socket(dst.ss_family, SOCK_DGRAM, 0);
   if (fd < 0) {
     std::perror("lw_crossgen: socket");
     return 1;
@@ -148,10 +168,10 @@ int main(int argc, char** argv) {
     if (next > end) break;
     if (next > now_s()) sleep_until_s(next);
     const int ip_len = sizes[pick(rng)];
-    // UDP over IPv4: 28 bytes of headers. A full socket buffer drops the
+    // UDP: 28 (IPv6: 48) bytes of headers. A full socket buffer drops the
     // datagram (as a router would); the link counters are the ground truth.
-    sendto(fd, buf, static_cast<std::size_t>(ip_len - 28), MSG_DONTWAIT,
-           reinterpret_cast<const sockaddr*>(&dst), sizeof dst);
+    sendto(fd, buf, static_cast<std::size_t>(ip_len - hdr), MSG_DONTWAIT,
+           reinterpret_cast<const sockaddr*>(&dst), dst_len);
   }
   close(fd);
   return 0;

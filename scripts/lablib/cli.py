@@ -60,7 +60,7 @@ def _spec_from_args(a) -> Spec:
                           shaper=shapers[i] or "tbf", limit=limit, burst=a.burst,
                           delay_ms=delay))
     return Spec(links=links, silent_routers=_int_list(a.silent, "silent"),
-                cross_links=_int_list(a.cross, "cross"))
+                cross_links=_int_list(a.cross, "cross"), ipv6=getattr(a, "ipv6", False))
 
 
 def cmd_up(a) -> int:
@@ -199,6 +199,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "0 = none; a delay node lw_delay in the link's wire)")
     s.add_argument("--silent", help="routers sending no ICMP errors, e.g. 1,2")
     s.add_argument("--cross", help="links whose cross hosts are built now, e.g. 2")
+    s.add_argument("--ipv6", action="store_true",
+                   help="dual-stack: IPv6 addresses in 2001:2::/48 beside the IPv4 ones")
     s.set_defaults(func=cmd_up)
 
     s = sub.add_parser("info", help="print a lab's description as JSON")

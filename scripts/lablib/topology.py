@@ -16,8 +16,17 @@ Addresses (all inside 198.18.0.0/15):
   xs{i} segment   198.19.i.0/24      node i-1 (dev xs{i}) = .1, host xs{i} = .2
   xr{i} segment   198.19.(100+i).0/24 node i (dev xr{i}) = .1, host xr{i} = .2
 
+With ``Spec(ipv6=True)`` the lab is dual-stack, IPv6 only inside 2001:2::/48
+(RFC 5180), DAD off so addresses work at once, forwarding on the routers:
+  link i          2001:2:0:<i>::/64   node i-1 (dev dn) = ::1, node i (dev up) = ::2
+  xs{i} segment   2001:2:0:a<ii>::/64 node i-1 = ::1, host xs{i} = ::2
+  xr{i} segment   2001:2:0:b<ii>::/64 node i = ::1, host xr{i} = ::2
+(<i> and <ii> are the decimal link number written as hex digits: link 12 is
+2001:2:0:12::/64, its xs segment 2001:2:0:a12::/64.)
+
 Shaping: forward direction of link i on egress of node i-1 ``dn``, reverse
-direction on egress of node i ``up``.
+direction on egress of node i ``up``.  tbf/htb count whole frames (14 bytes
+of Ethernet header plus the IP datagram) whatever the IP version.
 
 Delay (``Link(delay_ms=...)``): a link with a delay gets a namespace ``d{i}``
 in the middle of its wire, ``node i-1 dn -- d0 [d{i}] d1 -- up node i``, where
@@ -133,6 +142,8 @@ class Spec:
     silent_routers: Sequence[int] = ()
     cross_links: Sequence[int] = ()
     mtu: int = MTU
+    # Dual-stack: IPv6 addresses and routes beside the IPv4 ones (see module doc).
+    ipv6: bool = False
     # If set, packets arriving at routers and the target are processed on this
     # CPU (RPS) and run_in_prober() pins the prober to the other CPUs. On a
     # veth lab the whole path otherwise runs in the sender's own softirq, which
@@ -168,7 +179,8 @@ class Spec:
         return cls(links=[Link(**l) for l in d["links"]],
                    silent_routers=d.get("silent_routers", ()),
                    cross_links=d.get("cross_links", ()), mtu=d.get("mtu", MTU),
-                   network_cpu=d.get("network_cpu"), delay_cpu=d.get("delay_cpu"))
+                   network_cpu=d.get("network_cpu"), delay_cpu=d.get("delay_cpu"),
+                   ipv6=d.get("ipv6", False))
 
 
 # --------------------------------------------------------------------------
@@ -305,6 +317,66 @@ class Lab:
         return self.node_ip(self.n)
 
     @staticmethod
+    def link_ip6(i: int, end: str = "down") -> str:
+        """IPv6 address of link i's ``up``stream (node i-1) or ``down``stream end."""
+        return f"2001:2:0:{i}::{1 if end == 'up' else 2}"
+
+    def node_ip6(self, k) -> str:
+        """IPv6 twin of node_ip (needs Spec.ipv6)."""
+        self._need_v6()
+        k = self.node_index(k)
+        return self.link_ip6(1, "up") if k == 0 else self.link_ip6(k, "down")
+
+    def ip6_of(self, node) -> str:
+        self._need_v6()
+        if isinstance(node, str) and re.match(r"^x[sr]\d+$", node):
+            self.ns(node)
+            return self.xs_ip6(int(node[2:])) if node[1] == "s" else self.xr_ip6(int(node[2:]))
+        return self.node_ip6(node)
+
+    @property
+    def prober_ip6(self) -> str:
+        return self.node_ip6(0)
+
+    @property
+    def target_ip6(self) -> str:
+        return self.node_ip6(self.n)
+
+    @staticmethod
+    def xs_ip6(i: int) -> str:
+        return f"2001:2:0:a{i:02d}::2"
+
+    @staticmethod
+    def xr_ip6(i: int) -> str:
+        return f"2001:2:0:b{i:02d}::2"
+
+    def _need_v6(self) -> None:
+        if not self.spec.ipv6:
+            raise LabError("this lab has no IPv6 (build it with Spec(ipv6=True))")
+
+    def add_host_name(self, name: str, node="target", v4: bool = True, v6: bool = True,
+                      v6_first: bool = False) -> None:
+        """Make ``name`` resolve inside the prober's namespace to ``node``'s
+        addresses: /etc/netns/<prober ns>/hosts, which ``ip netns exec``
+        bind-mounts over /etc/hosts (glibc's files backend). The order of the
+        lines is the order getaddrinfo returns (``v6_first``). Removed with
+        the namespace."""
+        if not re.match(r"^[a-z][a-z0-9.-]{0,60}$", name):
+            raise LabError(f"bad host name {name!r}")
+        lines = ["127.0.0.1 localhost", "::1 localhost ip6-localhost"]
+        entries = []
+        if v4:
+            entries.append(f"{self.node_ip(node)} {name}")
+        if v6:
+            entries.append(f"{self.node_ip6(node)} {name}")
+        if v6_first:
+            entries.reverse()
+        d = os.path.join("/etc/netns", self.prober_ns)
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, "hosts"), "w") as f:
+            f.write("\n".join(lines + entries) + "\n")
+
+    @staticmethod
     def xs_ip(i: int) -> str:
         return f"198.19.{i}.2"
 
@@ -411,17 +483,33 @@ class Lab:
     # ---- building ---------------------------------------------------------------
     def _base_lines(self, forward: bool) -> List[str]:
         p = "/proc/sys/net"
+        if self.spec.ipv6:
+            # Dual-stack: no DAD (addresses usable at once), no router
+            # advertisements or solicitations (static routes only), no MLD
+            # reports beyond the kernel's minimum, forwarding on routers.
+            v6 = [f"echo 0 > {p}/ipv6/conf/all/disable_ipv6",
+                  f"echo 0 > {p}/ipv6/conf/default/disable_ipv6",
+                  f"echo 0 > {p}/ipv6/conf/all/accept_dad",
+                  f"echo 0 > {p}/ipv6/conf/default/accept_dad",
+                  f"echo 0 > {p}/ipv6/conf/all/accept_ra",
+                  f"echo 0 > {p}/ipv6/conf/default/accept_ra",
+                  f"echo 0 > {p}/ipv6/conf/default/router_solicitations",
+                  f"echo {1 if forward else 0} > {p}/ipv6/conf/all/forwarding"]
+        else:
+            v6 = [f"echo 1 > {p}/ipv6/conf/all/disable_ipv6",
+                  f"echo 1 > {p}/ipv6/conf/default/disable_ipv6"]
         return [
             "ip link set lo up",
-            f"echo 1 > {p}/ipv6/conf/all/disable_ipv6",
-            f"echo 1 > {p}/ipv6/conf/default/disable_ipv6",
+            *v6,
             f"for f in {p}/ipv4/conf/*/rp_filter; do echo 0 > $f; done",
             f"for f in {p}/ipv4/conf/*/send_redirects; do echo 0 > $f; done",
             f"echo {1 if forward else 0} > {p}/ipv4/ip_forward",
         ]
 
-    def _iface_lines(self, dev: str, cidr: str) -> List[str]:
-        return [
+    def _iface_lines(self, dev: str, cidr: str, cidr6: Optional[str] = None) -> List[str]:
+        v6 = ([f"ip -6 addr add {cidr6} dev {dev} nodad"]
+              if self.spec.ipv6 and cidr6 else [])
+        return v6 + [
             f"ip link set dev {dev} mtu {self.spec.mtu}",
             # every frame meets the shaper as itself; software checksums so
             # captured frames carry correct checksums
@@ -448,13 +536,20 @@ class Lab:
                 f"burst {b} cburst {b} quantum {q}",
                 f"tc qdisc add dev {dev} parent 1:1 handle 10: bfifo limit {lim}"]
 
-    def _route_lines(self, k: int, subnet: str, attach: int, connected: bool) -> List[str]:
-        """Route on chain node k to ``subnet`` hanging off chain node ``attach``."""
+    def _route_lines(self, k: int, subnet: str, attach: int, connected: bool,
+                     subnet6: Optional[str] = None) -> List[str]:
+        """Route on chain node k to ``subnet`` (and ``subnet6``, IPv6 labs)
+        hanging off chain node ``attach``."""
         if connected:
             return []
+        v6 = self.spec.ipv6 and subnet6
         if attach < k:
-            return [f"ip route add {subnet} via {self.link_ip(k, 'up')} dev up"]
-        return [f"ip route add {subnet} via {self.link_ip(k + 1, 'down')} dev dn"]
+            return ([f"ip route add {subnet} via {self.link_ip(k, 'up')} dev up"] +
+                    ([f"ip -6 route add {subnet6} via {self.link_ip6(k, 'up')} dev up"]
+                     if v6 else []))
+        return ([f"ip route add {subnet} via {self.link_ip(k + 1, 'down')} dev dn"] +
+                ([f"ip -6 route add {subnet6} via {self.link_ip6(k + 1, 'down')} dev dn"]
+                 if v6 else []))
 
     def node_ifaces(self, k: int) -> List[Tuple[str, str]]:
         """(interface, address) pairs of chain node k."""
@@ -469,6 +564,21 @@ class Lab:
             out.append((f"xr{k}", f"198.19.{100 + k}.1"))
         return out
 
+    def node_ifaces6(self, k: int) -> List[Tuple[str, str]]:
+        """(interface, IPv6 address) pairs of chain node k (IPv6 labs)."""
+        if not self.spec.ipv6:
+            return []
+        out = []
+        if k >= 1:
+            out.append(("up", self.link_ip6(k, "down")))
+        if k < self.n:
+            out.append(("dn", self.link_ip6(k + 1, "up")))
+        if k + 1 in self.cross_hosts:
+            out.append((f"xs{k + 1}", f"2001:2:0:a{k + 1:02d}::1"))
+        if k in self.cross_hosts:
+            out.append((f"xr{k}", f"2001:2:0:b{k:02d}::1"))
+        return out
+
     @staticmethod
     def _blackhole_lines(dev: str = "bh") -> List[str]:
         # "drop" without act_gact (not in this kernel): tc mirred redirect to
@@ -480,7 +590,8 @@ class Lab:
         # Silent node: every ICMP packet whose source is one of the node's own
         # addresses (errors such as time exceeded/unreachable, echo replies)
         # is dropped on egress of each of its interfaces (clsact egress, u32,
-        # prio 2).  Forwarded ICMP from other nodes passes.  The sysctls
+        # prio 2; ICMPv6 errors in IPv6 labs at prio 3: one prio holds one
+        # protocol).  Forwarded ICMP from other nodes passes.  The sysctls
         # icmp_msgs_per_sec/burst=0 were tried first: they do NOT silence
         # ICMP errors on this kernel.
         ifaces = self.node_ifaces(k)
@@ -488,11 +599,21 @@ class Lab:
         lines = self._blackhole_lines() if silent else []
         for dev in devs:
             lines.append(f"tc filter del dev {dev} egress prio 2 2>/dev/null || true")
+            if self.spec.ipv6:
+                lines.append(f"tc filter del dev {dev} egress prio 3 2>/dev/null || true")
             if silent:
                 lines.append(f"tc qdisc add dev {dev} clsact 2>/dev/null || true")
                 lines += [f"tc filter add dev {dev} egress protocol ip prio 2 u32 "
                           f"match ip protocol 1 0xff match ip src {a}/32 "
                           f"action mirred egress redirect dev bh" for _, a in ifaces]
+                # ICMPv6 errors only (type < 128 at the byte after the fixed
+                # header): neighbour discovery from these addresses must pass
+                # or the node's neighbours could not resolve it.
+                lines += [f"tc filter add dev {dev} egress protocol ipv6 prio 3 u32 "
+                          f"match ip6 protocol 58 0xff match ip6 src {a}/128 "
+                          f"match u8 0x00 0x80 at 40 "
+                          f"action mirred egress redirect dev bh"
+                          for _, a in self.node_ifaces6(k)]
         return lines
 
     def _build(self) -> None:
@@ -510,14 +631,17 @@ class Lab:
         for k in range(n + 1):
             lines: List[str] = []
             if k >= 1:
-                lines += self._iface_lines("up", f"{self.link_ip(k, 'down')}/24")
+                lines += self._iface_lines("up", f"{self.link_ip(k, 'down')}/24",
+                                           f"{self.link_ip6(k, 'down')}/64")
                 lines += self._shaper_lines(k, "rev")
             if k < n:
-                lines += self._iface_lines("dn", f"{self.link_ip(k + 1, 'up')}/24")
+                lines += self._iface_lines("dn", f"{self.link_ip(k + 1, 'up')}/24",
+                                           f"{self.link_ip6(k + 1, 'up')}/64")
                 lines += self._shaper_lines(k + 1, "fwd")
             for i in range(1, n + 1):
                 lines += self._route_lines(k, f"198.18.{i}.0/24",
-                                           i if i > k else i - 1, k in (i - 1, i))
+                                           i if i > k else i - 1, k in (i - 1, i),
+                                           f"2001:2:0:{i}::/64")
             if k in self.silent:
                 lines += self._icmp_lines(k, True)
             if k >= 1 and self.spec.network_cpu is not None:
@@ -624,18 +748,25 @@ class Lab:
         run(["ip", "-n", self.ns(i), "link", "add", f"xr{i}", "type", "veth",
              "peer", "name", "eth0", "netns", xr])
         xs_net, xr_net = f"198.19.{i}.0/24", f"198.19.{100 + i}.0/24"
-        for host, net, ip in ((xs, xs_net, self.xs_ip(i)), (xr, xr_net, self.xr_ip(i))):
+        xs_net6, xr_net6 = f"2001:2:0:a{i:02d}::/64", f"2001:2:0:b{i:02d}::/64"
+        for host, net, ip, net6, ip6 in ((xs, xs_net, self.xs_ip(i), xs_net6, self.xs_ip6(i)),
+                                         (xr, xr_net, self.xr_ip(i), xr_net6, self.xr_ip6(i))):
             gw = net.replace(".0/24", ".1")
-            ns_script(host, self._iface_lines("eth0", f"{ip}/24") +
-                      [f"ip route add {util.LAB_NET} via {gw} dev eth0"])
+            gw6 = net6.replace("::/64", "::1")
+            ns_script(host, self._iface_lines("eth0", f"{ip}/24", f"{ip6}/64") +
+                      [f"ip route add {util.LAB_NET} via {gw} dev eth0"] +
+                      ([f"ip -6 route add {util.LAB_NET6} via {gw6} dev eth0"]
+                       if self.spec.ipv6 else []))
         for k in range(self.n + 1):
             lines: List[str] = []
             if k == i - 1:
-                lines += self._iface_lines(f"xs{i}", xs_net.replace(".0/24", ".1/24"))
+                lines += self._iface_lines(f"xs{i}", xs_net.replace(".0/24", ".1/24"),
+                                           xs_net6.replace("::/64", "::1/64"))
             if k == i:
-                lines += self._iface_lines(f"xr{i}", xr_net.replace(".0/24", ".1/24"))
-            lines += self._route_lines(k, xs_net, i - 1, k == i - 1)
-            lines += self._route_lines(k, xr_net, i, k == i)
+                lines += self._iface_lines(f"xr{i}", xr_net.replace(".0/24", ".1/24"),
+                                           xr_net6.replace("::/64", "::1/64"))
+            lines += self._route_lines(k, xs_net, i - 1, k == i - 1, xs_net6)
+            lines += self._route_lines(k, xr_net, i, k == i, xr_net6)
             if k in self.silent and k in (i - 1, i):   # new iface, new address
                 lines += self._icmp_lines(k, True)
             ns_script(self.ns(k), lines)
@@ -678,8 +809,24 @@ class Lab:
             raise LabError("choose drop_syn or reject, not both")
         ns = self.target_ns
         ns_script(ns, ["tc filter del dev up ingress prio 1 2>/dev/null || true",
-                       "nft delete table ip lwfw 2>/dev/null || true"])
+                       "nft delete table ip lwfw 2>/dev/null || true",
+                       "nft delete table ip6 lwfw6 2>/dev/null || true"])
         self.firewall = {}
+        if self.spec.ipv6 and (drop_syn or reject):
+            # IPv6 (dual-stack labs): the same rule in nftables, for SYNs to
+            # the target's IPv6 address: dropped, or answered with ICMPv6
+            # destination unreachable code 1 (administratively prohibited).
+            if subprocess.run(ns_exec_cmd(ns, ["sh", "-c", "command -v nft"]),
+                              capture_output=True).returncode != 0:
+                raise LabError("an IPv6 firewall needs nftables: run scripts/install-deps.sh")
+            dport6 = f" tcp dport {int(port)}" if port else ""
+            verdict = "drop" if drop_syn else "reject with icmpv6 type admin-prohibited"
+            ns_script(ns, [
+                "nft add table ip6 lwfw6",
+                "nft add chain ip6 lwfw6 input '{ type filter hook input priority 0; }'",
+                f"nft add rule ip6 lwfw6 input ip6 daddr {self.target_ip6}{dport6} "
+                f"'tcp flags & (syn|ack) == syn' counter {verdict}",
+            ])
         if drop_syn:
             ports = f"match u16 {int(port)} 0xffff at 22 " if port else ""
             ns_script(ns, self._blackhole_lines("fwbh") + [
@@ -965,6 +1112,10 @@ class Lab:
                          {f"x{t}{i}": (self.xs_ip(i) if t == "s" else self.xr_ip(i))
                           for i in sorted(self.cross_hosts) for t in "sr"},
             "prober_ip": self.prober_ip, "target_ip": self.target_ip,
+            **({"ipv6": True,
+                "addresses6": {node: self.node_ip6(k) for k, node in enumerate(self.nodes)},
+                "prober_ip6": self.prober_ip6, "target_ip6": self.target_ip6}
+               if self.spec.ipv6 else {}),
             "links": links,
             "silent_routers": sorted(self.silent), "firewall": self.firewall,
             "middlebox": self.middlebox,

@@ -117,8 +117,14 @@ class CrossTraffic:
     kind = "base"
 
     def __init__(self, lab, link: int, duration: Optional[float] = None,
-                 warmup: float = 0.3, cpu: Optional[int] = None):
+                 warmup: float = 0.3, cpu: Optional[int] = None, family: int = 4):
         lab._check_link(link)
+        # 6: between the cross hosts' IPv6 addresses (dual-stack labs only).
+        if family not in (4, 6):
+            raise LabError("cross traffic family must be 4 or 6")
+        if family == 6:
+            lab._need_v6()
+        self.family = family
         # Pin the sending process to this CPU (taskset): on a small VM the
         # generator otherwise competes with the prober for the same cores.
         self.cpu = None if cpu is None else int(cpu)
@@ -142,7 +148,12 @@ class CrossTraffic:
 
     @property
     def dst_ip(self) -> str:
-        return self.lab.xr_ip(self.link)
+        return self.lab.xr_ip6(self.link) if self.family == 6 else self.lab.xr_ip(self.link)
+
+    @property
+    def udp_overhead(self) -> int:
+        """IP + UDP header bytes: 28 over IPv4, 48 over IPv6."""
+        return 48 if self.family == 6 else 28
 
     def _launch(self) -> None:          # pragma: no cover - abstract
         raise NotImplementedError
@@ -236,6 +247,7 @@ class _Iperf(CrossTraffic):
         t = IPERF_FOREVER if self.duration is None else max(1, int(round(self.duration)))
         self.procs.append(self.lab.popen(
             self.src, self._pin() + ["iperf3", "-c", self.dst_ip, "-p", str(port), "-t", str(t)] +
+            (["-6"] if self.family == 6 else []) +
             self._iperf_client_args(), log=log + ".client"))
 
 
@@ -256,7 +268,7 @@ class IperfUDP(_Iperf):
         self.size = int(size)
 
     def expected_ip_bps(self) -> float:
-        return self.rate * (self.size + 28) / self.size
+        return self.rate * (self.size + self.udp_overhead) / self.size
 
     def _iperf_client_args(self) -> List[str]:
         return ["-u", "-b", str(int(self.rate)), "-l", str(self.size)]
@@ -300,7 +312,9 @@ mean = sum(s * w for s, w in sizes) / tot
 lam = rate / (mean * 8.0)             # packets per second (IP-layer rate)
 pop, wts = [s for s, _ in sizes], [w for _, w in sizes]
 buf = bytes(1500)
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+v6 = ":" in dst                       # IPv6: 48 bytes of IP + UDP headers
+hdr = 48 if v6 else 28
+s = socket.socket(socket.AF_INET6 if v6 else socket.AF_INET, socket.SOCK_DGRAM)
 t0 = time.monotonic(); nxt = t0
 end = t0 + dur if dur > 0 else float("inf")
 while True:
@@ -312,16 +326,17 @@ while True:
         time.sleep(d)
     ip_len = rng.choices(pop, wts)[0]
     try:
-        s.sendto(buf[:ip_len - 28], (dst, 9))
+        s.sendto(buf[:max(0, ip_len - hdr)], (dst, 9))
     except OSError:
         pass
 """
 
 _SINK = r"""
-import socket
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+import socket, sys
+v6 = len(sys.argv) > 1 and sys.argv[1] == "6"
+s = socket.socket(socket.AF_INET6 if v6 else socket.AF_INET, socket.SOCK_DGRAM)
 s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
-s.bind(("0.0.0.0", 9))
+s.bind(("::" if v6 else "0.0.0.0", 9))
 while True:
     s.recv(2048)
 """
@@ -342,12 +357,14 @@ class PoissonUDP(CrossTraffic):
         if self.rate is None:
             raise LabError("poisson cross traffic needs a rate")
         self.sizes = [(int(s), float(w)) for s, w in sizes]
-        if not self.sizes or any(not 28 < s <= 1500 or w < 0 for s, w in self.sizes):
-            raise LabError("poisson sizes: (ip_len 29..1500, weight >= 0) pairs")
+        hdr = self.udp_overhead
+        if not self.sizes or any(not hdr < s <= 1500 or w < 0 for s, w in self.sizes):
+            raise LabError(f"poisson sizes: (ip_len {hdr + 1}..1500, weight >= 0) pairs")
         self.seed = int(seed)
 
     def _launch(self) -> None:
-        self.procs.append(self.lab.popen(self.dst, [sys.executable, "-c", _SINK]))
+        self.procs.append(self.lab.popen(self.dst, [sys.executable, "-c", _SINK,
+                                                          str(self.family)]))
         _wait_listen(self.lab, self.dst, 9, proto="u")
         sizes = ",".join(f"{s}:{w}" for s, w in self.sizes)
         self.procs.append(self.lab.popen(self.src, self._pin() + [
@@ -382,7 +399,8 @@ class BurstyUDP(PoissonUDP):
         gen = crossgen_path()
         if not os.access(gen, os.X_OK):
             raise LabError(f"{gen} not built (cmake --build build --target lw_crossgen)")
-        self.procs.append(self.lab.popen(self.dst, [sys.executable, "-c", _SINK]))
+        self.procs.append(self.lab.popen(self.dst, [sys.executable, "-c", _SINK,
+                                                          str(self.family)]))
         _wait_listen(self.lab, self.dst, 9, proto="u")
         sizes = ",".join(f"{s}:{w}" for s, w in self.sizes)
         self.procs.append(self.lab.popen(self.src, self._pin() + [

@@ -29,6 +29,16 @@ LIMIT_SECONDS = 0.100               # default queue limit = max(MIN_LIMIT, 100 m
 
 # Only these two /16s are ever used (198.18.0.0/15, RFC 2544 benchmarking).
 LAB_NET = "198.18.0.0/15"
+# IPv6 (Spec.ipv6): only the benchmarking prefix 2001:2::/48 (RFC 5180).
+LAB_NET6 = "2001:2::/48"
+
+
+def delete_netns_etc(ns: str) -> None:
+    """Remove /etc/netns/``ns`` (files ``ip netns exec`` bind-mounts over
+    /etc, e.g. the dual-stack hosts file of Lab.add_host_name)."""
+    d = os.path.join("/etc/netns", ns)
+    if ns.startswith(PREFIX) and os.path.isdir(d):
+        shutil.rmtree(d, ignore_errors=True)
 
 
 class LabError(RuntimeError):
@@ -212,6 +222,7 @@ def delete_namespace(ns: str) -> None:
             break
         kill_pids(pids)
     run(["ip", "netns", "del", ns], check=False)
+    delete_netns_etc(ns)
 
 
 def cleanup_all(prefix: str = PREFIX, state_dir: str = STATE_DIR) -> List[str]:

@@ -155,7 +155,7 @@ bool rebuild(const RecordedTrain& rt, Train& train, std::vector<SendRecord>& sen
 // Matches a recorded train against the packets the live run looked at: from
 // its first send until it stopped waiting (else until `next_start`).
 TrainOutcome replay_match(const RecordedTrain& rt, const std::vector<Decoded>& packets,
-                          std::uint32_t self, Nanos next_start, const std::string& name,
+                          const IpAddr& self, Nanos next_start, const std::string& name,
                           Train& train) {
   std::vector<SendRecord> sent;
   if (!rebuild(rt, train, sent)) throw bad_file(name, "a train's records are inconsistent");
@@ -190,19 +190,12 @@ void fill_head(R& res, const nlohmann::json& head) {
   res.warnings = warnings_from_json(head.value("warnings", nlohmann::json()));
 }
 
-std::uint32_t parse_ipv4(const std::string& s) {
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  char extra = 0;
-  if (std::sscanf(s.c_str(), "%u.%u.%u.%u%c", &a, &b, &c, &d, &extra) != 4 || a > 255 || b > 255 ||
-      c > 255 || d > 255) {
-    return 0;
-  }
-  return (a << 24) | (b << 16) | (c << 8) | d;
-}
+// An address of either family from the run record; 0.0.0.0 if none.
+IpAddr parse_addr(const std::string& s) { return IpAddr::parse(s).value_or(IpAddr()); }
 
-std::uint32_t self_of(const CapacityResult& res, const std::string& name) {
-  const std::uint32_t self = parse_ipv4(res.source);
-  if (self == 0) throw bad_file(name, "the run record names no source address");
+IpAddr self_of(const CapacityResult& res, const std::string& name) {
+  const IpAddr self = parse_addr(res.source);
+  if (self.is_zero()) throw bad_file(name, "the run record names no source address");
   return self;
 }
 
@@ -211,7 +204,7 @@ std::uint32_t self_of(const CapacityResult& res, const std::string& name) {
 // build, a damaged file): an error, never a guess.
 class PhaseCursor {
  public:
-  PhaseCursor(const RecordedPhase& ph, const OfflineRead& r, std::uint32_t self,
+  PhaseCursor(const RecordedPhase& ph, const OfflineRead& r, const IpAddr& self,
               const std::string& name)
       : ph_(ph), r_(r), self_(self), name_(name) {}
 
@@ -270,7 +263,7 @@ class PhaseCursor {
 
   const RecordedPhase& ph_;
   const OfflineRead& r_;
-  std::uint32_t self_;
+  IpAddr self_;
   std::string name_;
   std::size_t pos_ = 0;
 };
@@ -285,7 +278,7 @@ class ReplayRunner : public ProbeRunner {
  public:
   // `max_bytes`, `t_cap`: the live run's caps (checked only where the records
   // count the bytes and hold the clock, i.e. the hops phase's).
-  ReplayRunner(const RecordedPhase& ph, const OfflineRead& r, std::uint32_t self,
+  ReplayRunner(const RecordedPhase& ph, const OfflineRead& r, const IpAddr& self,
                const std::string& name, std::uint64_t max_bytes = 0, Nanos t_cap = 0)
       : cur_(ph, r, self, name), ph_(ph), max_bytes_(max_bytes), t_cap_(t_cap) {
     counted_ = ph.run.contains("bytes0");
@@ -402,12 +395,12 @@ CapacityResult replay_capacity(const RecordedPhase& ph, const OfflineRead& r,
                                const std::string& name, bool verbose) {
   CapacityResult res;
   fill_head(res, ph.run.value("head", nlohmann::json::object()));
-  const std::uint32_t self = self_of(res, name);
+  const IpAddr self = self_of(res, name);
   Config c = capacity_config_from(res.params);
   c.verbose = verbose;
   SeqAllocator seqs(0);
   PhasePath path{
-      FlowId{self, parse_ipv4(res.target_addr), static_cast<std::uint16_t>(res.source_port),
+      FlowId{self, parse_addr(res.target_addr), static_cast<std::uint16_t>(res.source_port),
              static_cast<std::uint16_t>(res.port)},
       res.params.at("packet_size").get<int>(), res.rtt_s, seqs};
   ReplayRunner runner(ph, r, self, name);
@@ -448,8 +441,8 @@ HopsResult replay_hops(const RecordedPhase& ph, const OfflineRead& r, const std:
   HopsResult res;
   fill_head(res, ph.run.value("head", nlohmann::json::object()));
   res.hop_markers = c.hop_markers;
-  const std::uint32_t self = parse_ipv4(res.source);
-  const std::uint32_t dst = parse_ipv4(res.target_addr);
+  const IpAddr self = parse_addr(res.source);
+  const IpAddr dst = parse_addr(res.target_addr);
   if (self == 0 || dst == 0) throw bad_file(name, "the hops record names no addresses");
   const FlowId flow{self, dst, static_cast<std::uint16_t>(res.source_port),
                     static_cast<std::uint16_t>(res.port)};
@@ -513,7 +506,7 @@ MeasureResult replay_measure(const RecordedFile& f, const OfflineRead& r, const 
     return m;
   }
   SeqAllocator seqs(0);
-  PhasePath path{FlowId{self_of(m.capacity, name), parse_ipv4(m.capacity.target_addr),
+  PhasePath path{FlowId{self_of(m.capacity, name), parse_addr(m.capacity.target_addr),
                         static_cast<std::uint16_t>(m.capacity.source_port),
                         static_cast<std::uint16_t>(m.capacity.port)},
                  ph.run.at("packet_size").get<int>(), m.capacity.rtt_s, seqs};

@@ -308,7 +308,7 @@ nlohmann::json plan_packets_json(const Train& t) {
   return packets;
 }
 
-nlohmann::json plan_header(const Config& c, std::uint32_t* dst, Route* route,
+nlohmann::json plan_header(const Config& c, IpAddr* dst, Route* route,
                            std::vector<Warning>* warnings) {
   *dst = checked_target(c);
   nlohmann::json plan;
@@ -326,7 +326,7 @@ nlohmann::json plan_header(const Config& c, std::uint32_t* dst, Route* route,
 }
 
 nlohmann::json plan_capacity(const Config& c) {
-  std::uint32_t dst = 0;
+  IpAddr dst;
   Route route;
   std::vector<Warning> warnings;
   nlohmann::json plan = plan_header(c, &dst, &route, &warnings);

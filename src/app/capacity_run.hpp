@@ -8,6 +8,7 @@
 #include "app/config.hpp"
 #include "app/runner.hpp"
 #include "estimate/middlebox.hpp"
+#include "linkwidth/ip_addr.hpp"
 #include "linkwidth/time.hpp"
 #include "nlohmann/json.hpp"
 #include "report/result.hpp"
@@ -55,7 +56,7 @@ std::string plan_text(const nlohmann::json& plan);
 // The start of every --dry-run document: the checked target (lw::Error if
 // forbidden) and the route, or a no_route warning when there is none.
 struct Route;
-nlohmann::json plan_header(const Config& c, std::uint32_t* dst, Route* route,
+nlohmann::json plan_header(const Config& c, IpAddr* dst, Route* route,
                            std::vector<Warning>* warnings);
 
 // The --dry-run listing of one train's packets (what plan_text prints).

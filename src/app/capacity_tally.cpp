@@ -21,11 +21,14 @@ void apply_estimate(CapacityResult& res, const CapacityEstimate& e) {
   res.kde_bandwidth_bps = e.kde_bandwidth_bps;
 }
 
-// The smallest next-hop MTU in ICMP "fragmentation needed" replies, 0 if none.
+// The smallest next-hop MTU in ICMP "fragmentation needed" or ICMPv6 "packet
+// too big" replies, 0 if none. Below the family's minimum (68, RFC 791; 1280,
+// RFC 8200 §5) a reported MTU is bogus and ignored.
 int reported_path_mtu(const TrainOutcome& o) {
   int mtu = 0;
   for (const auto& p : o.probes) {
-    if (p.kind == ReplyKind::kIcmp && p.icmp_type == 3 && p.icmp_code == 4 && p.icmp_mtu >= 68) {
+    const int floor = p.reply_from.is_v6() ? 1280 : 68;
+    if (p.kind == ReplyKind::kIcmp && p.icmp_kind == IcmpKind::kTooBig && p.icmp_mtu >= floor) {
       mtu = mtu == 0 ? p.icmp_mtu : std::min<int>(mtu, p.icmp_mtu);
     }
   }

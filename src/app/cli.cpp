@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "linkwidth/error.hpp"
+#include "linkwidth/ip_addr.hpp"
 
 namespace po = boost::program_options;
 
@@ -78,6 +79,7 @@ CliResult parse_cli(const std::vector<std::string>& args) {
   std::string max_rate = "1G";
   std::string capacity, theta;
   bool no_hops = false;
+  bool want4 = false, want6 = false;
 
   po::options_description opts("Options");
   // clang-format off
@@ -87,7 +89,9 @@ CliResult parse_cli(const std::vector<std::string>& args) {
     ("dry-run", po::bool_switch(&c.dry_run), "print the planned packets and schedule; send nothing")
     ("verbose,v", po::bool_switch(&c.verbose), "per-train details on stderr")
     ("interface,i", po::value(&c.interface), "outgoing interface (default: from the routing table)")
-    ("source,s", po::value(&c.source), "source IPv4 address (default: from the routing table)")
+    ("ipv4,4", po::bool_switch(&want4), "a host name's IPv4 address (default: the resolver's first answer)")
+    ("ipv6,6", po::bool_switch(&want6), "a host name's IPv6 address (default: the resolver's first answer)")
+    ("source,s", po::value(&c.source), "source IPv4 or IPv6 address, of the target's family (default: from the routing table)")
     ("port,p", po::value(&c.port), "closed destination port to use (default: discover one)")
     ("source-port", po::value(&c.sport), "source port (default: reserve one from the kernel)")
     ("packet-size,l", po::value(&c.packet_size), "IP bytes of each load packet, 64..1500 (default 1500, never above the MTU)")
@@ -129,7 +133,7 @@ CliResult parse_cli(const std::vector<std::string>& args) {
   hops_opts.add_options()
     ("hop-markers", po::value(&c.hop_markers), "auto (per hop: router's own address if it answers TCP, else TTL), ttl or addr (default auto)")
     ("max-hops", po::value(&c.max_hops), "longest path to discover, 1..64 (default 30)")
-    ("icmp-rate", po::value(&c.icmp_rate), "ICMP errors per second a router sends us (default 1, Linux icmp_ratelimit)")
+    ("icmp-rate", po::value(&c.icmp_rate), "ICMP errors per second a router sends us (default 1, Linux icmp_ratelimit; 10 over IPv6, net.ipv6.icmp.ratelimit)")
     ("icmp-burst", po::value(&c.icmp_burst), "ICMP errors a router sends in a burst (default 6)")
     ("min-step", po::value(&c.min_step), "relative dispersion rise that makes a choke point (default 0.15)");
   // clang-format on
@@ -181,6 +185,13 @@ CliResult parse_cli(const std::vector<std::string>& args) {
     return r;
   }
   require(!c.target.empty(), "no TARGET given; usage: linkwidth " + cmd + " TARGET.");
+  require(!(want4 && want6), "-4 and -6 exclude each other.");
+  c.family = want4 ? 4 : want6 ? 6 : 0;
+  if (const auto lit = IpAddr::parse(c.target)) {
+    require(c.family == 0 || c.family == lit->family(),
+            "-" + std::to_string(c.family) + " given, but " + c.target + " is an IPv" +
+                std::to_string(lit->family()) + " address.");
+  }
   require(!vm.count("save-pcap") || !c.save_pcap.empty(), "--save-pcap needs a file name.");
   const double max_bytes_v = parse_si(max_bytes, "--max-bytes");
   require(max_bytes_v >= 10e3 && max_bytes_v <= 10e9, "--max-bytes must be between 10K and 10G.");
@@ -255,6 +266,7 @@ CliResult parse_cli(const std::vector<std::string>& args) {
   require(c.hop_markers == "auto" || c.hop_markers == "ttl" || c.hop_markers == "addr",
           "--hop-markers must be auto, ttl or addr.");
   require(c.max_hops >= 1 && c.max_hops <= 64, "--max-hops must be between 1 and 64.");
+  c.icmp_rate_given = vm.count("icmp-rate") > 0;
   require(c.icmp_rate > 0 && c.icmp_rate <= 10000,
           "--icmp-rate must be above 0 and at most 10000 per second.");
   require(c.icmp_burst >= 2 && c.icmp_burst <= 10000,

@@ -9,7 +9,11 @@ namespace lw {
 
 struct Config {
   std::string command;  // "capacity", "availbw", "measure" or "hops"
-  std::string target;   // as given: IPv4 literal or host name
+  std::string target;   // as given: IPv4/IPv6 literal or host name
+  // 4 or 6 (-4/-6): resolve a host name to that family only; 0 = the
+  // resolver's first answer. A literal's own family always wins (and must
+  // agree with -4/-6).
+  int family = 0;
   std::string interface;
   std::string source;
   int port = 0;   // destination (closed) port; 0 = discover
@@ -79,6 +83,9 @@ struct Config {
   int max_hops = 30;
   double icmp_rate = 1.0;  // ICMP errors per second a router sends us (Linux icmp_ratelimit)
   double icmp_burst = 6;   // and how many it saves up
+  // --icmp-rate was given: otherwise an IPv6 path uses IPv6's default
+  // (app/hops_run.cpp, icmp_rate_for).
+  bool icmp_rate_given = false;
   double min_step = 0.15;  // relative dispersion step that makes a choke point
 };
 

@@ -10,6 +10,26 @@ std::vector<int> default_candidate_ports() { return {47391, 33871, 58213, 41777}
 
 namespace {
 
+// ICMPv6 destination unreachable codes (RFC 4443 §3.1), worded like ICMPv4's.
+std::string icmp6_unreach_text(int code) {
+  switch (code) {
+    case 0:
+      return "network unreachable (no route)";
+    case 1:
+    case 5:  // source address failed ingress/egress policy
+    case 6:  // reject route to destination
+      return "administratively prohibited";
+    case 2:
+      return "beyond scope of source address";
+    case 3:
+      return "host unreachable (address unreachable)";
+    case 4:
+      return "port unreachable";
+    default:
+      return "unreachable (ICMPv6 code " + std::to_string(code) + ")";
+  }
+}
+
 std::string icmp_unreach_text(int code) {
   switch (code) {
     case 0:
@@ -52,14 +72,15 @@ DiscoveryResult discover_closed_port(Prober& prober, const FlowId& flow,
   DiscoveryResult res;
   std::vector<int> ports = candidates;
   std::string icmp_reason;
-  std::uint32_t icmp_from = 0;
+  IpAddr icmp_from;
   const auto interrupted = [] {
     return Error("discovery", "interrupted before a closed port was found", "interrupted",
                  ExitCode::kInterrupted);
   };
-  // 1 ms apart, or further under a --max-rate that 40 bytes per ms would pass.
+  // 1 ms apart, or further under a --max-rate that 40 (IPv6: 60) bytes per ms would pass.
+  const std::uint16_t bare = bare_tcp_len(flow.dst);
   const Nanos spacing = prober.max_rate_bps() > 0
-                            ? std::max<Nanos>(kMs, min_gap_for_rate(prober.max_rate_bps(), 40))
+                            ? std::max<Nanos>(kMs, min_gap_for_rate(prober.max_rate_bps(), bare))
                             : kMs;
   for (int attempt = 0; attempt < tries && !ports.empty(); ++attempt) {
     if (prober.stopped()) throw interrupted();
@@ -73,7 +94,8 @@ DiscoveryResult discover_closed_port(Prober& prober, const FlowId& flow,
       p.dport = static_cast<std::uint16_t>(ports[i]);
       p.flags = kSyn;
       p.seq = seqs.next();
-      p.ip_len = 40;
+      p.ip_len = bare;
+      p.flow_label = flow.flow_label;
       p.role = Role::kMarker;
       p.train = t.id;
       p.index = static_cast<int>(i);
@@ -90,8 +112,9 @@ DiscoveryResult discover_closed_port(Prober& prober, const FlowId& flow,
       const ProbeOutcome& o = run.outcome.probes[i];
       if (o.kind == ReplyKind::kRstAck && best < 0) best = static_cast<int>(i);
       if (o.kind == ReplyKind::kSynAck) res.open_ports.push_back(ports[i]);
-      if (o.kind == ReplyKind::kIcmp && o.icmp_type == 3) {
-        icmp_reason = icmp_unreach_text(o.icmp_code);
+      if (o.kind == ReplyKind::kIcmp && o.icmp_kind == IcmpKind::kUnreachable) {
+        icmp_reason = flow.dst.is_v6() ? icmp6_unreach_text(o.icmp_code)
+                                       : icmp_unreach_text(o.icmp_code);
         icmp_from = o.reply_from;
       }
     }
@@ -122,7 +145,8 @@ DiscoveryResult discover_closed_port(Prober& prober, const FlowId& flow,
     const bool filtered = icmp_reason == "administratively prohibited";
     throw Error("discovery",
                 "target " + target + " is " + (filtered ? "filtered" : "unreachable") + ": " +
-                    format_ipv4(icmp_from) + " answered ICMP " + icmp_reason,
+                    format_ipv4(icmp_from) + " answered ICMP" + (flow.dst.is_v6() ? "v6 " : " ") +
+                    icmp_reason,
                 filtered ? "target_filtered" : "target_unreachable");
   }
   if (ports.empty()) {

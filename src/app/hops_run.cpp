@@ -31,7 +31,7 @@ constexpr Nanos kSweepSpacing = 200 * kUs;
 constexpr Nanos kBudgetSlack = 30 * kMs;
 
 struct PathHop {
-  std::uint32_t addr = 0;  // 0 = unknown
+  IpAddr addr;  // 0 = unknown
   bool tcp = false;        // answers RST/ACK to a SYN on its own address
   int icmp_ttl = 0;        // TTL of its time exceeded as received
 };
@@ -40,7 +40,7 @@ struct PathHop {
 Nanos reply_time(const ProbeOutcome& o, MarkerKind kind) {
   if (o.reply == 0) return 0;
   if (kind == MarkerKind::kTtl) {
-    return o.kind == ReplyKind::kIcmp && o.icmp_type == 11 ? o.reply : 0;
+    return o.kind == ReplyKind::kIcmp && o.icmp_kind == IcmpKind::kTimeExceeded ? o.reply : 0;
   }
   return o.kind == ReplyKind::kRstAck ? o.reply : 0;
 }
@@ -60,11 +60,11 @@ HopsResult run_hops(Session& s, const Config& c, const std::atomic<bool>&) {
   res.params = params_json(c);
   res.params["hop_markers"] = c.hop_markers;
   res.params["max_hops"] = c.max_hops;
-  res.params["icmp_rate"] = c.icmp_rate;
+  res.params["icmp_rate"] = icmp_rate_for(c, s.dst);
   res.params["icmp_burst"] = c.icmp_burst;
   res.params["min_step"] = c.min_step;
 
-  const std::uint32_t dst = s.dst;
+  const IpAddr dst = s.dst;
   res.target_addr = format_ipv4(dst);
   res.source = format_ipv4(s.route.source);
   res.interface = s.route.interface;
@@ -105,18 +105,28 @@ HopsResult run_hops(Session& s, const Config& c, const std::atomic<bool>&) {
   return done;
 }
 
+double icmp_rate_for(const Config& c, const IpAddr& dst) {
+  // Linux's defaults, measured in the lab (scripts/icmp6_ratelimit.py, kernel
+  // 6.18): a router answers a burst of 6, then 1 ICMP error per second
+  // (net.ipv4.icmp_ratelimit = 1000 ms) or about 10 ICMPv6 errors per second
+  // (net.ipv6.icmp.ratelimit = 100 ms; Cisco's IPv6 default is the same
+  // 100 ms). --icmp-rate overrides both.
+  return c.icmp_rate_given || dst.is_v4() ? c.icmp_rate : 10.0;
+}
+
 HopsResult run_hops_on(ProbeRunner& io, HopsResult res, const Config& c, PhasePath& path_info,
-                       std::uint32_t dst, Nanos t_begin) {
+                       const IpAddr& dst, Nanos t_begin) {
   const Nanos t_cap = t_begin + from_seconds(c.max_time_s);
   const Nanos reply_wait = io.reply_wait();
   const FlowId& flow = path_info.flow;
   const int L = path_info.packet_size;
   SeqAllocator& seqs = path_info.seqs;
+  const double icmp_rate = icmp_rate_for(c, dst);
 
   // Path discovery: TTL 1..max_hops in the train's 5-tuple; the smallest TTL
   // the target answers is the path length H. Silent TTLs below it are asked
   // again (each ask costs that router one ICMP token).
-  std::vector<IcmpBudget> budget(c.max_hops, IcmpBudget(c.icmp_rate, c.icmp_burst));
+  std::vector<IcmpBudget> budget(c.max_hops, IcmpBudget(icmp_rate, c.icmp_burst));
   std::vector<PathHop> path(c.max_hops);
   int H = 0;
   std::vector<int> ask(c.max_hops);
@@ -126,7 +136,7 @@ HopsResult run_hops_on(ProbeRunner& io, HopsResult res, const Config& c, PhasePa
     if (round > 0) {
       // Ask again only once a rate-limited router has a new token: right after
       // another traceroute (or our own last run) its bucket may be empty.
-      const Nanos again = last_sweep + from_seconds(1.0 / c.icmp_rate) + kBudgetSlack;
+      const Nanos again = last_sweep + from_seconds(1.0 / icmp_rate) + kBudgetSlack;
       if (again + reply_wait > t_cap) break;
       io.wait_until(again);
     }
@@ -141,7 +151,7 @@ HopsResult run_hops_on(ProbeRunner& io, HopsResult res, const Config& c, PhasePa
         if (H == 0 || ttl < H) H = ttl;
       } else if (o.kind == ReplyKind::kIcmp && path[ttl - 1].addr == 0) {
         path[ttl - 1].addr = o.reply_from;
-        path[ttl - 1].icmp_ttl = o.icmp_type == 11 ? o.reply_ttl : 0;
+        path[ttl - 1].icmp_ttl = o.icmp_kind == IcmpKind::kTimeExceeded ? o.reply_ttl : 0;
       }
     }
     if (H == 0) break;  // the target is not within reach: asking again will not help
@@ -179,7 +189,7 @@ HopsResult run_hops_on(ProbeRunner& io, HopsResult res, const Config& c, PhasePa
   }
 
   // Which routers answer TCP on their own address (the paper's markers).
-  std::vector<std::uint32_t> check;
+  std::vector<IpAddr> check;
   std::vector<int> check_hop;
   if (c.hop_markers != "ttl") {
     for (int k = 0; k + 1 < H; ++k) {
@@ -278,7 +288,7 @@ HopsResult run_hops_on(ProbeRunner& io, HopsResult res, const Config& c, PhasePa
       }
       any += got ? 1 : 0;
       if (kind[k] == MarkerKind::kTtl && (tm.head_reply[k] != 0 || tm.tail_reply[k] != 0)) {
-        const std::uint32_t from = tm.head_reply[k] != 0 ? h.reply_from : t.reply_from;
+        const IpAddr from = tm.head_reply[k] != 0 ? h.reply_from : t.reply_from;
         if (path[k].addr == 0)
           path[k].addr = from;  // silent in discovery, answers now
         else if (from != path[k].addr)
@@ -452,7 +462,7 @@ Config hops_config_from(const nlohmann::json& j) {
 }
 
 nlohmann::json plan_hops(const Config& c) {
-  std::uint32_t dst = 0;
+  IpAddr dst;
   Route route;
   std::vector<Warning> warnings;
   nlohmann::json plan = plan_header(c, &dst, &route, &warnings);

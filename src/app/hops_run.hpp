@@ -6,6 +6,7 @@
 #include <atomic>
 
 #include "app/config.hpp"
+#include "linkwidth/ip_addr.hpp"
 #include "linkwidth/time.hpp"
 #include "nlohmann/json.hpp"
 #include "report/hops_result.hpp"
@@ -28,8 +29,12 @@ struct PhasePath;
 // Everything after the result's head (endpoints, params) is filled: path
 // discovery, the router check, the recursive trains, the estimate. Sends and
 // clock readings go through `io` (live: the prober; replay: the recording).
+// ICMP errors per second a router sends us on this path (--icmp-rate, or the
+// family's Linux default).
+double icmp_rate_for(const Config& c, const IpAddr& dst);
+
 HopsResult run_hops_on(ProbeRunner& io, HopsResult res, const Config& c, PhasePath& path,
-                       std::uint32_t dst, Nanos t_begin);
+                       const IpAddr& dst, Nanos t_begin);
 // The configuration recorded with --save-pcap (config_json), read back and
 // checked against the ranges the CLI allows for run_hops_on (exit-2 error).
 Config hops_config_from(const nlohmann::json& j);

@@ -17,27 +17,135 @@
 
 namespace lw {
 
-std::uint32_t resolve_ipv4(const std::string& target) {
-  in_addr a{};
-  if (inet_pton(AF_INET, target.c_str(), &a) == 1) return ntohl(a.s_addr);
+namespace {
+
+// The address inside a sockaddr of either family; nullopt for others.
+std::optional<IpAddr> from_sockaddr(const sockaddr* sa) {
+  if (!sa) return std::nullopt;
+  if (sa->sa_family == AF_INET) {
+    return IpAddr(ntohl(reinterpret_cast<const sockaddr_in*>(sa)->sin_addr.s_addr));
+  }
+  if (sa->sa_family == AF_INET6) {
+    return IpAddr::v6_from(reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr.s6_addr);
+  }
+  return std::nullopt;
+}
+
+// `a` with `port` as a sockaddr of its family; returns its length.
+socklen_t to_sockaddr(const IpAddr& a, std::uint16_t port, sockaddr_storage& ss) {
+  std::memset(&ss, 0, sizeof ss);
+  if (a.is_v6()) {
+    auto* s6 = reinterpret_cast<sockaddr_in6*>(&ss);
+    s6->sin6_family = AF_INET6;
+    s6->sin6_port = htons(port);
+    std::memcpy(s6->sin6_addr.s6_addr, a.bytes6().data(), 16);
+    return sizeof(sockaddr_in6);
+  }
+  auto* s4 = reinterpret_cast<sockaddr_in*>(&ss);
+  s4->sin_family = AF_INET;
+  s4->sin_port = htons(port);
+  s4->sin_addr.s_addr = htonl(a.v4());
+  return sizeof(sockaddr_in);
+}
+
+bool in_prefix6(const IpAddr& a, std::initializer_list<std::uint8_t> prefix, int bits) {
+  const auto& b = a.bytes6();
+  int i = 0;
+  for (std::uint8_t p : prefix) {
+    const int left = bits - 8 * i;
+    if (left <= 0) break;
+    const std::uint8_t mask = left >= 8 ? 0xff : static_cast<std::uint8_t>(0xff << (8 - left));
+    if ((b[i] & mask) != (p & mask)) return false;
+    ++i;
+  }
+  return true;
+}
+
+int prefix_len(const sockaddr* mask) {
+  if (!mask) return 0;
+  const std::uint8_t* m = nullptr;
+  int n = 0;
+  if (mask->sa_family == AF_INET) {
+    m = reinterpret_cast<const std::uint8_t*>(
+        &reinterpret_cast<const sockaddr_in*>(mask)->sin_addr.s_addr);
+    n = 4;
+  } else if (mask->sa_family == AF_INET6) {
+    m = reinterpret_cast<const sockaddr_in6*>(mask)->sin6_addr.s6_addr;
+    n = 16;
+  } else {
+    return 0;
+  }
+  int bits = 0;
+  for (int i = 0; i < n; ++i) {
+    for (int k = 7; k >= 0; --k) {
+      if (!(m[i] >> k & 1)) return bits;
+      ++bits;
+    }
+  }
+  return bits;
+}
+
+}  // namespace
+
+IpAddr resolve_target(const std::string& target, int family) {
+  if (const auto lit = IpAddr::parse(target)) {
+    if (family != 0 && lit->family() != family) {
+      throw UsageError("-" + std::to_string(family) + " given, but " + target + " is an IPv" +
+                       std::to_string(lit->family()) + " address.");
+    }
+    return *lit;
+  }
   addrinfo hints{};
-  hints.ai_family = AF_INET;
+  hints.ai_family = family == 4 ? AF_INET : family == 6 ? AF_INET6 : AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* res = nullptr;
   const int rc = getaddrinfo(target.c_str(), nullptr, &hints, &res);
   if (rc != 0 || !res) {
     // A name that does not exist is a bad command line (exit 2); a resolver
-    // that cannot answer now is a runtime failure (exit 1).
-    throw Error("resolve", "cannot resolve host '" + target + "': " + gai_strerror(rc),
-                "unknown_host", rc == EAI_NONAME ? ExitCode::kUsage : ExitCode::kRuntime);
+    // that cannot answer now is a runtime failure (exit 1). A name without an
+    // address of the asked family (-4/-6) is a bad command line too.
+    const bool usage = rc == EAI_NONAME || rc == EAI_ADDRFAMILY || rc == EAI_NODATA;
+    std::string why = gai_strerror(rc);
+    if (family != 0 && (rc == EAI_ADDRFAMILY || rc == EAI_NODATA || rc == EAI_NONAME)) {
+      why = "no IPv" + std::to_string(family) + " address (" + why + ")";
+    }
+    throw Error("resolve", "cannot resolve host '" + target + "': " + why, "unknown_host",
+                usage ? ExitCode::kUsage : ExitCode::kRuntime);
   }
-  const auto* sin = reinterpret_cast<const sockaddr_in*>(res->ai_addr);
-  const std::uint32_t out = ntohl(sin->sin_addr.s_addr);
+  std::optional<IpAddr> out;
+  for (addrinfo* i = res; i && !out; i = i->ai_next) out = from_sockaddr(i->ai_addr);
   freeaddrinfo(res);
-  return out;
+  if (!out) throw Error("resolve", "cannot resolve host '" + target + "'", "unknown_host");
+  return *out;
 }
 
-std::string forbidden_target_reason(std::uint32_t a) {
+std::uint32_t resolve_ipv4(const std::string& target) { return resolve_target(target, 4).v4(); }
+
+std::string forbidden_target_reason(const IpAddr& addr) {
+  if (addr.is_v6()) {
+    const auto& b = addr.bytes6();
+    if (addr.is_zero()) return "the unspecified address";
+    if (in_prefix6(addr, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}, 128)) {
+      return "the loopback address";
+    }
+    if (b[0] == 0xff) return "a multicast address";
+    if (in_prefix6(addr, {0xfe, 0x80}, 10)) {
+      return "a link-local address (fe80::/10; a scope is needed and not supported)";
+    }
+    if (in_prefix6(addr, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff}, 96)) {
+      return "an IPv4-mapped address (::ffff:0:0/96; give the IPv4 address)";
+    }
+    if (in_prefix6(addr, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 96)) {
+      return "in ::/96 (IPv4-compatible, deprecated)";
+    }
+    if (in_prefix6(addr, {0x01, 0x00, 0, 0, 0, 0, 0, 0}, 64)) return "in 100::/64 (discard-only)";
+    if (in_prefix6(addr, {0x20, 0x01, 0x0d, 0xb8}, 32)) {
+      return "a documentation address (2001:db8::/32)";
+    }
+    if (in_prefix6(addr, {0x3f, 0xff}, 20)) return "a documentation address (3fff::/20)";
+    return "";
+  }
+  const std::uint32_t a = addr.v4();
   const std::uint32_t top = a >> 24;
   if (a == 0) return "the unspecified address";
   if (top == 0) return "in 0.0.0.0/8 (this network)";
@@ -48,28 +156,37 @@ std::string forbidden_target_reason(std::uint32_t a) {
   return "";
 }
 
-std::string local_target_reason(std::uint32_t addr) {
+std::string local_target_reason(const IpAddr& addr) {
   ifaddrs* ifs = nullptr;
   if (getifaddrs(&ifs) != 0) return "";
   std::string why;
   for (ifaddrs* i = ifs; i && why.empty(); i = i->ifa_next) {
-    if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET) continue;
-    const std::uint32_t a =
-        ntohl(reinterpret_cast<const sockaddr_in*>(i->ifa_addr)->sin_addr.s_addr);
-    if (a == addr) {
+    const auto a = from_sockaddr(i->ifa_addr);
+    if (!a || a->family() != addr.family()) continue;
+    if (*a == addr) {
       why = std::string("an address of this host (") + i->ifa_name + ")";
       break;
     }
-    if (!i->ifa_netmask) continue;
-    const std::uint32_t mask =
-        ntohl(reinterpret_cast<const sockaddr_in*>(i->ifa_netmask)->sin_addr.s_addr);
-    int prefix = 0;
-    for (std::uint32_t m = mask; m & 0x80000000u; m <<= 1) ++prefix;
+    const int prefix = prefix_len(i->ifa_netmask);
+    if (addr.is_v6()) {
+      // The all-zero interface identifier is the subnet-router anycast
+      // address (RFC 4291 §2.6.1): a router of this subnet, not a target.
+      if (prefix == 0 || prefix > 126) continue;
+      auto net = a->bytes6();
+      for (int bit = prefix; bit < 128; ++bit) net[bit / 8] &= static_cast<std::uint8_t>(~(0x80 >> (bit % 8)));
+      if (IpAddr::v6(net) == addr) {
+        why = "the subnet-router anycast address of " + IpAddr::v6(net).str() + "/" +
+              std::to_string(prefix) + " on " + i->ifa_name;
+      }
+      continue;
+    }
     if (prefix == 0 || prefix > 30) continue;
-    const std::string subnet = format_ipv4(a & mask) + "/" + std::to_string(prefix);
-    if (addr == (a | ~mask)) {
+    const std::uint32_t mask = 0xffffffffu << (32 - prefix);
+    const std::uint32_t v = a->v4();
+    const std::string subnet = format_ipv4(v & mask) + "/" + std::to_string(prefix);
+    if (addr.v4() == (v | ~mask)) {
       why = "the broadcast address of " + subnet + " on " + i->ifa_name;
-    } else if (addr == (a & mask)) {
+    } else if (addr.v4() == (v & mask)) {
       why = "the network address of " + subnet + " on " + i->ifa_name;
     }
   }
@@ -90,21 +207,25 @@ int interface_mtu(const std::string& ifname) {
   return mtu;
 }
 
-// Address -> interface owning it, and interface -> its first IPv4 address.
-bool lookup_interfaces(std::uint32_t addr, const std::string& ifname, std::string* name_out,
-                       std::uint32_t* addr_out) {
+// Address -> interface owning it, or interface -> its first address of
+// `family` (IPv6: not a link-local one: probes need a global source).
+bool lookup_interfaces(const IpAddr& addr, const std::string& ifname, int family,
+                       std::string* name_out, IpAddr* addr_out) {
   ifaddrs* ifs = nullptr;
   if (getifaddrs(&ifs) != 0) return false;
   bool found = false;
   for (ifaddrs* i = ifs; i && !found; i = i->ifa_next) {
-    if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET) continue;
-    const std::uint32_t a =
-        ntohl(reinterpret_cast<const sockaddr_in*>(i->ifa_addr)->sin_addr.s_addr);
-    if (!ifname.empty() ? ifname == i->ifa_name : a == addr) {
-      if (name_out) *name_out = i->ifa_name;
-      if (addr_out) *addr_out = a;
-      found = true;
+    const auto a = from_sockaddr(i->ifa_addr);
+    if (!a || a->family() != family) continue;
+    if (!ifname.empty()) {
+      if (ifname != i->ifa_name) continue;
+      if (a->is_v6() && (a->bytes6()[0] == 0xfe && (a->bytes6()[1] & 0xc0) == 0x80)) continue;
+    } else if (*a != addr) {
+      continue;
     }
+    if (name_out) *name_out = i->ifa_name;
+    if (addr_out) *addr_out = *a;
+    found = true;
   }
   freeifaddrs(ifs);
   return found;
@@ -112,16 +233,19 @@ bool lookup_interfaces(std::uint32_t addr, const std::string& ifname, std::strin
 
 }  // namespace
 
-Route find_route(std::uint32_t dst, const std::string& iface, const std::string& src) {
+Route find_route(const IpAddr& dst, const std::string& iface, const std::string& src) {
   Route r;
+  const int fam = dst.family();
   if (!src.empty()) {
-    in_addr a{};
-    if (inet_pton(AF_INET, src.c_str(), &a) != 1) {
-      throw UsageError("--source '" + src + "' is not an IPv4 address.");
+    const auto a = IpAddr::parse(src);
+    if (!a) throw UsageError("--source '" + src + "' is not an IP address.");
+    if (a->family() != fam) {
+      throw UsageError("--source " + src + " is an IPv" + std::to_string(a->family()) +
+                       " address but the target is IPv" + std::to_string(fam) + ".");
     }
-    r.source = ntohl(a.s_addr);
+    r.source = *a;
     // Never send with someone else's address: only one of this host's own.
-    if (r.source == 0 || !lookup_interfaces(r.source, "", nullptr, nullptr)) {
+    if (r.source.is_zero() || !lookup_interfaces(r.source, "", fam, nullptr, nullptr)) {
       throw UsageError("--source " + src + " is not an address of this host.");
     }
   }
@@ -130,36 +254,35 @@ Route find_route(std::uint32_t dst, const std::string& iface, const std::string&
       throw Error("route", "interface '" + iface + "' does not exist", "no_interface");
     }
     r.interface = iface;
-    if (r.source == 0 && !lookup_interfaces(0, iface, nullptr, &r.source)) {
-      throw Error("route", "interface '" + iface + "' has no IPv4 address", "no_interface");
+    if (r.source.is_zero() && !lookup_interfaces(IpAddr(), iface, fam, nullptr, &r.source)) {
+      throw Error("route",
+                  "interface '" + iface + "' has no IPv" + std::to_string(fam) + " address",
+                  "no_interface");
     }
   }
-  if (r.source == 0 || r.interface.empty()) {
+  if (r.source.is_zero() || r.interface.empty()) {
     // Ask the routing table: a connected UDP socket sends nothing.
-    int fd = socket(AF_INET, SOCK_DGRAM, 0);
+    int fd = socket(fam == 6 ? AF_INET6 : AF_INET, SOCK_DGRAM, 0);
     if (fd < 0) throw Error("route", std::string("socket: ") + std::strerror(errno));
     if (!iface.empty()) {
       setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, iface.c_str(),
                  static_cast<socklen_t>(iface.size()));
     }
-    sockaddr_in sa{};
-    sa.sin_family = AF_INET;
-    sa.sin_port = htons(9);
-    sa.sin_addr.s_addr = htonl(dst);
-    if (connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
+    sockaddr_storage sa{};
+    const socklen_t sl = to_sockaddr(dst, 9, sa);
+    if (connect(fd, reinterpret_cast<sockaddr*>(&sa), sl) != 0) {
       const int e = errno;
       close(fd);
-      throw Error("route", "no route to " + format_ipv4(dst) + ": " + std::strerror(e), "no_route");
+      throw Error("route", "no route to " + format_ip(dst) + ": " + std::strerror(e), "no_route");
     }
-    sockaddr_in me{};
+    sockaddr_storage me{};
     socklen_t len = sizeof me;
     getsockname(fd, reinterpret_cast<sockaddr*>(&me), &len);
     close(fd);
-    if (r.source == 0) r.source = ntohl(me.sin_addr.s_addr);
-    if (r.interface.empty() &&
-        !lookup_interfaces(ntohl(me.sin_addr.s_addr), "", &r.interface, nullptr)) {
-      throw Error("route",
-                  "cannot find the interface of source " + format_ipv4(ntohl(me.sin_addr.s_addr)),
+    const IpAddr mine = from_sockaddr(reinterpret_cast<sockaddr*>(&me)).value_or(IpAddr());
+    if (r.source.is_zero()) r.source = mine;
+    if (r.interface.empty() && !lookup_interfaces(mine, "", fam, &r.interface, nullptr)) {
+      throw Error("route", "cannot find the interface of source " + format_ip(mine),
                   "no_interface");
     }
   }
@@ -167,23 +290,26 @@ Route find_route(std::uint32_t dst, const std::string& iface, const std::string&
   return r;
 }
 
-PortReservation::PortReservation(std::uint32_t source, int port) {
-  fd_ = socket(AF_INET, SOCK_STREAM, 0);
+PortReservation::PortReservation(const IpAddr& source, int port) {
+  fd_ = socket(source.is_v6() ? AF_INET6 : AF_INET, SOCK_STREAM, 0);
   if (fd_ < 0) throw Error("net", std::string("socket: ") + std::strerror(errno));
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(static_cast<std::uint16_t>(port));
-  sa.sin_addr.s_addr = htonl(source);
-  if (bind(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
+  if (source.is_v6()) {
+    int one = 1;
+    setsockopt(fd_, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+  }
+  sockaddr_storage sa{};
+  socklen_t sl = to_sockaddr(source, static_cast<std::uint16_t>(port), sa);
+  if (bind(fd_, reinterpret_cast<sockaddr*>(&sa), sl) != 0) {
     const int e = errno;
     close(fd_);
     throw Error("net",
                 "cannot reserve source port " + std::to_string(port) + ": " + std::strerror(e),
                 "port_in_use");
   }
-  socklen_t len = sizeof sa;
-  getsockname(fd_, reinterpret_cast<sockaddr*>(&sa), &len);
-  port_ = ntohs(sa.sin_port);
+  sl = sizeof sa;
+  getsockname(fd_, reinterpret_cast<sockaddr*>(&sa), &sl);
+  port_ = ntohs(sa.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&sa)->sin6_port
+                                         : reinterpret_cast<sockaddr_in*>(&sa)->sin_port);
 }
 
 PortReservation::~PortReservation() {

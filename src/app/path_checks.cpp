@@ -24,7 +24,7 @@ constexpr int kEnoughUncompressed = 3;
 // before asking a silent hop again.
 constexpr Nanos kIcmpRefill = 1050 * kMs;
 
-TtlAnswer answer_of(const ProbeOutcome& o, std::uint32_t target) {
+TtlAnswer answer_of(const ProbeOutcome& o, const IpAddr& target) {
   TtlAnswer a;
   a.from = o.reply_from;
   a.ttl = o.reply_ttl;
@@ -33,7 +33,7 @@ TtlAnswer answer_of(const ProbeOutcome& o, std::uint32_t target) {
   } else if ((o.kind == ReplyKind::kRstAck || o.kind == ReplyKind::kSynAck) &&
              o.reply_from == target) {
     a.kind = TtlAnswer::kTargetReply;
-  } else if (o.kind == ReplyKind::kIcmp && o.icmp_type == 11) {
+  } else if (o.kind == ReplyKind::kIcmp && o.icmp_kind == IcmpKind::kTimeExceeded) {
     a.kind = TtlAnswer::kTimeExceeded;
   } else {
     a.kind = TtlAnswer::kOther;
@@ -57,7 +57,7 @@ std::string hop_list(const std::vector<int>& hops) {
   return out;
 }
 
-void apply_replier_check(const ReplierCheck& chk, std::uint32_t target, ReplierInfo& info,
+void apply_replier_check(const ReplierCheck& chk, const IpAddr& target, ReplierInfo& info,
                          std::vector<Warning>& warnings) {
   info.check = replier_verdict_name(chk.verdict);
   if (chk.verdict != ReplierVerdict::kMiddlebox) return;
@@ -83,7 +83,9 @@ ReplierInfo check_replier(Session& s, const Config& c, std::vector<Warning>& war
   const Nanos wait = reply_wait(s, c);
   const Nanos t_cap = s.t_begin + from_seconds(c.max_time_s);
   const Nanos spacing =
-      c.max_rate_bps > 0 ? std::max<Nanos>(kMs, min_gap_for_rate(c.max_rate_bps, 40)) : kMs;
+      c.max_rate_bps > 0
+          ? std::max<Nanos>(kMs, min_gap_for_rate(c.max_rate_bps, bare_tcp_len(s.dst)))
+          : kMs;
   ReplierCheck chk;
   for (int round = 0; round < 2 && !s.prober->stopped(); ++round) {
     if (round > 0) {

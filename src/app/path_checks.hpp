@@ -26,7 +26,7 @@ struct Session;
 ReplierInfo check_replier(Session& s, const Config& c, std::vector<Warning>& warnings);
 
 // Records a check's verdict in `info`; a middlebox adds its warning.
-void apply_replier_check(const ReplierCheck& chk, std::uint32_t target, ReplierInfo& info,
+void apply_replier_check(const ReplierCheck& chk, const IpAddr& target, ReplierInfo& info,
                          std::vector<Warning>& warnings);
 
 // The TTL and IP ID of every RST/ACK that answered one of a train's markers.

@@ -17,7 +17,7 @@ PacerOptions pacer_options(const Config& c) {
 
 }  // namespace
 
-Prober::PrivilegeGate::PrivilegeGate(std::uint32_t target) {
+Prober::PrivilegeGate::PrivilegeGate(const IpAddr& target) {
   // Refused again here, whatever the session checked: nothing below sends to them.
   std::string why = forbidden_target_reason(target);
   if (why.empty()) why = local_target_reason(target);
@@ -28,9 +28,14 @@ Prober::PrivilegeGate::PrivilegeGate(std::uint32_t target) {
   require_capture_privileges();
 }
 
-std::string capture_filter(std::uint32_t self, std::uint32_t target, std::uint16_t sport,
+std::string capture_filter(const IpAddr& self, const IpAddr& target, std::uint16_t sport,
                            bool any_peer) {
-  const std::string s = format_ipv4(self), t = format_ipv4(target), p = std::to_string(sport);
+  const std::string s = format_ip(self), t = format_ip(target), p = std::to_string(sport);
+  if (self.is_v6()) {
+    const std::string icmp6 = "(icmp6 and dst host " + s + " and ip6[40] < 128)";
+    if (any_peer) return "(ip6 and tcp and host " + s + " and port " + p + ") or " + icmp6;
+    return "(ip6 and tcp and host " + t + " and host " + s + " and port " + p + ") or " + icmp6;
+  }
   if (any_peer)
     return "(tcp and host " + s + " and port " + p + ") or (icmp and dst host " + s + ")";
   // Our probes and the target's replies in one 5-tuple family, plus ICMP errors
@@ -39,7 +44,7 @@ std::string capture_filter(std::uint32_t self, std::uint32_t target, std::uint16
          s + ")";
 }
 
-Prober::Prober(const Route& route, std::uint32_t target, std::uint16_t sport,
+Prober::Prober(const Route& route, const IpAddr& target, std::uint16_t sport,
                const std::atomic<bool>& stop, const Config& c, bool any_peer)
     : route_(route),
       target_(target),
@@ -47,7 +52,7 @@ Prober::Prober(const Route& route, std::uint32_t target, std::uint16_t sport,
       max_bytes_(c.max_bytes),
       max_rate_bps_(c.max_rate_bps),
       gate_(target),
-      socket_(route.interface, 8 << 20),
+      socket_(route.interface, 8 << 20, target.family()),
       capture_(route.interface, capture_filter(route.source, target, sport, any_peer)),
       pacer_(socket_, pacer_options(c)) {
   // Created while we may still write where the user can (before the drop).

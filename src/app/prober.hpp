@@ -38,7 +38,7 @@ class Prober {
  public:
   // `any_peer`: capture our port's TCP with every host, not only the target
   // (markers addressed to routers on the path draw RST/ACKs from them).
-  Prober(const Route& route, std::uint32_t target, std::uint16_t sport,
+  Prober(const Route& route, const IpAddr& target, std::uint16_t sport,
          const std::atomic<bool>& stop, const Config& c, bool any_peer = false);
 
   // Sends the train on its schedule and waits until every probe in `wait_for`
@@ -62,7 +62,7 @@ class Prober {
   std::uint64_t packets_sent() const { return packets_; }
   std::uint64_t bytes_sent() const { return bytes_; }
   CaptureStats capture_stats() { return capture_.stats(); }
-  std::uint32_t self() const { return route_.source; }
+  const IpAddr& self() const { return route_.source; }
   bool stopped() const { return stop_.load(); }
   double max_rate_bps() const { return max_rate_bps_; }
   // What the constructor's privilege drop left (verified).
@@ -71,11 +71,11 @@ class Prober {
  private:
   // Runs the privilege check before any member opens a socket.
   struct PrivilegeGate {
-    explicit PrivilegeGate(std::uint32_t target);
+    explicit PrivilegeGate(const IpAddr& target);
   };
 
   Route route_;
-  std::uint32_t target_;
+  IpAddr target_;
   const std::atomic<bool>& stop_;
   std::uint64_t max_bytes_;
   double max_rate_bps_;
@@ -93,7 +93,11 @@ class Prober {
   PrivilegeDrop privileges_;
 };
 
-std::string capture_filter(std::uint32_t self, std::uint32_t target, std::uint16_t sport,
+// The pcap filter of one run: our TCP flow and the ICMP errors sent to us.
+// IPv6: ICMPv6 errors only (type < 128, not neighbour discovery); like the
+// kernel's BPF `tcp`/`icmp6`, it sees the transport only right behind the
+// fixed header (the decoder skips extension headers, the filter does not).
+std::string capture_filter(const IpAddr& self, const IpAddr& target, std::uint16_t sport,
                            bool any_peer = false);
 
 }  // namespace lw

@@ -12,8 +12,8 @@
 
 namespace lw {
 
-std::uint32_t checked_target(const Config& c) {
-  const std::uint32_t addr = resolve_ipv4(c.target);
+IpAddr checked_target(const Config& c) {
+  const IpAddr addr = resolve_target(c.target, c.family);
   std::string why = forbidden_target_reason(addr);
   if (why.empty()) why = local_target_reason(addr);
   if (!why.empty()) {
@@ -44,6 +44,9 @@ std::unique_ptr<Session> open_session(const Config& c, const std::atomic<bool>& 
   std::random_device rd;
   s->seqs = SeqAllocator(static_cast<std::uint32_t>(rd()));
   s->flow = FlowId{s->route.source, s->dst, s->reserved->port(), 0};
+  // IPv6: one nonzero 20-bit flow label for every probe of the run (ECMP
+  // routers hash it with the addresses: a second label could be a second path).
+  if (s->dst.is_v6()) s->flow.flow_label = 1u + static_cast<std::uint32_t>(rd()) % 0xfffffu;
   const std::vector<int> candidates =
       c.port > 0 ? std::vector<int>{c.port} : default_candidate_ports();
   s->disc = discover_closed_port(*s->prober, s->flow, candidates, c.discovery_tries,
@@ -86,7 +89,7 @@ bool asks_reply(const Probe& p) { return (p.flags & kSyn) && p.ttl >= kFullTtl; 
 
 // Waits (stop-aware) until `asked` replies of every host fit the budget, then
 // spends them. False if stopped or the wait would pass `t_cap`.
-bool wait_for_budget(Session& s, const std::map<std::uint32_t, int>& asked, Nanos t_cap) {
+bool wait_for_budget(Session& s, const std::map<IpAddr, int>& asked, Nanos t_cap) {
   Nanos ready = mono_now();
   for (const auto& [host, n] : asked) ready = std::max(ready, s.replies.ready_at(host, n, ready));
   ready += s.start_jitter;
@@ -106,7 +109,7 @@ std::vector<std::pair<int, int>> bare_syn_trains(Session& s, const Config& c, in
                                                  int per_train, Nanos idle, Nanos reply_timeout,
                                                  Nanos t_cap) {
   std::vector<std::pair<int, int>> out;
-  const std::vector<std::uint32_t> to(per_train, s.dst);
+  const std::vector<IpAddr> to(per_train, s.dst);
   for (int k = 0; k < trains; ++k) {
     const Train t = make_addr_check(s.flow, to, 200 * kUs, -400 - k, s.seqs);
     if (s.prober->bytes_sent() + t.total_bytes() > c.max_bytes) break;
@@ -127,7 +130,7 @@ std::vector<std::pair<int, int>> bare_syn_trains(Session& s, const Config& c, in
 GovernedRun run_train(Session& s, const Config& c, const Train& train,
                       const std::vector<int>& wait_for, Nanos reply_timeout, Nanos t_cap, bool any,
                       Nanos busy_wait, const std::function<void(const TrainRun&)>& after_run) {
-  std::map<std::uint32_t, int> asked;
+  std::map<IpAddr, int> asked;
   for (const Probe& p : train.probes) {
     if (asks_reply(p)) ++asked[p.dst];
   }
@@ -212,7 +215,7 @@ GovernedRun run_train(Session& s, const Config& c, const Train& train,
   }
 }
 
-bool wait_for_reply_budget(Session& s, std::uint32_t host, int n, Nanos t_cap) {
+bool wait_for_reply_budget(Session& s, const IpAddr& host, int n, Nanos t_cap) {
   return wait_for_budget(s, {{host, n}}, t_cap);
 }
 

@@ -19,7 +19,7 @@
 namespace lw {
 
 struct Session {
-  std::uint32_t dst = 0;
+  IpAddr dst;
   Route route;
   int packet_size = 1500;  // load packet size after clamping to the MTU
   std::unique_ptr<PortReservation> reserved;
@@ -66,13 +66,13 @@ GovernedRun run_train(Session& s, const Config& c, const Train& train,
 // Waits (stop-aware) until `n` replies of `host` fit the reply budget and
 // spends them; for probes run_train() does not count (TTL-limited SYNs that
 // may reach the host). False if stopped or the wait would pass t_cap.
-bool wait_for_reply_budget(Session& s, std::uint32_t host, int n, Nanos t_cap);
+bool wait_for_reply_budget(Session& s, const IpAddr& host, int n, Nanos t_cap);
 
 // Moves the reply warnings not yet reported into `to`.
 void take_reply_warnings(Session& s, std::vector<Warning>& to);
 
 // Resolves and checks the target (lw::Error with exit 2 for forbidden ones).
-std::uint32_t checked_target(const Config& c);
+IpAddr checked_target(const Config& c);
 
 // The load packet size: --packet-size, lowered to the interface MTU (warning).
 int effective_packet_size(const Config& c, const Route& r, std::vector<Warning>& w);

@@ -30,6 +30,40 @@ std::vector<std::uint8_t> head(char type) {
 }
 
 constexpr std::size_t kSendLen = 5 + 4 + 4 + 4 + 2 + 1 + 1 + 2 + 1 + 4 + 2 + 2;
+constexpr std::size_t kSend6Len = 5 + 16 + 16 + 4 + 2 + 1 + 1 + 2 + 1 + 4 + 2 + 2 + 8 + 4;
+
+void put_addr6(std::vector<std::uint8_t>& b, const IpAddr& a) {
+  b.insert(b.end(), a.bytes6().begin(), a.bytes6().end());
+}
+
+// The fields after the addresses, shared by 'S' and '6' records.
+void put_probe_fields(std::vector<std::uint8_t>& b, const Probe& p) {
+  put32(b, p.seq);
+  put16(b, p.sport);
+  b.push_back(static_cast<std::uint8_t>(p.role));
+  b.push_back(p.flags);
+  put16(b, p.ip_len);
+  b.push_back(p.ttl);
+  put32(b, static_cast<std::uint32_t>(p.train));
+  put16(b, static_cast<std::uint32_t>(p.index));
+  put16(b, p.dport);
+}
+
+// Reads what put_probe_fields wrote; false for an unknown role.
+bool get_probe_fields(const std::uint8_t* p, Probe& q) {
+  q.seq = get32(p);
+  q.sport = static_cast<std::uint16_t>(get16(p + 4));
+  const std::uint8_t role = p[6];
+  if (role > static_cast<std::uint8_t>(Role::kLoad)) return false;
+  q.role = static_cast<Role>(role);
+  q.flags = p[7];
+  q.ip_len = static_cast<std::uint16_t>(get16(p + 8));
+  q.ttl = p[10];
+  q.train = static_cast<int>(get32(p + 11));
+  q.index = static_cast<int>(get16(p + 15));
+  q.dport = static_cast<std::uint16_t>(get16(p + 17));
+  return true;
+}
 constexpr std::size_t kNoteHead = 5 + 4 + 2 + 2;
 
 }  // namespace
@@ -76,23 +110,22 @@ bool parse_record_frame(int dlt, const std::uint8_t* data, std::size_t len,
 }
 
 std::vector<std::uint8_t> send_record_body(const Probe& p) {
-  std::vector<std::uint8_t> b = head('S');
-  put32(b, p.src);
-  put32(b, p.dst);
-  put32(b, p.seq);
-  put16(b, p.sport);
-  b.push_back(static_cast<std::uint8_t>(p.role));
-  b.push_back(p.flags);
-  put16(b, p.ip_len);
-  b.push_back(p.ttl);
-  put32(b, static_cast<std::uint32_t>(p.train));
-  put16(b, static_cast<std::uint32_t>(p.index));
-  put16(b, p.dport);
+  const bool v6 = p.dst.is_v6();
+  std::vector<std::uint8_t> b = head(v6 ? '6' : 'S');
+  if (v6) {
+    put_addr6(b, p.src);
+    put_addr6(b, p.dst);
+  } else {
+    put32(b, p.src.v4());
+    put32(b, p.dst.v4());
+  }
+  put_probe_fields(b, p);
   // The planned departure (ns after the train's start): the stall check of
   // paced trains compares it with the send time. Older records end before it.
   const auto off = static_cast<std::uint64_t>(p.offset);
   put32(b, static_cast<std::uint32_t>(off >> 32));
   put32(b, static_cast<std::uint32_t>(off & 0xffffffffu));
+  if (v6) put32(b, p.flow_label);
   return b;
 }
 
@@ -125,24 +158,30 @@ void RunRecords::add(Nanos ts, const std::vector<std::uint8_t>& b) {
     Probe& q = it.sent.probe;
     q.src = get32(p);
     q.dst = get32(p + 4);
-    q.seq = get32(p + 8);
-    q.sport = static_cast<std::uint16_t>(get16(p + 12));
-    const std::uint8_t role = p[14];
-    if (role > static_cast<std::uint8_t>(Role::kLoad)) {
+    if (!get_probe_fields(p + 8, q)) {
       ++malformed;
       return;
     }
-    q.role = static_cast<Role>(role);
-    q.flags = p[15];
-    q.ip_len = static_cast<std::uint16_t>(get16(p + 16));
-    q.ttl = p[18];
-    q.train = static_cast<int>(get32(p + 19));
-    q.index = static_cast<int>(get16(p + 23));
-    q.dport = static_cast<std::uint16_t>(get16(p + 25));
     if (b.size() >= kSendLen + 8) {
       const std::uint64_t off = (std::uint64_t{get32(p + 27)} << 32) | get32(p + 31);
       q.offset = static_cast<Nanos>(off);
     }
+    it.sent.sent = ts;
+    items.push_back(std::move(it));
+    return;
+  }
+  if (b[4] == '6' && b.size() >= kSend6Len) {
+    Item it;
+    Probe& q = it.sent.probe;
+    q.src = IpAddr::v6_from(p);
+    q.dst = IpAddr::v6_from(p + 16);
+    if (!get_probe_fields(p + 32, q)) {
+      ++malformed;
+      return;
+    }
+    const std::uint64_t off = (std::uint64_t{get32(p + 51)} << 32) | get32(p + 55);
+    q.offset = static_cast<Nanos>(off);
+    q.flow_label = get32(p + 59) & 0xfffffu;
     it.sent.sent = ts;
     items.push_back(std::move(it));
     return;

@@ -10,6 +10,8 @@
 //       record's pcap timestamp is the user-space send time (CLOCK_REALTIME,
 //       the offered schedule the estimators use, which the capture alone
 //       cannot give: it sees the packets after our qdisc).
+//   '6' the same for an IPv6 probe: 16-byte addresses, then the 'S' fields,
+//       then the flow label (68 bytes in all, inside the 128-byte snaplen).
 //   'N' note: UTF-8 JSON text describing the run or one train (phase, length
 //       group, sizing), split in chunks that fit the capture's 128-byte
 //       snaplen (libpcap cuts longer records when it reads the file back).

@@ -24,6 +24,8 @@
 #include <string>
 #include <vector>
 
+#include "linkwidth/ip_addr.hpp"
+
 namespace lw {
 
 // The smallest of 32, 64, 128, 255 not below `ttl` (1..255); 0 for ttl 0.
@@ -35,7 +37,7 @@ int reply_hops(int ttl);
 // What one TTL-limited SYN drew.
 struct TtlAnswer {
   enum Kind { kNone, kTargetReply, kTimeExceeded, kOther } kind = kNone;
-  std::uint32_t from = 0;  // who answered (time exceeded: the router)
+  IpAddr from;  // who answered (time exceeded: the router)
   int ttl = 0;             // TTL of the answer as received
 };
 
@@ -52,7 +54,7 @@ struct ReplierCheck {
   ReplierVerdict verdict = ReplierVerdict::kNotChecked;
   int reply_ttl = 0;    // TTL of the target's reply to the discovery SYN
   int reply_hops = 0;   // reply_hops(reply_ttl)
-  std::uint32_t box = 0;  // kMiddlebox: the router whose hop answers in the target's name
+  IpAddr box;  // kMiddlebox: the router whose hop answers in the target's name
   int box_hops = 0;       // hops back from the router that reported the TTL expiry
 };
 

@@ -23,7 +23,7 @@ double ReplyGovernor::level(const Bucket& b, Nanos t, double burst) const {
   return std::min(burst, b.tokens + rate_ * to_seconds(std::max<Nanos>(0, t - b.t)));
 }
 
-Nanos ReplyGovernor::ready_at(std::uint32_t host, int asked, Nanos now) const {
+Nanos ReplyGovernor::ready_at(const IpAddr& host, int asked, Nanos now) const {
   if (asked <= 0) return now;
   const auto it = buckets_.find(host);
   if (it == buckets_.end()) return now;  // a new host's bucket is full
@@ -33,7 +33,7 @@ Nanos ReplyGovernor::ready_at(std::uint32_t host, int asked, Nanos now) const {
   return now + from_seconds((asked - have) / rate_);
 }
 
-void ReplyGovernor::spend(std::uint32_t host, int asked, Nanos t) {
+void ReplyGovernor::spend(const IpAddr& host, int asked, Nanos t) {
   if (asked <= 0) return;
   const double burst = burst_for(asked);
   auto [it, fresh] = buckets_.try_emplace(host);

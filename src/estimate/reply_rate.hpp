@@ -31,6 +31,7 @@
 #include <utility>
 #include <vector>
 
+#include "linkwidth/ip_addr.hpp"
 #include "linkwidth/time.hpp"
 
 namespace lw {
@@ -54,9 +55,9 @@ class ReplyGovernor {
   double max_per_s() const { return max_; }
 
   // Earliest time >= now at which `asked` replies of `host` fit the bucket.
-  Nanos ready_at(std::uint32_t host, int asked, Nanos now) const;
+  Nanos ready_at(const IpAddr& host, int asked, Nanos now) const;
   // Takes `asked` tokens of `host`'s bucket at time t (after ready_at).
-  void spend(std::uint32_t host, int asked, Nanos t);
+  void spend(const IpAddr& host, int asked, Nanos t);
 
   // After a measurement train: true when a check is due (lost marker replies
   // in at least 2 of the last 8 trains, at most one check round per 8 trains
@@ -112,7 +113,7 @@ class ReplyGovernor {
   int since_round_ = 1 << 20;  // trains since the last check round
   std::deque<bool> recent_;    // lossy flags of the last trains
   std::deque<int> lossy_since_;  // replies asked by the last trains if they lost some, else 0
-  std::map<std::uint32_t, Bucket> buckets_;
+  std::map<IpAddr, Bucket> buckets_;
 };
 
 const char* step_name(ReplyGovernor::Step s);

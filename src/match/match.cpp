@@ -32,13 +32,14 @@ void note_reply(ProbeOutcome& o, const Decoded& d, ReplyKind kind) {
   o.reply_ip_id = d.ip_id;
   o.icmp_type = d.icmp_type;
   o.icmp_code = d.icmp_code;
+  o.icmp_kind = d.icmp_kind;
   o.icmp_mtu = d.icmp_mtu;
 }
 
 }  // namespace
 
 TrainOutcome match_train(const Train& train, const std::vector<SendRecord>& sent,
-                         const std::vector<Decoded>& captured, std::uint32_t self) {
+                         const std::vector<Decoded>& captured, const IpAddr& self) {
   TrainOutcome out;
   out.probes.resize(train.probes.size());
   if (train.probes.empty()) return out;
@@ -59,7 +60,7 @@ TrainOutcome match_train(const Train& train, const std::vector<SendRecord>& sent
   // Every lookup is by sequence/ack number, then checked against that probe's own
   // addresses and ports (discovery probes differ in destination port).
   for (const Decoded& d : captured) {
-    if (d.proto == 6 && d.src == self) {
+    if (d.proto == kProtoTcp && d.src == self) {
       auto it = by_seq.find(d.seq);
       if (it == by_seq.end()) continue;
       const Probe& p = train.probes[it->second];
@@ -67,7 +68,7 @@ TrainOutcome match_train(const Train& train, const std::vector<SendRecord>& sent
           out.probes[it->second].left == 0) {
         out.probes[it->second].left = d.ts;
       }
-    } else if (d.proto == 6 && d.dst == self && (d.tcp_flags & kAck)) {
+    } else if (d.proto == kProtoTcp && d.dst == self && (d.tcp_flags & kAck)) {
       auto it = by_ack.find(d.ack);
       if (it == by_ack.end()) continue;
       const Probe& p = train.probes[it->second];
@@ -79,8 +80,8 @@ TrainOutcome match_train(const Train& train, const std::vector<SendRecord>& sent
         kind = ReplyKind::kSynAck;
       }
       note_reply(out.probes[it->second], d, kind);
-    } else if (d.proto == 1 && d.dst == self && d.quote.present && d.quote.src == self &&
-               d.quote.proto == 6) {
+    } else if (is_icmp_proto(d.proto) && d.dst == self && d.quote.present &&
+               d.quote.src == self && d.quote.proto == kProtoTcp) {
       auto it = by_seq.find(d.quote.seq);
       if (it == by_seq.end()) continue;
       const Probe& p = train.probes[it->second];

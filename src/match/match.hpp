@@ -1,7 +1,9 @@
 #pragma once
 // Joins the probes of one train with what the capture saw: our own outgoing
 // copies (by sequence number) and the replies (RST/ACK or SYN/ACK by ack
-// number, ICMP errors by the quoted sequence number). No estimation here.
+// number, ICMP / ICMPv6 errors by the quoted sequence number). No estimation
+// here. One family per train: `self` and the probes' addresses are all IPv4 or
+// all IPv6.
 #include <cstdint>
 #include <vector>
 
@@ -21,10 +23,11 @@ struct ProbeOutcome {
   Nanos reply = 0;     // arrival of the first reply; 0 = none
   int replies = 0;     // >1 means duplicated replies
   ReplyKind kind = ReplyKind::kNone;
-  std::uint32_t reply_from = 0;  // source address of the reply
-  std::uint8_t reply_ttl = 0;
+  IpAddr reply_from;  // source address of the reply
+  std::uint8_t reply_ttl = 0;  // TTL / hop limit of the reply
   std::uint16_t reply_ip_id = 0;
-  std::uint8_t icmp_type = 0, icmp_code = 0;
+  std::uint8_t icmp_type = 0, icmp_code = 0;  // raw, of the reply's family
+  IcmpKind icmp_kind = IcmpKind::kNone;       // the same by meaning (capture/decode.hpp)
   std::uint16_t icmp_mtu = 0;
 };
 
@@ -38,6 +41,6 @@ struct TrainOutcome {
 
 // `self` is our source address; packets of other flows are ignored.
 TrainOutcome match_train(const Train& train, const std::vector<SendRecord>& sent,
-                         const std::vector<Decoded>& captured, std::uint32_t self);
+                         const std::vector<Decoded>& captured, const IpAddr& self);
 
 }  // namespace lw

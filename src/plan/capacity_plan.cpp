@@ -17,6 +17,7 @@ Probe base_probe(const FlowId& flow, std::uint8_t ttl, int train_id) {
   q.dst = flow.dst;
   q.sport = flow.sport;
   q.dport = flow.dport;
+  q.flow_label = flow.flow_label;
   q.ttl = ttl;
   q.train = train_id;
   return q;
@@ -37,7 +38,7 @@ Train make_capacity_train(const CapacityTrainParams& p, int train_id, SeqAllocat
     Probe q = base_probe(p.flow, p.ttl, train_id);
     q.flags = kSyn;
     q.seq = seqs.next();
-    q.ip_len = 40;
+    q.ip_len = bare_tcp_len(p.flow.dst);
     q.role = role;
     q.offset = offset;
     return q;
@@ -101,7 +102,8 @@ Train make_pair_train(const PairTrainParams& p, int train_id, SeqAllocator& seqs
   // packet send times are inside the gaps of our deadline pacer).
   t.markers.push_back(0);
   t.bits_from_head.push_back(0);
-  probe(kSyn, 40, Role::kMarker, 0);
+  const std::uint16_t bare = bare_tcp_len(p.flow.dst);
+  probe(kSyn, bare, Role::kMarker, 0);
   Nanos at = 0;
   double bits = 0;
   for (int j = 0; j < p.pairs; ++j) {
@@ -112,8 +114,8 @@ Train make_pair_train(const PairTrainParams& p, int train_id, SeqAllocator& seqs
     bits += 16.0 * p.packet_size;
   }
   t.markers.push_back(static_cast<int>(t.probes.size()));
-  t.bits_from_head.push_back(bits + 8.0 * 40);
-  probe(kSyn, 40, Role::kMarker, at);
+  t.bits_from_head.push_back(bits + 8.0 * bare);
+  probe(kSyn, bare, Role::kMarker, at);
   return t;
 }
 
@@ -139,8 +141,9 @@ Nanos min_gap_for_rate(double rate_bps, int packet_size) {
 }
 
 void apply_rate_cap(CapacityTrainParams& p, double max_rate_bps) {
-  p.gap = std::max(p.gap, min_gap_for_rate(max_rate_bps, p.packet_size + 40));
-  if (p.drain_packets * static_cast<double>(p.packet_size) + 2 * 40 > kRateBurstBytes) {
+  const int bare = bare_tcp_len(p.flow.dst);  // a marker: 40 bytes over IPv4, 60 over IPv6
+  p.gap = std::max(p.gap, min_gap_for_rate(max_rate_bps, p.packet_size + bare));
+  if (p.drain_packets * static_cast<double>(p.packet_size) + 2 * bare > kRateBurstBytes) {
     p.drain_gap = std::max(p.drain_gap, min_gap_for_rate(max_rate_bps, p.packet_size));
   }
 }

@@ -10,10 +10,13 @@
 namespace lw {
 
 struct FlowId {
-  std::uint32_t src = 0;
-  std::uint32_t dst = 0;
+  IpAddr src;
+  IpAddr dst;
   std::uint16_t sport = 0;
   std::uint16_t dport = 0;
+  // IPv6: the one flow label of the whole run (0 over IPv4). IPv6 ECMP hashes
+  // the label with the addresses, so it is part of the flow like the ports.
+  std::uint32_t flow_label = 0;
 };
 
 struct CapacityTrainParams {
@@ -43,8 +46,12 @@ Nanos min_gap_for_rate(double rate_bps, int packet_size);
 // --max-rate is a token bucket: `rate_bps` over time, bursts of up to
 // kRateBurstBytes: two full-size packets and two SYNs (the warm-up SYN, the
 // drain pair and the head marker of a capacity train; or load packets with
-// markers riding right behind them).
+// markers riding right behind them). Over IPv6 the two SYNs are 60 bytes each.
 constexpr double kRateBurstBytes = 2 * 1500 + 2 * 40;
+constexpr double kRateBurstBytes6 = 2 * 1500 + 2 * 60;
+inline double rate_burst_bytes(const IpAddr& dst) {
+  return dst.is_v6() ? kRateBurstBytes6 : kRateBurstBytes;
+}
 
 // Index of the first probe that a bucket of (rate_bps, burst_bytes), full at
 // the train's start, could not let go at its planned offset; -1 if the whole
@@ -53,7 +60,7 @@ int first_over_rate(const Train& t, double rate_bps, double burst_bytes = kRateB
 
 // Spaces a capacity-style train to fit the bucket of `max_rate_bps`: the gap
 // from the head on at least min_gap_for_rate(max_rate_bps, packet_size + 40)
-// (40 bytes of slack per gap for markers riding behind load packets), and the
+// (40 bytes (IPv6: 60) of slack per gap for markers riding behind load packets), and the
 // drain packets spaced only if they do not fit the burst. A slower paced train
 // keeps its gap.
 void apply_rate_cap(CapacityTrainParams& p, double max_rate_bps);

@@ -25,9 +25,10 @@ Probe syn_probe(const FlowId& flow, int train_id, SeqAllocator& seqs) {
   q.dst = flow.dst;
   q.sport = flow.sport;
   q.dport = flow.dport;
+  q.flow_label = flow.flow_label;
   q.flags = kSyn;
   q.seq = seqs.next();
-  q.ip_len = 40;
+  q.ip_len = bare_tcp_len(flow.dst);
   q.role = Role::kMarker;
   q.train = train_id;
   return q;
@@ -79,7 +80,7 @@ Train make_ttl_sweep(const FlowId& flow, const std::vector<int>& ttls, Nanos spa
   return t;
 }
 
-Train make_addr_check(const FlowId& flow, const std::vector<std::uint32_t>& addrs, Nanos spacing,
+Train make_addr_check(const FlowId& flow, const std::vector<IpAddr>& addrs, Nanos spacing,
                       int train_id, SeqAllocator& seqs) {
   Train t;
   t.id = train_id;
@@ -111,6 +112,7 @@ RecursiveTrain make_recursive_train(const RecursiveTrainParams& p, int train_id,
     q.dst = p.flow.dst;
     q.sport = p.flow.sport;
     q.dport = p.flow.dport;
+    q.flow_label = p.flow.flow_label;
     q.flags = kRst;
     q.seq = seqs.next();
     q.ip_len = p.packet_size;

@@ -29,7 +29,7 @@ const char* marker_kind_name(MarkerKind k);
 
 struct HopMarker {
   int ttl = 0;             // the hop's position on the path (1-based)
-  std::uint32_t addr = 0;  // destination of kAddr markers (ignored otherwise)
+  IpAddr addr;  // destination of kAddr markers (ignored otherwise)
   MarkerKind kind = MarkerKind::kTtl;
 };
 
@@ -60,7 +60,7 @@ Train make_ttl_sweep(const FlowId& flow, const std::vector<int>& ttls, Nanos spa
 
 // One SYN to each address, from flow.sport to flow.dport: does that router
 // answer TCP on its own address?
-Train make_addr_check(const FlowId& flow, const std::vector<std::uint32_t>& addrs, Nanos spacing,
+Train make_addr_check(const FlowId& flow, const std::vector<IpAddr>& addrs, Nanos spacing,
                       int train_id, SeqAllocator& seqs);
 
 struct RecursiveTrainParams {

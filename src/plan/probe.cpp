@@ -1,6 +1,5 @@
 #include "plan/probe.hpp"
 
-#include <cstdio>
 
 namespace lw {
 
@@ -27,13 +26,6 @@ std::uint64_t Train::total_bytes() const {
   std::uint64_t n = 0;
   for (const auto& p : probes) n += p.ip_len;
   return n;
-}
-
-std::string format_ipv4(std::uint32_t a) {
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "%u.%u.%u.%u", (a >> 24) & 255u, (a >> 16) & 255u,
-                (a >> 8) & 255u, a & 255u);
-  return buf;
 }
 
 }  // namespace lw

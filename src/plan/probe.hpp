@@ -1,10 +1,12 @@
 #pragma once
 // A probe written down as plain data: what to send, not how or when it leaves.
-// Addresses are host-order IPv4; no sockets, no clocks here.
+// Addresses are IpAddr (IPv4 or IPv6; one family per probe); no sockets, no
+// clocks here.
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "linkwidth/ip_addr.hpp"
 #include "linkwidth/time.hpp"
 
 namespace lw {
@@ -28,16 +30,20 @@ enum class Role : std::uint8_t {
 const char* role_name(Role r);
 
 struct Probe {
-  std::uint32_t src = 0;
-  std::uint32_t dst = 0;
+  IpAddr src;
+  IpAddr dst;
   std::uint16_t sport = 0;
   std::uint16_t dport = 0;
   std::uint8_t flags = 0;
   std::uint32_t seq = 0;
   std::uint32_t ack = 0;
-  std::uint16_t ip_len = 40;  // total IP datagram length in bytes
-  std::uint8_t ttl = 64;
-  std::uint16_t ip_id = 0;
+  // Total IP datagram length in bytes, header included (IPv6: the 40-byte
+  // header plus the payload length), as every rate in this program counts.
+  std::uint16_t ip_len = 40;
+  std::uint8_t ttl = 64;  // IPv6: the hop limit
+  std::uint16_t ip_id = 0;  // IPv4 only
+  // IPv6 only: one label for the whole run (ECMP hashes it with the 5-tuple).
+  std::uint32_t flow_label = 0;
   Role role = Role::kLoad;
   int train = 0;
   int index = 0;       // position in the train
@@ -45,7 +51,11 @@ struct Probe {
   // Sequence number the reply acknowledges (markers only): the target's RST/ACK
   // carries ack = seq + 1 + payload length.
   std::uint32_t expected_ack() const;
-  std::uint16_t payload_len() const { return static_cast<std::uint16_t>(ip_len - 40); }
+  // TCP payload bytes: ip_len minus the IP header (20 or 40) and 20 bytes of TCP.
+  std::uint16_t payload_len() const {
+    const int n = ip_len - bare_tcp_len(dst);
+    return static_cast<std::uint16_t>(n > 0 ? n : 0);
+  }
 };
 
 struct Train {
@@ -60,6 +70,9 @@ struct Train {
   std::uint64_t total_bytes() const;
 };
 
-std::string format_ipv4(std::uint32_t host_order_addr);
+// Text of an address of either family (dotted quad or RFC 5952).
+inline std::string format_ip(const IpAddr& a) { return a.str(); }
+// The older name, kept for the IPv4-era call sites: prints either family.
+inline std::string format_ipv4(const IpAddr& a) { return a.str(); }
 
 }  // namespace lw

@@ -15,6 +15,7 @@ Train make_syn_train(const SynTrainParams& p, int train_id, SeqAllocator& seqs) 
     q.dst = p.flow.dst;
     q.sport = p.flow.sport;
     q.dport = p.flow.dport;
+    q.flow_label = p.flow.flow_label;
     q.ttl = p.ttl;
     q.flags = kSyn;
     q.seq = seqs.next();

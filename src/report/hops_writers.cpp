@@ -1,5 +1,6 @@
 #include "report/hops_writers.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
@@ -63,7 +64,11 @@ std::string to_text(const HopsResult& r) {
   o << "linkwidth hops to " << r.target;
   if (r.target != r.target_addr) o << " (" << r.target_addr << ")";
   o << ", closed port " << r.port << ", via " << r.interface << " from " << r.source << "\n";
-  o << "  hop  address          markers  replies  dispersion    rate           choke\n";
+  // The address column fits the longest address (IPv6 ones run to 39 characters).
+  int aw = 15;
+  for (const HopRecord& h : r.hops) aw = std::max(aw, static_cast<int>(h.addr.size()));
+  o << "  hop  " << std::string("address") + std::string(static_cast<std::size_t>(aw - 7), ' ')
+    << "  markers  replies  dispersion    rate           choke\n";
   for (std::size_t i = 0; i < r.hops.size(); ++i) {
     const HopRecord& h = r.hops[i];
     const bool mark = r.bottleneck_hop == static_cast<int>(i) + 1;
@@ -73,8 +78,8 @@ std::string to_text(const HopsResult& r) {
       return std::string(b);
     }()
                                           : std::string("-");
-    std::snprintf(buf, sizeof buf, "%s %3d  %-15s  %-7s  %7d  %-12s  %-13s  %3.0f%%%s\n",
-                  mark ? ">" : " ", h.ttl, h.addr.empty() ? "unknown" : h.addr.c_str(),
+    std::snprintf(buf, sizeof buf, "%s %3d  %-*s  %-7s  %7d  %-12s  %-13s  %3.0f%%%s\n",
+                  mark ? ">" : " ", h.ttl, aw, h.addr.empty() ? "unknown" : h.addr.c_str(),
                   h.marker_kind.c_str(), h.replies, disp.c_str(),
                   h.rate_bps > 0 ? format_rate(h.rate_bps).c_str() : "-", 100 * h.choke_fraction,
                   h.used ? "" : "  (too few replies)");

@@ -15,15 +15,17 @@ std::vector<SendRecord> Pacer::send(const Train& train,
                                     const std::atomic<bool>* stop) {
   std::vector<SendRecord> rec(train.probes.size());
   const double cap = opt_.max_rate_bps;
+  const double burst =
+      train.probes.empty() ? kRateBurstBytes : rate_burst_bytes(train.probes.front().dst);
   if (cap > 0) {
     // A safety net independent of the session logic.
-    const int over = first_over_rate(train, cap);
+    const int over = first_over_rate(train, cap, burst);
     if (over >= 0) {
       char buf[200];
       std::snprintf(buf, sizeof buf,
                     "train %d: packet %d is planned faster than --max-rate %.4g bit/s allows "
                     "(bursts up to %.0f bytes); nothing sent",
-                    train.id, over, cap, kRateBurstBytes);
+                    train.id, over, cap, burst);
       throw Error("send", buf, "max_rate_exceeded");
     }
   }
@@ -61,8 +63,8 @@ std::vector<SendRecord> Pacer::send(const Train& train,
     rec[i].actual_real = now + real_minus_mono;
     rec[i].sent = sock_.send(bytes[i], train.probes[i].dst);
     if (cap > 0) {
-      tokens_ = last_ < 0 ? kRateBurstBytes
-                          : std::min(kRateBurstBytes,
+      tokens_ = last_ < 0 ? burst
+                          : std::min(burst,
                                      tokens_ + static_cast<double>(now - last_) * cap / 8e9);
       tokens_ -= len;
       last_ = now;

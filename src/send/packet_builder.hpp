@@ -17,7 +17,8 @@ class PacketBuilder {
   PacketBuilder(const PacketBuilder&) = delete;
   PacketBuilder& operator=(const PacketBuilder&) = delete;
 
-  // IPv4 + TCP with DF set; RSTs carry the probe signature (padded) as payload.
+  // IPv4 + TCP with DF set, or IPv6 (flow label p.flow_label, hop limit p.ttl)
+  // + TCP; RSTs carry the probe signature (padded) as payload.
   std::vector<std::uint8_t> build(const Probe& p);
 
  private:

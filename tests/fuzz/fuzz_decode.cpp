@@ -2,8 +2,9 @@
 //
 // The first input byte picks the path:
 //   even: a captured frame: the second byte picks the link type (Ethernet,
-//         Linux cooked, raw IP, IPv4, or an unknown one), the rest is the frame
-//         handed to decode_frame() and, from its start, to decode_ipv4();
+//         Linux cooked, raw IP, IPv4, an unknown one, IPv6), the rest is the
+//         frame handed to decode_frame() and, from its start, to decode_ipv4()
+//         and decode_ipv6();
 //   odd:  the rest is a pcap savefile, read through fmemopen() and
 //         read_pcap() (pcap_fopen_offline, then decode_frame per packet, run
 //         records), then re-run by analyze_capacity() as `linkwidth analyze`.
@@ -24,7 +25,7 @@ namespace {
 void check_record(const lw::Decoded& d) {
   // Fields a length-checked decoder can promise whatever the input.
   if (d.proto == 6 && d.icmp_type != 0) __builtin_trap();
-  if (d.quote.present && d.proto != 1) __builtin_trap();
+  if (d.quote.present && !lw::is_icmp_proto(d.proto)) __builtin_trap();
 }
 
 }  // namespace
@@ -36,8 +37,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   --size;
   if ((mode & 1) == 0) {
     if (size < 1) return 0;
-    static const int kDlts[] = {DLT_EN10MB, DLT_LINUX_SLL, DLT_RAW, DLT_IPV4, 147};
-    const int dlt = kDlts[data[0] % 5];
+    static const int kDlts[] = {DLT_EN10MB, DLT_LINUX_SLL, DLT_RAW, DLT_IPV4, 147, DLT_IPV6};
+    const int dlt = kDlts[data[0] % 6];
     // A copy of exactly the frame's length, so ASan sees any read past it.
     const std::vector<std::uint8_t> frame(data + 1, data + size);
     lw::Decoded d;
@@ -47,6 +48,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     lw::Decoded d2;
     if (lw::decode_ipv4(frame.data(), frame.size(), d2) == lw::DecodeStatus::kOk) {
       check_record(d2);
+    }
+    lw::Decoded d3;
+    if (lw::decode_ipv6(frame.data(), frame.size(), d3) == lw::DecodeStatus::kOk) {
+      check_record(d3);
+      if (d3.ip_len < 40) __builtin_trap();
     }
     return 0;
   }

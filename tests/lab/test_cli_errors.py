@@ -91,7 +91,7 @@ CASES = [
     (["capacity", T, "--tries", "0"], USAGE, "--tries must be between 1 and 10"),
     (["capacity", T, "--bogus"], USAGE, "unrecognised option '--bogus'"),
     (["capacity", T, "--verbose=3"], USAGE, "'--verbose' does not take any arguments"),
-    (["capacity", T, "--source", "nope"], USAGE, "--source 'nope' is not an IPv4 address"),
+    (["capacity", T, "--source", "nope"], USAGE, "--source 'nope' is not an IP address"),
     (["capacity", T, "--source", "0.0.0.0"], USAGE, "--source 0.0.0.0 is not an address of"),
     # Someone else's address: we would send spoofed packets.
     (["capacity", T, "--source", "198.18.7.1"], USAGE, "--source 198.18.7.1 is not an address"),

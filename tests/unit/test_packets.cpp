@@ -85,7 +85,7 @@ TEST_CASE("decoder rejects truncated and garbage bytes", "[packet][decode]") {
   }
   std::vector<std::uint8_t> v6(40, 0);
   v6[0] = 0x60;
-  CHECK(decode_ipv4(v6.data(), v6.size(), d) == DecodeStatus::kNotIpv4);
+  CHECK(decode_ipv4(v6.data(), v6.size(), d) == DecodeStatus::kNotIp);
   auto bad_ihl = good;
   bad_ihl[0] = 0x44;
   CHECK(decode_ipv4(bad_ihl.data(), bad_ihl.size(), d) == DecodeStatus::kBadHeader);
