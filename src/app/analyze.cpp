@@ -13,6 +13,7 @@
 #include "app/train_io.hpp"
 #include "estimate/availbw.hpp"
 #include "linkwidth/error.hpp"
+#include "plan/target_marker.hpp"
 #include "match/match.hpp"
 #include "report/hops_writers.hpp"
 #include "report/writers.hpp"
@@ -178,6 +179,8 @@ void fill_head(R& res, const nlohmann::json& head) {
   res.target = head.value("target", "");
   res.target_addr = head.value("target_addr", "");
   res.port = head.value("port", 0);
+  // Recordings older than open-port markers have none: they used closed ports.
+  res.marker_kind = head.value("marker_kind", std::string("closed_syn"));
   res.source = head.value("source", "");
   res.interface = head.value("interface", "");
   res.source_port = head.value("source_port", 0);
@@ -199,6 +202,13 @@ std::uint32_t parse_ipv4(const std::string& s) {
     return 0;
   }
   return (a << 24) | (b << 16) | (c << 8) | d;
+}
+
+// The recorded marker kind: the replayed phases plan their trains with it.
+TargetMarker marker_of(const std::string& kind, const std::string& name) {
+  TargetMarker k = TargetMarker::kClosedSyn;
+  if (!parse_target_marker(kind, k)) throw bad_file(name, "unknown marker_kind '" + kind + "'");
+  return k;
 }
 
 std::uint32_t self_of(const CapacityResult& res, const std::string& name) {
@@ -406,7 +416,7 @@ HopsResult replay_hops(const RecordedPhase& ph, const OfflineRead& r, const std:
   const std::uint32_t dst = parse_ipv4(res.target_addr);
   if (self == 0 || dst == 0) throw bad_file(name, "the hops record names no addresses");
   const FlowId flow{self, dst, static_cast<std::uint16_t>(res.source_port),
-                    static_cast<std::uint16_t>(res.port)};
+                    static_cast<std::uint16_t>(res.port), marker_of(res.marker_kind, name)};
   SeqAllocator seqs(0);
   ReplayTrainIo io(ph, r, self, name);
   HopsResult out = run_hops_on(io, std::move(res), c, flow, dst, ph.run.value("packet_size", 1500),
@@ -468,7 +478,8 @@ MeasureResult replay_measure(const RecordedFile& f, const OfflineRead& r, const 
   Session ss;
   ss.flow = FlowId{self_of(m.capacity, name), parse_ipv4(m.capacity.target_addr),
                    static_cast<std::uint16_t>(m.capacity.source_port),
-                   static_cast<std::uint16_t>(m.capacity.port)};
+                   static_cast<std::uint16_t>(m.capacity.port),
+                   marker_of(m.capacity.marker_kind, name)};
   ss.packet_size = ph.run.value("packet_size", 1500);
   AvailbwResult a;
   ReplayRunner runner(ph, r, ss.flow.src, a, name);

@@ -15,6 +15,7 @@
 #include "estimate/hops.hpp"
 #include "linkwidth/error.hpp"
 #include "plan/hops_plan.hpp"
+#include "plan/target_marker.hpp"
 #include "report/writers.hpp"
 #include "report/hops_writers.hpp"
 #include "send/packet_builder.hpp"
@@ -47,7 +48,9 @@ Nanos reply_time(const ProbeOutcome& o, MarkerKind kind) {
   if (kind == MarkerKind::kTtl) {
     return o.kind == ReplyKind::kIcmp && o.icmp_type == 11 ? o.reply : 0;
   }
-  return o.kind == ReplyKind::kRstAck ? o.reply : 0;
+  // kAddr: a router's closed port (RST/ACK); kTarget: whatever the run's marker kind draws.
+  if (kind == MarkerKind::kAddr) return o.kind == ReplyKind::kRstAck ? o.reply : 0;
+  return is_tcp_answer(o.kind) ? o.reply : 0;
 }
 
 }  // namespace
@@ -77,6 +80,7 @@ HopsResult run_hops(Session& s, const Config& c, const std::atomic<bool>& stop) 
   const int L = s.packet_size;
   res.params["packet_size"] = L;
   res.port = s.disc.port;
+  res.marker_kind = target_marker_name(s.disc.kind);
   res.rtt_s = s.disc.rtt_s;
   res.replier = s.replier;
   res.warnings = s.warnings;
@@ -132,9 +136,9 @@ HopsResult run_hops_on(TrainIo& io, HopsResult res, const Config& c, const FlowI
     const TrainRun run = io.run(sweep, sweep.markers, reply_wait);
     for (int ttl : ask) budget[ttl - 1].spend(1, run.start_mono);
     for (std::size_t i = 0; i < ask.size(); ++i) {
-      const ProbeOutcome& o = run.outcome.probes[i];
+      const ProbeOutcome& o = run.outcome.probes[static_cast<std::size_t>(sweep.markers[i])];
       const int ttl = ask[i];
-      if ((o.kind == ReplyKind::kRstAck || o.kind == ReplyKind::kSynAck) && o.reply_from == dst) {
+      if (is_tcp_answer(o.kind) && o.reply_from == dst) {
         if (H == 0 || ttl < H) H = ttl;
       } else if (o.kind == ReplyKind::kIcmp && path[ttl - 1].addr == 0) {
         path[ttl - 1].addr = o.reply_from;
@@ -192,7 +196,7 @@ HopsResult run_hops_on(TrainIo& io, HopsResult res, const Config& c, const FlowI
     const Train t = make_addr_check(flow, check, kSweepSpacing, -200, seqs);
     const TrainRun run = io.run(t, t.markers, reply_wait);
     for (std::size_t i = 0; i < check.size(); ++i) {
-      const ProbeOutcome& o = run.outcome.probes[i];
+      const ProbeOutcome& o = run.outcome.probes[static_cast<std::size_t>(t.markers[i])];
       path[check_hop[i]].tcp = o.kind == ReplyKind::kRstAck && o.reply_from == check[i];
     }
   }

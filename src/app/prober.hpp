@@ -44,9 +44,10 @@ class Prober {
   // Sends the train on its schedule and waits until every probe in `wait_for`
   // (with `any`: one of them) has a reply, or `reply_timeout` has passed since
   // the last send. For `busy_wait` after the last send it polls the capture
-  // without sleeping.
+  // without sleeping. With `settle` > 0 it stops waiting `settle` after the
+  // first reply among `wait_for` (discovery: the rest answer about then or not at all).
   TrainRun run(const Train& train, const std::vector<int>& wait_for, Nanos reply_timeout,
-               bool any = false, Nanos busy_wait = 0);
+               bool any = false, Nanos busy_wait = 0, Nanos settle = 0);
 
   // With --save-pcap: a JSON note in the file (capture/run_record.hpp) that
   // lets `linkwidth analyze` tell the run's phases and trains apart.

@@ -93,6 +93,9 @@ std::vector<std::uint8_t> send_record_body(const Probe& p) {
   const auto off = static_cast<std::uint64_t>(p.offset);
   put32(b, static_cast<std::uint32_t>(off >> 32));
   put32(b, static_cast<std::uint32_t>(off & 0xffffffffu));
+  // The ack number: a bare-ACK marker's tag, which its RST carries back as
+  // its seq (plan/target_marker.hpp). Older records end before it.
+  put32(b, p.ack);
   return b;
 }
 
@@ -128,7 +131,7 @@ void RunRecords::add(Nanos ts, const std::vector<std::uint8_t>& b) {
     q.seq = get32(p + 8);
     q.sport = static_cast<std::uint16_t>(get16(p + 12));
     const std::uint8_t role = p[14];
-    if (role > static_cast<std::uint8_t>(Role::kLoad)) {
+    if (role > static_cast<std::uint8_t>(Role::kCloser)) {
       ++malformed;
       return;
     }
@@ -143,6 +146,7 @@ void RunRecords::add(Nanos ts, const std::vector<std::uint8_t>& b) {
       const std::uint64_t off = (std::uint64_t{get32(p + 27)} << 32) | get32(p + 31);
       q.offset = static_cast<Nanos>(off);
     }
+    if (b.size() >= kSendLen + 12) q.ack = get32(p + 35);
     it.sent.sent = ts;
     items.push_back(std::move(it));
     return;

@@ -14,6 +14,9 @@ struct FlowId {
   std::uint32_t dst = 0;
   std::uint16_t sport = 0;
   std::uint16_t dport = 0;
+  // How markers to dst draw its replies; plan functions rewrite their trains
+  // for it (plan/target_marker.hpp).
+  TargetMarker marker = TargetMarker::kClosedSyn;
 };
 
 struct CapacityTrainParams {

@@ -62,7 +62,8 @@ std::string to_text(const HopsResult& r) {
   char buf[256];
   o << "linkwidth hops to " << r.target;
   if (r.target != r.target_addr) o << " (" << r.target_addr << ")";
-  o << ", closed port " << r.port << ", via " << r.interface << " from " << r.source << "\n";
+  o << ", " << port_phrase(r.marker_kind, r.port) << ", via " << r.interface << " from "
+    << r.source << "\n";
   o << "  hop  address          markers  replies  dispersion    rate           choke\n";
   for (std::size_t i = 0; i < r.hops.size(); ++i) {
     const HopRecord& h = r.hops[i];
