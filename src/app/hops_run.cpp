@@ -489,7 +489,7 @@ nlohmann::json plan_hops(const Config& c) {
                          {"example_hops", H},
                          {"packets", packets}};
   plan["schedule"] = {
-      {"discovery", "SYNs to closed-port candidates, then one SYN per TTL 1.." +
+      {"discovery", "marker discovery as for capacity, then one SYN per TTL 1.." +
                         std::to_string(c.max_hops) + " in the same 5-tuple"},
       {"markers", "hop-markers " + c.hop_markers +
                       ": ttl = TTL-limited SYNs (ICMP time exceeded), addr = SYNs to the "

@@ -37,6 +37,14 @@ def open_only(L, stateful=False):
     L.set_target_open_only((443,), stateful=stateful)
 
 
+def tcp_counters(L):
+    """The target's SYN-cookie and embryonic-reset counters (nstat, absolute)."""
+    cp = L.exec("target", ["nstat", "-az", "TcpExtEmbryonicRsts", "TcpExtSyncookiesSent",
+                           "TcpExtListenOverflows"])
+    return {l.split()[0]: int(l.split()[1]) for l in cp.stdout.splitlines()
+            if l and not l.startswith("#")}
+
+
 def no_half_open(L):
     """No half-open connection in the target, now and a moment later (a
     request socket would stay for a minute of SYN/ACK retries)."""
@@ -57,6 +65,7 @@ def test_capacity_against_only_443_open(stateful):
         # closers leave nothing behind, and counting them that the kernel
         # indeed sends them.
         L.drop_kernel_resets(True)
+        before = tcp_counters(L)
         estimates = []
         for _ in range(3):
             code, doc, elapsed, err = run_tool(L, "capacity", L.target_ip)
@@ -68,6 +77,12 @@ def test_capacity_against_only_443_open(stateful):
             estimates.append(doc["capacity_bps"])
             no_half_open(L)
         assert L.kernel_resets() > 0
+        # Our closers reset the requests (embryonic resets); the SYN queue
+        # never filled: no SYN cookies, no overflow.
+        after = tcp_counters(L)
+        assert after["TcpExtEmbryonicRsts"] - before["TcpExtEmbryonicRsts"] >= 3 * 3
+        assert after["TcpExtSyncookiesSent"] == before["TcpExtSyncookiesSent"]
+        assert after["TcpExtListenOverflows"] == before["TcpExtListenOverflows"]
         est = statistics.median(estimates)
         assert abs(est / truth - 1) <= 0.03, f"truth {truth:.0f}, estimates {estimates}"
         if stateful:

@@ -220,23 +220,45 @@ TEST_CASE("bare-ACK trains: SYNs to the target become ACKs with unique tags", "[
 }
 
 TEST_CASE("decoder reads a listening port's SYN/ACK and the RST to a bare ACK", "[decode][open_port]") {
-  // IPv4 + TCP SYN/ACK as Linux answers a SYN without options on a listening
-  // port: 198.18.2.2:443 -> 198.18.1.1:40000, seq 0x11223344, ack 0x89abcdf0,
-  // data offset 6 (MSS 1460), IP ID 0, DF.
-  const std::vector<std::uint8_t> synack = {
-      0x45, 0x00, 0x00, 0x2c, 0x00, 0x00, 0x40, 0x00, 0x40, 0x06, 0,    0,     // ip
-      0xc6, 0x12, 0x02, 0x02, 0xc6, 0x12, 0x01, 0x01,                          //
-      0x01, 0xbb, 0x9c, 0x40, 0x11, 0x22, 0x33, 0x44, 0x89, 0xab, 0xcd, 0xf0,  // tcp
-      0x60, 0x12, 0xfa, 0xf0, 0,    0,    0,    0,    0x02, 0x04, 0x05, 0xb4};
+  // Ethernet + IPv4 + TCP SYN/ACK as Linux 6.18 answered our SYN (no options)
+  // on a listening port in the lab (tcpdump -xx of a --save-pcap capture):
+  // 198.18.2.2:443 -> 198.18.1.1:51425, seq 64444224, ack 475086402, TTL 63,
+  // IP ID 0, DF, data offset 6 (MSS 1460), window 64240.
+  const std::vector<std::uint8_t> frame = {
+      0x2e, 0xca, 0xef, 0xd7, 0x2a, 0x95, 0x6e, 0x89, 0x11, 0x1e, 0xed, 0xed, 0x08, 0x00,
+      0x45, 0x00, 0x00, 0x2c, 0x00, 0x00, 0x40, 0x00, 0x3f, 0x06, 0xac, 0xa4, 0xc6, 0x12,
+      0x02, 0x02, 0xc6, 0x12, 0x01, 0x01, 0x01, 0xbb, 0xc8, 0xe1, 0x03, 0xd7, 0x57, 0x40,
+      0x1c, 0x51, 0x3e, 0x42, 0x60, 0x12, 0xfa, 0xf0, 0x8d, 0xb6, 0x00, 0x00, 0x02, 0x04,
+      0x05, 0xb4};
   Decoded d;
-  REQUIRE(decode_ipv4(synack.data(), synack.size(), d) == DecodeStatus::kOk);
+  REQUIRE(decode_frame(1, frame.data(), frame.size(), d) == DecodeStatus::kOk);
   CHECK(d.src == kTarget);
+  CHECK(d.dst == kSelf);
   CHECK(d.sport == 443);
-  CHECK(d.dport == 40000);
-  CHECK(d.seq == 0x11223344u);
-  CHECK(d.ack == 0x89abcdf0u);
+  CHECK(d.dport == 51425);
+  CHECK(d.seq == 64444224u);
+  CHECK(d.ack == 475086402u);
   CHECK(d.tcp_flags == (kSyn | kAck));
   CHECK(d.ip_len == 44);
+  CHECK(d.ttl == 63);
+  CHECK(d.ip_id == 0);
+  // Matched to the SYN whose ISN + 1 it acknowledges, as a SYN/ACK.
+  Train t;
+  Probe syn;
+  syn.src = kSelf;
+  syn.dst = kTarget;
+  syn.sport = 51425;
+  syn.dport = 443;
+  syn.flags = kSyn;
+  syn.seq = 475086401u;
+  syn.role = Role::kMarker;
+  t.probes = {syn};
+  t.markers = {0};
+  d.ts = 5;
+  const TrainOutcome o = match_train(t, sent_all(t), {d}, kSelf);
+  CHECK(o.probes[0].kind == ReplyKind::kSynAck);
+  CHECK(o.probes[0].reply_ttl == 63);
+  const std::vector<std::uint8_t> synack(frame.begin() + 14, frame.end());
   // Cut inside the options: the header says 24 bytes, 22 are there.
   std::vector<std::uint8_t> cut(synack.begin(), synack.end() - 2);
   CHECK(decode_ipv4(cut.data(), cut.size(), d) == DecodeStatus::kOk);  // fixed 20 bytes suffice
