@@ -45,21 +45,20 @@ std::vector<int> apply_target_marker(Train& t, TargetMarker k, std::uint32_t tar
   const std::size_t n = t.probes.size();
   std::vector<int> map(n);
   std::iota(map.begin(), map.end(), 0);
-  const auto touched = [&](const Probe& p) {
-    return is_plain_syn(p) && p.dst == target && p.ttl >= min_ttl;
-  };
   if (k == TargetMarker::kClosedSyn) return map;
-  if (k == TargetMarker::kAck) {
-    for (Probe& p : t.probes) {
-      if (!touched(p)) continue;
+  for (Probe& p : t.probes) {
+    if (!is_plain_syn(p) || p.ttl < min_ttl) continue;
+    if (p.dst != target) {
+      p.dport = kRouterMarkerPort;
+    } else if (k == TargetMarker::kAck) {
       p.flags = kAck;
       p.ack = seqs.next();  // the tag the target's RST carries back as its seq
     }
-    return map;
   }
+  const auto touched = [&](const Probe& p) { return is_plain_syn(p) && p.ttl >= min_ttl; };
 
-  // kOpenSyn: find each SYN's closer among the RSTs that follow it, before the
-  // next SYN that reaches the target in the same 4-tuple.
+  // Find each SYN's closer among the RSTs that follow it, before the next SYN
+  // that reaches the same host in the same 4-tuple.
   std::vector<char> taken(n, 0);
   std::vector<char> insert_after(n, 0);
   for (std::size_t i = 0; i < n; ++i) {
@@ -79,6 +78,8 @@ std::vector<int> apply_target_marker(Train& t, TargetMarker k, std::uint32_t tar
     }
     insert_after[i] = found ? 0 : 1;
   }
+
+  if (std::find(insert_after.begin(), insert_after.end(), 1) == insert_after.end()) return map;
 
   std::vector<Probe> out;
   out.reserve(n + 4);

@@ -40,14 +40,21 @@ bool parse_target_marker(const std::string& name, TargetMarker& out);
 // SYN/ACK: the kernel has no socket for our flow).
 constexpr std::uint16_t kCloserBytes = 60;
 
-// Rewrites `t` (planned with closed-port SYN markers) for kind `k`. Only SYNs
-// addressed to `target` with TTL >= `min_ttl` are touched (TTL-limited markers
-// of the hops train expire at routers). kOpenSyn: closers as above; an
-// inserted closer leaves `closer_delay` after its SYN (never after the next
-// probe) with full TTL. kAck: each such SYN becomes a bare ACK with
-// ack = seqs.next(). Train::markers and a non-empty Train::bits_from_head are
-// kept consistent (bits count every probe after the head up to marker k,
-// closers included). Returns, for every old probe index, its new index.
+// SYNs addressed to other hosts than the target (hops: routers' own
+// addresses) leave the target's port when it is not a closed one: the flow's
+// port then listens on the target and may listen on a router too.
+constexpr std::uint16_t kRouterMarkerPort = 47391;
+
+// Rewrites `t` (planned with closed-port SYN markers) for kind `k`; SYNs with
+// TTL < `min_ttl` are left alone (TTL-limited markers of the hops train expire
+// at routers). kAck: each SYN to `target` becomes a bare ACK with
+// ack = seqs.next(). kOpenSyn and kAck: SYNs to other hosts go to
+// kRouterMarkerPort; every SYN left (to the target with kOpenSyn, to the
+// routers with both) gets a closer as above; an inserted closer leaves
+// `closer_delay` after its SYN (never after the next probe) with full TTL.
+// Train::markers and a non-empty Train::bits_from_head are kept consistent
+// (bits count every probe after the head up to marker k, closers included).
+// Returns, for every old probe index, its new index.
 std::vector<int> apply_target_marker(Train& t, TargetMarker k, std::uint32_t target,
                                      std::uint8_t min_ttl, Nanos closer_delay,
                                      SeqAllocator& seqs);

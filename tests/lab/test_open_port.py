@@ -150,15 +150,24 @@ def test_hops_and_analyze_with_open_port_markers():
 
 def test_bare_ack_markers_on_a_syn_dropping_host():
     spec = lab.Spec(links=[lab.Link(rate=None), lab.Link(rate=50e6)])
-    with lab.Lab(spec) as L:
+    with lab.Lab(spec) as L, tempfile.TemporaryDirectory() as d:
+        os.chmod(d, 0o777)
         L.set_target_firewall(drop_syn=True)  # stateless: bare ACKs pass
         truth = L.ground_truth_capacity(ip_len=1500)
         estimates = []
-        for _ in range(3):
-            code, doc, _, err = run_tool(L, "capacity", L.target_ip)
+        for i in range(3):
+            cap = os.path.join(d, f"c{i}.pcap")
+            code, doc, _, err = run_tool(L, "capacity", L.target_ip, "--save-pcap", cap)
             assert code == 0, (doc, err)
             assert doc["marker_kind"] == "ack"
             estimates.append(doc["capacity_bps"])
+            if i == 0:  # the ACK markers' tags come back from the capture
+                a = subprocess.run([BIN, "analyze", cap, "--json"], capture_output=True,
+                                   text=True, timeout=30)
+                assert a.returncode == 0, a.stderr
+                off = json.loads(a.stdout)
+                assert off.pop("offline") == {"pcap": cap}
+                assert off == doc
         est = statistics.median(estimates)
         assert abs(est / truth - 1) <= 0.03, f"truth {truth:.0f}, estimates {estimates}"
         # Every SYN discovery sent was dropped before the target: nothing half-open.

@@ -46,12 +46,12 @@ int check_closers(const Train& t, std::uint8_t min_ttl = 1) {
   int inserted = 0;
   for (std::size_t i = 0; i < t.probes.size(); ++i) {
     const Probe& s = t.probes[i];
-    if (!plain_syn(s) || s.dst != kTarget || s.ttl < min_ttl) continue;
+    if (!plain_syn(s) || s.ttl < min_ttl) continue;
     INFO("SYN at " << i);
     bool closed = false;
     for (std::size_t j = i + 1; j < t.probes.size(); ++j) {
       const Probe& q = t.probes[j];
-      if (plain_syn(q) && q.dst == kTarget && q.ttl >= min_ttl) break;
+      if (plain_syn(q) && q.dst == s.dst && q.dport == s.dport && q.ttl >= min_ttl) break;
       if (q.flags == kRst && q.seq == s.seq + 1 && q.dport == s.dport && q.dst == s.dst &&
           q.ttl >= s.ttl) {
         closed = true;
@@ -163,7 +163,8 @@ TEST_CASE("open-port SYN trains and sweeps get a closer after each SYN; bits cou
   }
 }
 
-TEST_CASE("open-port hops train: only the target's markers get closers", "[plan][open_port]") {
+TEST_CASE("open-port hops train: full-TTL SYNs get closers, routers another port",
+          "[plan][open_port]") {
   RecursiveTrainParams p;
   p.flow = flow(TargetMarker::kOpenSyn);
   p.hops = {{1, 0, MarkerKind::kTtl}, {2, kRouter, MarkerKind::kAddr}, {3, kTarget, MarkerKind::kTarget}};
@@ -174,22 +175,30 @@ TEST_CASE("open-port hops train: only the target's markers get closers", "[plan]
   SeqAllocator seqs2(1);
   const RecursiveTrain closed = make_recursive_train(pc, 0, seqs2);
   const RecursiveTrain rt = make_recursive_train(p, 0, seqs);
-  CHECK(check_closers(rt.train, 64) == 1);  // the target's tail marker
-  CHECK(rt.train.probes.size() == closed.train.probes.size() + 1);
+  // The target's tail marker and both of the router's markers (its head is
+  // followed by the target's head, its tail by the TTL-limited tail);
+  // the target's head is closed by the first load packet.
+  CHECK(check_closers(rt.train, 64) == 3);
+  CHECK(rt.train.probes.size() == closed.train.probes.size() + 3);
   for (int k = 0; k < 3; ++k) {
     INFO("hop " << k + 1);
-    CHECK(rt.train.probes[rt.head[k]].flags == kSyn);
+    const Probe& h = rt.train.probes[rt.head[k]];
+    CHECK(h.flags == kSyn);
     CHECK(rt.train.probes[rt.tail[k]].flags == kSyn);
-    CHECK(rt.train.probes[rt.head[k]].ttl == closed.train.probes[closed.head[k]].ttl);
+    CHECK(h.ttl == closed.train.probes[closed.head[k]].ttl);
     CHECK(rt.train.probes[rt.tail[k]].dst == closed.train.probes[closed.tail[k]].dst);
+    CHECK(h.dport == (k == 1 ? kRouterMarkerPort : 443));
+    double bits = 0;
+    for (int i = rt.head[k] + 1; i <= rt.tail[k]; ++i) bits += 8.0 * rt.train.probes[i].ip_len;
+    CHECK(rt.bits[k] == Approx(bits));
   }
-  // The closer after the target's tail crosses every link before hops 1 and 2 tail.
-  CHECK(rt.bits[0] == Approx(closed.bits[0] + 8.0 * kCloserBytes));
-  CHECK(rt.bits[1] == Approx(closed.bits[1] + 8.0 * kCloserBytes));
+  // Hop 3 (the target): only its own tail lies between, no closer.
   CHECK(rt.bits[2] == Approx(closed.bits[2]));
-  // No RST was made a closer for a TTL-limited SYN: those expire at routers.
+  // Hop 1's markers enclose all three closers.
+  CHECK(rt.bits[0] == Approx(closed.bits[0] + 3 * 8.0 * kCloserBytes));
+  // TTL-limited SYNs expire at routers: none has a closer.
   for (const Probe& q : rt.train.probes) {
-    if (q.role == Role::kLoad) CHECK(q.seq != rt.train.probes[rt.head[0]].seq + 1);
+    if (q.flags == kRst) CHECK(q.seq != rt.train.probes[rt.head[0]].seq + 1);
   }
 }
 
@@ -212,11 +221,16 @@ TEST_CASE("bare-ACK trains: SYNs to the target become ACKs with unique tags", "[
   }
   CHECK(tags.size() == 3);  // warm-up, head, tail
   CHECK(t.bits_from_head == closed.bits_from_head);
-  // Routers' own addresses keep their closed-port SYNs.
+  // Routers' own addresses keep SYNs, to a port that is rarely served, each
+  // reset at once in case it listens there.
   SeqAllocator seqs(3);
   const Train chk = make_addr_check(flow(TargetMarker::kAck), {kRouter, kTarget}, kMs, -2, seqs);
+  REQUIRE(chk.probes.size() == 3);
   CHECK(chk.probes[0].flags == kSyn);
-  CHECK(chk.probes[1].flags == kAck);
+  CHECK(chk.probes[0].dport == kRouterMarkerPort);
+  CHECK(chk.probes[1].role == Role::kCloser);
+  CHECK(chk.probes[2].flags == kAck);
+  CHECK(chk.markers == std::vector<int>{0, 2});
 }
 
 TEST_CASE("decoder reads a listening port's SYN/ACK and the RST to a bare ACK", "[decode][open_port]") {
