@@ -64,7 +64,7 @@ DiscoveryResult discover_marker(Prober& prober, const FlowId& flow, const Discov
     res.reply_ip_id = a.ip_id;
     res.open_ports = d.open_ports;
     if (!res.open_ports.empty()) {
-      res.warnings.push_back({"open_ports_skipped",
+      res.warnings.push_back({WarningCode::kOpenPortsSkipped,
                               std::to_string(res.open_ports.size()) +
                                   " candidate port(s) answered SYN/ACK (open) and were skipped"});
     }
