@@ -102,7 +102,7 @@ def test_measure_avail_bw_against_only_443_open():
         try:
             time.sleep(0.5)
             results = []
-            for _ in range(2):
+            for _ in range(3):
                 w = L.cross_window(2)
                 code, doc, _, err = run_tool(L, "measure", L.target_ip, "--no-hops")
                 cross = w.stop().bps
@@ -115,9 +115,14 @@ def test_measure_avail_bw_against_only_443_open():
         for doc, truth in results:
             assert doc["marker_kind"] == "open_syn"
             assert abs(doc["capacity_bps"] / cap_truth - 1) <= 0.03, doc["capacity_bps"]
+        # The bar of test_availbw.py's closed-port runs: the median within 10%,
+        # the reported range holding the truth in 2 of 3 runs.
         errors = [doc["availbw_bps"] / truth - 1 for doc, truth in results]
-        assert min(abs(e) for e in errors) <= 0.10, errors
-        assert statistics.median(abs(e) for e in errors) <= 0.10, errors
+        summary = [f"{e:+.1%}" for e in errors]
+        assert abs(statistics.median(errors)) <= 0.10, summary
+        held = sum(doc["availbw_low_bps"] <= truth <= doc["availbw_high_bps"]
+                   for doc, truth in results)
+        assert held >= 2, f"range held the truth in {held} of 3 runs; errors {summary}"
 
 
 def test_hops_and_analyze_with_open_port_markers():
@@ -170,6 +175,13 @@ def test_bare_ack_markers_on_a_syn_dropping_host():
                 assert off == doc
         est = statistics.median(estimates)
         assert abs(est / truth - 1) <= 0.03, f"truth {truth:.0f}, estimates {estimates}"
+        # measure: the hops phase's target markers and the avail-bw trains are ACKs too
+        # (an idle link: the avail-bw is the capacity).
+        code, doc, _, err = run_tool(L, "measure", L.target_ip, "--max-time", "10")
+        assert code == 0, (doc, err)
+        assert doc["marker_kind"] == "ack"
+        assert doc["bottleneck_hop"] == 2, doc.get("hops")
+        assert abs(doc["availbw_bps"] / truth - 1) <= 0.10, doc["availbw_bps"]
         # Every SYN discovery sent was dropped before the target: nothing half-open.
         no_half_open(L)
 
