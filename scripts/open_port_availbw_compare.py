@@ -11,8 +11,8 @@ with lab.Lab(spec) as L:
     L.listen(443)
     x = L.cross(2, "udp", rate=20e6, cpu=1)
     time.sleep(0.5)
-    for i in range(8):
-        kind = "open" if i % 2 == 0 else "closed"
+    kinds = sys.argv[1:] or ["open", "closed"] * 4  # e.g.: open open closed open
+    for kind in kinds:
         L.set_target_open_only((443,) if kind == "open" else None)
         w = L.cross_window(2)
         p = L.run_in_prober(["taskset", "-c", "0", BIN, "measure", L.target_ip, "--no-hops", "--json"], timeout=90)
