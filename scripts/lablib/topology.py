@@ -799,12 +799,16 @@ class Lab:
             self.save_state()
 
     def set_target_firewall(self, drop_syn: bool = False, reject: bool = False,
-                            port: Optional[int] = None) -> None:
+                            port: Optional[int] = None, drop_tcp: bool = False) -> None:
         """Firewall on the target for TCP SYNs to the target address (optionally
         only to ``port``).  ``drop_syn``: silently drop them (tc ingress u32 +
-        mirred to a blackhole ifb with a 0-packet pfifo; IPv4 without options).
-        ``reject``: answer ICMP admin-prohibited instead (needs nftables).
-        Both False: remove the firewall."""
+        mirred to a blackhole ifb with a 0-packet pfifo; IPv4 without options);
+        bare ACKs still pass, so linkwidth's ACK markers work (a host without a
+        stateful firewall).  ``drop_tcp``: the same for every TCP packet (a
+        filtered host).  ``reject``: answer ICMP admin-prohibited instead (needs
+        nftables).  All False: remove the firewall."""
+        if drop_tcp:
+            drop_syn = True
         if drop_syn and reject:
             raise LabError("choose drop_syn or reject, not both")
         ns = self.target_ns
@@ -834,7 +838,8 @@ class Lab:
                 # IHL=5, proto TCP, dst = target, flags & (SYN|ACK) == SYN
                 f"tc filter add dev up ingress protocol ip prio 1 u32 "
                 f"match u8 0x05 0x0f at 0 match ip protocol 6 0xff "
-                f"match ip dst {self.target_ip}/32 match u8 0x02 0x12 at 33 {ports}"
+                f"match ip dst {self.target_ip}/32 "
+                f"{'' if drop_tcp else 'match u8 0x02 0x12 at 33 '}{ports}"
                 f"action mirred egress redirect dev fwbh",
             ])
         elif reject:
@@ -849,7 +854,78 @@ class Lab:
                 f"'tcp flags & (syn|ack) == syn' reject with icmp type admin-prohibited",
             ])
         if drop_syn or reject:
-            self.firewall = {"drop_syn": drop_syn, "reject": reject, "port": port}
+            self.firewall = {"drop_syn": drop_syn, "reject": reject, "port": port,
+                             "drop_tcp": drop_tcp}
+
+    def set_target_open_only(self, ports: Optional[Sequence[int]] = (443,),
+                             stateful: bool = False) -> None:
+        """A server behind a firewall that drops every TCP packet to the target
+        except those to ``ports`` (nftables on the target, table ``lwop``): its
+        closed ports never answer.  ``stateful``: a cloud security group
+        (conntrack: established/related accepted, invalid dropped, new only to
+        ``ports``).  Open the ports with ``listen``.  ``ports=None`` removes it."""
+        ns = self.target_ns
+        ns_script(ns, ["nft delete table ip lwop 2>/dev/null || true"])
+        if not ports:
+            return
+        if subprocess.run(ns_exec_cmd(ns, ["sh", "-c", "command -v nft"]),
+                          capture_output=True).returncode != 0:
+            raise LabError("an open-ports-only firewall needs nftables: run scripts/install-deps.sh")
+        allowed = ", ".join(str(int(p)) for p in ports)
+        dst = f"ip daddr {self.target_ip}"
+        rules = [f"nft add rule ip lwop input {dst} ct state established,related accept",
+                 f"nft add rule ip lwop input {dst} ct state invalid counter drop",
+                 f"nft add rule ip lwop input {dst} tcp dport {{ {allowed} }} accept"] \
+            if stateful else \
+                [f"nft add rule ip lwop input {dst} tcp dport {{ {allowed} }} accept"]
+        ns_script(ns, ["nft add table ip lwop",
+                       "nft add chain ip lwop input '{ type filter hook input priority 0; }'",
+                       *rules,
+                       f"nft add rule ip lwop input {dst} meta l4proto tcp counter drop"])
+
+    def half_open(self, node="target") -> List[str]:
+        """Half-open TCP connections in ``node``: sockets in SYN-RECV (``ss``;
+        request sockets are listed there) and conntrack entries in SYN_SENT or
+        SYN_RECV (/proc/net/nf_conntrack, when conntrack runs in the node)."""
+        out = []
+        cp = self.exec(node, ["ss", "-Htan", "state", "syn-recv"])
+        out += [f"ss: {l.strip()}" for l in cp.stdout.splitlines() if l.strip()]
+        cp = self.exec(node, ["sh", "-c", "cat /proc/net/nf_conntrack 2>/dev/null || true"])
+        out += [f"conntrack: {l.strip()}" for l in cp.stdout.splitlines()
+                if " SYN_SENT " in l or " SYN_RECV " in l]
+        return out
+
+    def conntrack_entries(self, node="target") -> List[str]:
+        """Every conntrack entry of ``node`` (empty when conntrack is not in use)."""
+        cp = self.exec(node, ["sh", "-c", "cat /proc/net/nf_conntrack 2>/dev/null || true"])
+        return [l.strip() for l in cp.stdout.splitlines() if l.strip()]
+
+    def drop_kernel_resets(self, on: bool = True, node="prober") -> None:
+        """Drop the 40-byte TCP RSTs ``node`` sends (nftables output, table
+        ``lwkr``): the prober kernel's answers to SYN/ACKs it has no socket for.
+        linkwidth's own closers are longer (plan/target_marker.hpp), so they
+        pass: a lab test then shows that no half-open connection depends on the
+        kernel's resets.  ``kernel_resets`` counts what was dropped."""
+        ns = self.ns(node)
+        ns_script(ns, ["nft delete table ip lwkr 2>/dev/null || true"])
+        if on:
+            ns_script(ns, ["nft add table ip lwkr",
+                           "nft add chain ip lwkr out '{ type filter hook output priority 0; }'",
+                           "nft add rule ip lwkr out 'tcp flags & (syn|rst) == rst' "
+                           "ip length 40 counter drop"])
+
+    def kernel_resets(self, node="prober") -> int:
+        cp = self.exec(node, ["nft", "-j", "list", "table", "ip", "lwkr"])
+        try:
+            items = json.loads(cp.stdout)["nftables"]
+        except (ValueError, KeyError):
+            return 0
+        n = 0
+        for it in items:
+            for e in it.get("rule", {}).get("expr", []):
+                if "counter" in e:
+                    n += int(e["counter"].get("packets", 0))
+        return n
 
     def set_target_rst_limit(self, per_s: Optional[float], burst: int = 5) -> None:
         """Make the target limit the TCP RSTs it sends, as FreeBSD and macOS do

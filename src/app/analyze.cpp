@@ -12,6 +12,7 @@
 #include "estimate/availbw.hpp"
 #include "estimate/reply_rate.hpp"
 #include "linkwidth/error.hpp"
+#include "plan/target_marker.hpp"
 #include "match/match.hpp"
 #include "report/hops_writers.hpp"
 #include "report/writers.hpp"
@@ -177,6 +178,8 @@ void fill_head(R& res, const nlohmann::json& head) {
   res.target = head.value("target", "");
   res.target_addr = head.value("target_addr", "");
   res.port = head.value("port", 0);
+  // Recordings older than open-port markers have none: they used closed ports.
+  res.marker_kind = head.value("marker_kind", std::string("closed_syn"));
   res.source = head.value("source", "");
   res.interface = head.value("interface", "");
   res.source_port = head.value("source_port", 0);
@@ -192,6 +195,13 @@ void fill_head(R& res, const nlohmann::json& head) {
 
 // An address of either family from the run record; 0.0.0.0 if none.
 IpAddr parse_addr(const std::string& s) { return IpAddr::parse(s).value_or(IpAddr()); }
+
+// The recorded marker kind: the replayed phases plan their trains with it.
+TargetMarker marker_of(const std::string& kind, const std::string& name) {
+  TargetMarker k = TargetMarker::kClosedSyn;
+  if (!parse_target_marker(kind, k)) throw bad_file(name, "unknown marker_kind '" + kind + "'");
+  return k;
+}
 
 IpAddr self_of(const CapacityResult& res, const std::string& name) {
   const IpAddr self = parse_addr(res.source);
@@ -401,7 +411,7 @@ CapacityResult replay_capacity(const RecordedPhase& ph, const OfflineRead& r,
   SeqAllocator seqs(0);
   PhasePath path{
       FlowId{self, parse_addr(res.target_addr), static_cast<std::uint16_t>(res.source_port),
-             static_cast<std::uint16_t>(res.port)},
+             static_cast<std::uint16_t>(res.port), 0, marker_of(res.marker_kind, name)},
       res.params.at("packet_size").get<int>(), res.rtt_s, seqs};
   ReplayRunner runner(ph, r, self, name);
   CapacityTrains trains = capacity_trains(runner, c, path, res);
@@ -445,7 +455,7 @@ HopsResult replay_hops(const RecordedPhase& ph, const OfflineRead& r, const std:
   const IpAddr dst = parse_addr(res.target_addr);
   if (self == 0 || dst == 0) throw bad_file(name, "the hops record names no addresses");
   const FlowId flow{self, dst, static_cast<std::uint16_t>(res.source_port),
-                    static_cast<std::uint16_t>(res.port)};
+                    static_cast<std::uint16_t>(res.port), 0, marker_of(res.marker_kind, name)};
   SeqAllocator seqs(0);
   const Nanos t_begin = ph.run.at("t_begin").get<Nanos>();
   ReplayRunner io(ph, r, self, name, c.max_bytes, t_begin + from_seconds(c.max_time_s));
@@ -508,7 +518,8 @@ MeasureResult replay_measure(const RecordedFile& f, const OfflineRead& r, const 
   SeqAllocator seqs(0);
   PhasePath path{FlowId{self_of(m.capacity, name), parse_addr(m.capacity.target_addr),
                         static_cast<std::uint16_t>(m.capacity.source_port),
-                        static_cast<std::uint16_t>(m.capacity.port)},
+                        static_cast<std::uint16_t>(m.capacity.port),
+                        0, marker_of(m.capacity.marker_kind, name)},
                  ph.run.at("packet_size").get<int>(), m.capacity.rtt_s, seqs};
   AvailbwResult a;
   ReplayRunner runner(ph, r, path.flow.src, name);

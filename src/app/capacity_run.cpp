@@ -344,7 +344,10 @@ nlohmann::json plan_capacity(const Config& c) {
   plan["first_train"] = {{"load_packets", n}, {"bytes", t.total_bytes()}, {"packets", packets}};
   plan["schedule"] = {
       {"discovery",
-       "SYNs to closed-port candidates, up to " + std::to_string(c.discovery_tries) + " tries"},
+       "SYNs to closed-port candidates, then to service ports (443, 80, ...), then bare ACKs, "
+       "up to " + std::to_string(discovery_rounds(c.discovery_tries)) +
+           " rounds; the markers below are for a closed port (open_syn adds a closer RST after "
+           "each SYN, ack turns the SYNs into bare ACKs)"},
       {"sizing", c.load_packets > 0
                      ? "fixed load packets per train"
                      : "first train sizes the rest: N = ceil(train_dispersion * C / (8 L)), "

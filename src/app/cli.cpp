@@ -92,7 +92,7 @@ CliResult parse_cli(const std::vector<std::string>& args) {
     ("ipv4,4", po::bool_switch(&want4), "a host name's IPv4 address (default: the resolver's first answer)")
     ("ipv6,6", po::bool_switch(&want6), "a host name's IPv6 address (default: the resolver's first answer)")
     ("source,s", po::value(&c.source), "source IPv4 or IPv6 address, of the target's family (default: from the routing table)")
-    ("port,p", po::value(&c.port), "closed destination port to use (default: discover one)")
+    ("port,p", po::value(&c.port), "destination port to use, closed or listening (default: discover one; see README, open-port markers)")
     ("source-port", po::value(&c.sport), "source port (default: reserve one from the kernel)")
     ("packet-size,l", po::value(&c.packet_size), "IP bytes of each load packet, 64..1500 (default 1500, never above the MTU)")
     ("load-packets,n", po::value(&c.load_packets), "load packets per train; 0 = size automatically (default 0)")
@@ -109,7 +109,7 @@ CliResult parse_cli(const std::vector<std::string>& args) {
     ("max-rate", po::value(&max_rate), "peak probing rate in bit/s, K/M/G suffixes, 100K..100G; a faster path is reported as a lower bound (default 1G)")
     ("max-replies", po::value(&c.max_replies), "replies asked of one host per second at most, 5..10000; lowered at run time if the host limits its RSTs (default 100)")
     ("save-pcap", po::value(&c.save_pcap), "write every probe and reply of the run to this pcap file (ns timestamps)")
-    ("tries", po::value(&c.discovery_tries), "closed-port discovery rounds before 'filtered' (default 3)")
+    ("tries", po::value(&c.discovery_tries), "marker discovery rounds before 'filtered', at least 3: closed ports, service ports, bare ACKs (default 3)")
     ("reply-timeout", po::value(&c.reply_timeout_s), "longest wait for replies, in discovery and after each train, seconds (default 1; after a train never under 3 RTTs of the path)");
   po::options_description avail("Available bandwidth (availbw, measure)");
   avail.add_options()

@@ -3,62 +3,26 @@
 #include <algorithm>
 
 #include "linkwidth/error.hpp"
+#include "plan/target_marker.hpp"
 
 namespace lw {
 
-std::vector<int> default_candidate_ports() { return {47391, 33871, 58213, 41777}; }
-
 namespace {
 
-// ICMPv6 destination unreachable codes (RFC 4443 §3.1), worded like ICMPv4's.
-std::string icmp6_unreach_text(int code) {
-  switch (code) {
-    case 0:
-      return "network unreachable (no route)";
-    case 1:
-    case 5:  // source address failed ingress/egress policy
-    case 6:  // reject route to destination
-      return "administratively prohibited";
-    case 2:
-      return "beyond scope of source address";
-    case 3:
-      return "host unreachable (address unreachable)";
-    case 4:
-      return "port unreachable";
-    default:
-      return "unreachable (ICMPv6 code " + std::to_string(code) + ")";
-  }
-}
-
-std::string icmp_unreach_text(int code) {
-  switch (code) {
-    case 0:
-      return "network unreachable";
-    case 1:
-      return "host unreachable";
-    case 2:
-      return "protocol unreachable";
-    case 3:
-      return "port unreachable";
-    case 9:
-    case 10:
-    case 13:
-      return "administratively prohibited";
-    default:
-      return "unreachable (code " + std::to_string(code) + ")";
-  }
-}
+// How long to keep listening after the first reply of a round: the other
+// probes left within the round's send span and answer about one RTT later.
+constexpr Nanos kSettle = 50 * kMs;
 
 }  // namespace
 
 double round_trip_s(const TrainOutcome& o) {
-  // From when the capture saw the SYN leave, not from the send call: the
+  // From when the capture saw the probe leave, not from the send call: the
   // first packets to a neighbour wait in the kernel for its ARP answer, which
   // is no part of the path's RTT (behind a long link it is a whole RTT more).
   // The smallest over the replies: the others may have queued behind them.
   Nanos best = 0;
   for (const ProbeOutcome& p : o.probes) {
-    if (p.kind != ReplyKind::kRstAck || p.reply == 0) continue;
+    if (!is_tcp_answer(p.kind) || p.reply == 0) continue;
     const Nanos from = p.left > 0 && p.left <= p.reply ? p.left : p.sent;
     const Nanos rtt = p.reply - from;
     if (rtt > 0 && (best == 0 || rtt < best)) best = rtt;
@@ -66,105 +30,65 @@ double round_trip_s(const TrainOutcome& o) {
   return to_seconds(best);
 }
 
-DiscoveryResult discover_closed_port(Prober& prober, const FlowId& flow,
-                                     const std::vector<int>& candidates, int tries, Nanos timeout,
-                                     SeqAllocator& seqs) {
+DiscoveryResult discover_marker(Prober& prober, const FlowId& flow, const DiscoveryPorts& ports,
+                                int tries, Nanos timeout, SeqAllocator& seqs) {
   DiscoveryResult res;
-  std::vector<int> ports = candidates;
-  std::string icmp_reason;
-  IpAddr icmp_from;
   const auto interrupted = [] {
-    return Error("discovery", "interrupted before a closed port was found", "interrupted",
+    return Error("discovery", "interrupted before a marker port was found", "interrupted",
                  ExitCode::kInterrupted);
   };
-  // 1 ms apart, or further under a --max-rate that 40 (IPv6: 60) bytes per ms would pass.
+  // 1 ms apart, or further under a --max-rate that a SYN and its closer (40
+  // and 60 bytes; IPv6: 60 and 60) per ms would pass.
   const std::uint16_t bare = bare_tcp_len(flow.dst);
   const Nanos spacing = prober.max_rate_bps() > 0
-                            ? std::max<Nanos>(kMs, min_gap_for_rate(prober.max_rate_bps(), bare))
+                            ? std::max<Nanos>(kMs, min_gap_for_rate(prober.max_rate_bps(), bare + kCloserBytes))
                             : kMs;
-  for (int attempt = 0; attempt < tries && !ports.empty(); ++attempt) {
+  const int rounds = discovery_rounds(tries);
+  std::vector<PortAnswer> seen;
+  for (int round = 0;; ++round) {
     if (prober.stopped()) throw interrupted();
-    Train t;
-    t.id = -1 - attempt;
-    for (std::size_t i = 0; i < ports.size(); ++i) {
-      Probe p;
-      p.src = flow.src;
-      p.dst = flow.dst;
-      p.sport = flow.sport;
-      p.dport = static_cast<std::uint16_t>(ports[i]);
-      p.flags = kSyn;
-      p.seq = seqs.next();
-      p.ip_len = bare;
-      p.flow_label = flow.flow_label;
-      p.role = Role::kMarker;
-      p.train = t.id;
-      p.index = static_cast<int>(i);
-      p.offset = static_cast<Nanos>(i) * spacing;  // spread out: no burst at the target
-      t.probes.push_back(p);
-    }
-    std::vector<int> all(t.probes.size());
-    for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
-    const TrainRun run = prober.run(t, all, timeout, /*any=*/true);
+    const std::vector<PortProbe> probes = discovery_round(ports, round, seen);
+    std::vector<std::pair<std::uint16_t, TargetMarker>> spec;
+    for (const PortProbe& p : probes) spec.emplace_back(static_cast<std::uint16_t>(p.port), p.kind);
+    const Train t = make_port_probes(flow, spec, spacing, -1 - round, seqs);
+    const Nanos span = static_cast<Nanos>(probes.size()) * spacing;
+    const TrainRun run = prober.run(t, t.markers, timeout, false, 0, span + kSettle);
     if (prober.stopped()) throw interrupted();
-
-    int best = -1;
-    for (std::size_t i = 0; i < t.probes.size(); ++i) {
-      const ProbeOutcome& o = run.outcome.probes[i];
-      if (o.kind == ReplyKind::kRstAck && best < 0) best = static_cast<int>(i);
-      if (o.kind == ReplyKind::kSynAck) res.open_ports.push_back(ports[i]);
-      if (o.kind == ReplyKind::kIcmp && o.icmp_kind == IcmpKind::kUnreachable) {
-        icmp_reason = flow.dst.is_v6() ? icmp6_unreach_text(o.icmp_code)
-                                       : icmp_unreach_text(o.icmp_code);
-        icmp_from = o.reply_from;
-      }
+    for (std::size_t i = 0; i < probes.size(); ++i) {
+      const ProbeOutcome& o = run.outcome.probes[static_cast<std::size_t>(t.markers[i])];
+      PortAnswer a;
+      a.probe = probes[i];
+      a.round = round;
+      a.reply = o.kind;
+      a.icmp_type = o.icmp_type;
+      a.icmp_code = o.icmp_code;
+      a.from = o.reply_from;
+      // From when the capture saw the probe leave (not the send call: the first
+      // packets to a neighbour wait for its ARP/ND answer, no part of the RTT).
+      const Nanos from = o.left > 0 && o.left <= o.reply ? o.left : o.sent;
+      a.rtt_s = o.reply != 0 && from != 0 ? to_seconds(o.reply - from) : 0;
+      a.ttl = o.reply_ttl;
+      a.ip_id = o.reply_ip_id;
+      seen.push_back(a);
     }
-    if (best >= 0) {
-      const ProbeOutcome& o = run.outcome.probes[best];
-      res.port = ports[best];
-      res.rtt_s = round_trip_s(run.outcome);
-      res.reply_ttl = o.reply_ttl;
-      res.reply_ip_id = o.reply_ip_id;
-      if (!res.open_ports.empty()) {
-        res.warnings.push_back({WarningCode::kOpenPortsSkipped,
-                                std::to_string(res.open_ports.size()) +
-                                    " candidate port(s) answered SYN/ACK (open) and were skipped"});
-      }
-      return res;
+    res.replies_asked = static_cast<int>(probes.size());
+    const DiscoveryChoice d = decide_marker(ports, seen, round, rounds, flow.dst);
+    if (d.outcome == DiscoveryChoice::kAskAgain) continue;
+    if (d.outcome == DiscoveryChoice::kFail) throw Error("discovery", d.message, d.code);
+    const PortAnswer& a = seen[static_cast<std::size_t>(d.answer)];
+    res.port = d.port;
+    res.kind = d.kind;
+    res.rtt_s = a.rtt_s;
+    res.reply_ttl = a.ttl;
+    res.reply_ip_id = a.ip_id;
+    res.open_ports = d.open_ports;
+    if (!res.open_ports.empty()) {
+      res.warnings.push_back({WarningCode::kOpenPortsSkipped,
+                              std::to_string(res.open_ports.size()) +
+                                  " candidate port(s) answered SYN/ACK (open) and were skipped"});
     }
-    // Open ports are never used; keep asking only the silent ones.
-    ports.erase(std::remove_if(ports.begin(), ports.end(),
-                               [&](int p) {
-                                 return std::find(res.open_ports.begin(), res.open_ports.end(),
-                                                  p) != res.open_ports.end();
-                               }),
-                ports.end());
-    if (!icmp_reason.empty()) break;
+    return res;
   }
-  const std::string target = format_ipv4(flow.dst);
-  if (!icmp_reason.empty()) {
-    const bool filtered = icmp_reason == "administratively prohibited";
-    throw Error("discovery",
-                "target " + target + " is " + (filtered ? "filtered" : "unreachable") + ": " +
-                    format_ipv4(icmp_from) + " answered ICMP" + (flow.dst.is_v6() ? "v6 " : " ") +
-                    icmp_reason,
-                filtered ? "target_filtered" : "target_unreachable");
-  }
-  if (ports.empty()) {
-    throw Error("discovery",
-                "no closed port found on " + target +
-                    ": every candidate port is open (SYN/ACK); name a closed one with --port",
-                "no_closed_port");
-  }
-  throw Error(
-      "discovery",
-      "target " + target + " is filtered: no reply to SYNs on port(s) " +
-          [&] {
-            std::string s;
-            for (int p : ports) s += (s.empty() ? "" : ",") + std::to_string(p);
-            return s;
-          }() +
-          " after " + std::to_string(tries) + " tries",
-      "target_filtered");
 }
 
 }  // namespace lw

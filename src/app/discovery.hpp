@@ -1,10 +1,13 @@
 #pragma once
-// Closed-port discovery: a few SYNs; a port answering RST/ACK is usable, one
-// answering SYN/ACK is open and skipped; silence on every port after all tries
-// is "target is filtered".
+// Marker discovery: SYNs to closed-port candidates, then SYNs to listening
+// service ports, then bare ACKs (app/discovery_rules.hpp decides); the first
+// kind that draws replies is the run's marker kind. Every SYN it sends is
+// followed by a closer RST, so no candidate that turns out to listen keeps a
+// half-open connection. Silence everywhere is "target is filtered".
 #include <cstdint>
 #include <vector>
 
+#include "app/discovery_rules.hpp"
 #include "app/prober.hpp"
 #include "plan/capacity_plan.hpp"
 #include "report/result.hpp"
@@ -13,23 +16,21 @@ namespace lw {
 
 struct DiscoveryResult {
   int port = 0;
+  TargetMarker kind = TargetMarker::kClosedSyn;
   double rtt_s = 0;
-  int reply_ttl = 0;  // TTL and IP ID of the RST/ACK that named the port
+  int reply_ttl = 0;  // TTL and IP ID of the reply that named the port
   std::uint16_t reply_ip_id = 0;
+  int replies_asked = 0;  // probes of the last round (each may have drawn a reply)
   std::vector<int> open_ports;
   std::vector<Warning> warnings;
 };
 
-// Ports we try when the user names none: high, unassigned, rarely served.
-std::vector<int> default_candidate_ports();
-
-// The round trip of a round of SYNs, seconds (0 = no RST/ACK): the smallest
-// reply time after the capture saw the SYN leave.
+// The round trip of a round of probes, seconds (0 = no TCP answer): the
+// smallest reply time after the capture saw the probe leave.
 double round_trip_s(const TrainOutcome& o);
 
-// Throws Error with code target_filtered / unreachable / no_closed_port.
-DiscoveryResult discover_closed_port(Prober& prober, const FlowId& flow,
-                                     const std::vector<int>& candidates, int tries,
-                                     Nanos timeout, SeqAllocator& seqs);
+// Throws Error with code target_filtered / target_unreachable / interrupted.
+DiscoveryResult discover_marker(Prober& prober, const FlowId& flow, const DiscoveryPorts& ports,
+                                int tries, Nanos timeout, SeqAllocator& seqs);
 
 }  // namespace lw

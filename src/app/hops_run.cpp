@@ -16,6 +16,7 @@
 #include "estimate/hops.hpp"
 #include "linkwidth/error.hpp"
 #include "plan/hops_plan.hpp"
+#include "plan/target_marker.hpp"
 #include "report/hops_writers.hpp"
 #include "report/writers.hpp"
 #include "send/packet_builder.hpp"
@@ -42,7 +43,9 @@ Nanos reply_time(const ProbeOutcome& o, MarkerKind kind) {
   if (kind == MarkerKind::kTtl) {
     return o.kind == ReplyKind::kIcmp && o.icmp_kind == IcmpKind::kTimeExceeded ? o.reply : 0;
   }
-  return o.kind == ReplyKind::kRstAck ? o.reply : 0;
+  // kAddr: a router's closed port (RST/ACK); kTarget: whatever the run's marker kind draws.
+  if (kind == MarkerKind::kAddr) return o.kind == ReplyKind::kRstAck ? o.reply : 0;
+  return is_tcp_answer(o.kind) ? o.reply : 0;
 }
 
 }  // namespace
@@ -72,6 +75,7 @@ HopsResult run_hops(Session& s, const Config& c, const std::atomic<bool>&) {
   const int L = s.packet_size;
   res.params["packet_size"] = L;
   res.port = s.disc.port;
+  res.marker_kind = target_marker_name(s.disc.kind);
   res.rtt_s = s.disc.rtt_s;
   res.replier = s.replier;
   res.warnings = s.warnings;
@@ -145,9 +149,9 @@ HopsResult run_hops_on(ProbeRunner& io, HopsResult res, const Config& c, PhasePa
     const TrainResult run = io.run(sweep, {sweep.markers});
     for (int ttl : ask) budget[ttl - 1].spend(1, run.start_mono);
     for (std::size_t i = 0; i < ask.size(); ++i) {
-      const ProbeOutcome& o = run.outcome.probes[i];
+      const ProbeOutcome& o = run.outcome.probes[static_cast<std::size_t>(sweep.markers[i])];
       const int ttl = ask[i];
-      if ((o.kind == ReplyKind::kRstAck || o.kind == ReplyKind::kSynAck) && o.reply_from == dst) {
+      if (is_tcp_answer(o.kind) && o.reply_from == dst) {
         if (H == 0 || ttl < H) H = ttl;
       } else if (o.kind == ReplyKind::kIcmp && path[ttl - 1].addr == 0) {
         path[ttl - 1].addr = o.reply_from;
@@ -205,7 +209,7 @@ HopsResult run_hops_on(ProbeRunner& io, HopsResult res, const Config& c, PhasePa
     const Train t = make_addr_check(flow, check, kSweepSpacing, -200, seqs);
     const TrainResult run = io.run(t, {t.markers});
     for (std::size_t i = 0; i < check.size(); ++i) {
-      const ProbeOutcome& o = run.outcome.probes[i];
+      const ProbeOutcome& o = run.outcome.probes[static_cast<std::size_t>(t.markers[i])];
       path[check_hop[i]].tcp = o.kind == ReplyKind::kRstAck && o.reply_from == check[i];
     }
   }
@@ -494,7 +498,7 @@ nlohmann::json plan_hops(const Config& c) {
                          {"example_hops", H},
                          {"packets", packets}};
   plan["schedule"] = {
-      {"discovery", "SYNs to closed-port candidates, then one SYN per TTL 1.." +
+      {"discovery", "marker discovery as for capacity, then one SYN per TTL 1.." +
                         std::to_string(c.max_hops) + " in the same 5-tuple"},
       {"markers", "hop-markers " + c.hop_markers +
                       ": ttl = TTL-limited SYNs (ICMP time exceeded), addr = SYNs to the "

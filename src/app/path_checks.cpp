@@ -30,8 +30,7 @@ TtlAnswer answer_of(const ProbeOutcome& o, const IpAddr& target) {
   a.ttl = o.reply_ttl;
   if (o.reply == 0) {
     a.kind = TtlAnswer::kNone;
-  } else if ((o.kind == ReplyKind::kRstAck || o.kind == ReplyKind::kSynAck) &&
-             o.reply_from == target) {
+  } else if (is_tcp_answer(o.kind) && o.reply_from == target) {
     a.kind = TtlAnswer::kTargetReply;
   } else if (o.kind == ReplyKind::kIcmp && o.icmp_kind == IcmpKind::kTimeExceeded) {
     a.kind = TtlAnswer::kTimeExceeded;
@@ -103,9 +102,10 @@ ReplierInfo check_replier(Session& s, const Config& c, std::vector<Warning>& war
     // Both may reach the target (or the box): they count against its budget.
     if (!wait_for_reply_budget(s, s.dst, 2, t_cap - wait)) break;
     const TrainRun run = s.prober->run(t, t.markers, wait);
-    chk = classify_replier(info.reply_ttl, answer_of(run.outcome.probes[0], s.dst),
-                           answer_of(run.outcome.probes[1], s.dst));
-    if (run.outcome.probes[0].reply != 0) break;
+    const ProbeOutcome& at_h = run.outcome.probes[static_cast<std::size_t>(t.markers[0])];
+    const ProbeOutcome& at_h1 = run.outcome.probes[static_cast<std::size_t>(t.markers[1])];
+    chk = classify_replier(info.reply_ttl, answer_of(at_h, s.dst), answer_of(at_h1, s.dst));
+    if (at_h.reply != 0) break;
   }
   apply_replier_check(chk, s.dst, info, warnings);
   return info;
@@ -114,7 +114,7 @@ ReplierInfo check_replier(Session& s, const Config& c, std::vector<Warning>& war
 void add_reply_stamps(const Train& t, const TrainOutcome& o, std::vector<ReplyStamp>& out) {
   for (int m : t.markers) {
     const ProbeOutcome& p = o.probes[m];
-    if (p.kind == ReplyKind::kRstAck) out.push_back({p.reply_ttl, p.reply_ip_id});
+    if (is_tcp_answer(p.kind)) out.push_back({p.reply_ttl, p.reply_ip_id});
   }
 }
 

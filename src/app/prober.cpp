@@ -75,7 +75,7 @@ void Prober::note(const nlohmann::json& j) {
 }
 
 TrainRun Prober::run(const Train& train, const std::vector<int>& wait_for, Nanos reply_timeout,
-                     bool any, Nanos busy_wait) {
+                     bool any, Nanos busy_wait, Nanos settle) {
   std::vector<std::vector<std::uint8_t>> bytes;
   bytes.reserve(train.probes.size());
   std::uint64_t total = 0;
@@ -108,7 +108,7 @@ TrainRun Prober::run(const Train& train, const std::vector<int>& wait_for, Nanos
     }
   }
   const Nanos sent_at = mono_now();
-  const Nanos deadline = sent_at + reply_timeout;
+  Nanos deadline = sent_at + reply_timeout;
   // The busy window opens when the head's reply is due (its send + the RTT,
   // less a margin for jitter), not when sending ends: on a long path nothing
   // can come back for a whole round trip, and spinning through it would only
@@ -132,6 +132,10 @@ TrainRun Prober::run(const Train& train, const std::vector<int>& wait_for, Nanos
     for (int i : wait_for) got += r.outcome.probes[i].reply != 0 ? 1 : 0;
     const bool done = any ? got > 0 : got == static_cast<int>(wait_for.size());
     const Nanos now = mono_now();
+    if (settle > 0 && got > 0 && now + settle < deadline) {
+      deadline = now + settle;
+      settle = 0;
+    }
     if (done || stop_.load() || now >= deadline) break;
     // Busy-poll while replies are due: a CPU that sleeps wakes up late for the
     // interrupt that timestamps the tail reply (tens of µs on a VM), and it

@@ -46,8 +46,10 @@ class Prober {
   // the last send. For `busy_wait` from when the replies are due (the end of
   // sending, or the head's send + the RTT of set_rtt() if later) it polls the
   // capture without sleeping; before and after, it sleeps in poll().
+  // With `settle` > 0 it stops waiting `settle` after the first reply among
+  // `wait_for` (discovery: the rest answer about then or not at all).
   TrainRun run(const Train& train, const std::vector<int>& wait_for, Nanos reply_timeout,
-               bool any = false, Nanos busy_wait = 0);
+               bool any = false, Nanos busy_wait = 0, Nanos settle = 0);
 
   // With --save-pcap: a JSON note in the file (capture/run_record.hpp) that
   // lets `linkwidth analyze` tell the run's phases and trains apart.

@@ -8,6 +8,7 @@
 #include "app/path_checks.hpp"
 #include "linkwidth/error.hpp"
 #include "plan/hops_plan.hpp"
+#include "plan/target_marker.hpp"
 #include "report/writers.hpp"
 
 namespace lw {
@@ -47,14 +48,13 @@ std::unique_ptr<Session> open_session(const Config& c, const std::atomic<bool>& 
   // IPv6: one nonzero 20-bit flow label for every probe of the run (ECMP
   // routers hash it with the addresses: a second label could be a second path).
   if (s->dst.is_v6()) s->flow.flow_label = 1u + static_cast<std::uint32_t>(rd()) % 0xfffffu;
-  const std::vector<int> candidates =
-      c.port > 0 ? std::vector<int>{c.port} : default_candidate_ports();
-  s->disc = discover_closed_port(*s->prober, s->flow, candidates, c.discovery_tries,
-                                 from_seconds(c.reply_timeout_s), s->seqs);
+  s->disc = discover_marker(*s->prober, s->flow, discovery_ports(c.port), c.discovery_tries,
+                            from_seconds(c.reply_timeout_s), s->seqs);
   s->flow.dport = static_cast<std::uint16_t>(s->disc.port);
+  s->flow.marker = s->disc.kind;  // every train planned for this flow uses it
   s->prober->set_rtt(from_seconds(s->disc.rtt_s));
-  // Discovery's SYNs drew replies too (at least the last round's).
-  s->replies.spend(s->dst, static_cast<int>(candidates.size()), mono_now());
+  // Discovery's probes drew replies too (at least the last round's).
+  s->replies.spend(s->dst, s->disc.replies_asked, mono_now());
   s->warnings.insert(s->warnings.end(), s->disc.warnings.begin(), s->disc.warnings.end());
   s->replier = check_replier(*s, c, s->warnings);
   return s;
@@ -67,6 +67,7 @@ void describe_endpoints(const Session& s, const Config& c, CapacityResult& r) {
   r.interface = s.route.interface;
   r.source_port = s.reserved->port();
   r.port = s.disc.port;
+  r.marker_kind = target_marker_name(s.disc.kind);
   r.rtt_s = s.disc.rtt_s;
   r.replier = s.replier;
 }
@@ -85,7 +86,9 @@ namespace {
 // to; TTL-limited ones draw ICMP from routers, budgeted apart (hops).
 constexpr int kFullTtl = 64;
 
-bool asks_reply(const Probe& p) { return (p.flags & kSyn) && p.ttl >= kFullTtl; }
+bool asks_reply(const Probe& p) {
+  return ((p.flags & kSyn) || p.is_bare_ack()) && !(p.flags & kRst) && p.ttl >= kFullTtl;
+}
 
 // Waits (stop-aware) until `asked` replies of every host fit the budget, then
 // spends them. False if stopped or the wait would pass `t_cap`.

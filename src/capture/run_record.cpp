@@ -54,7 +54,7 @@ bool get_probe_fields(const std::uint8_t* p, Probe& q) {
   q.seq = get32(p);
   q.sport = static_cast<std::uint16_t>(get16(p + 4));
   const std::uint8_t role = p[6];
-  if (role > static_cast<std::uint8_t>(Role::kLoad)) return false;
+  if (role > static_cast<std::uint8_t>(Role::kCloser)) return false;
   q.role = static_cast<Role>(role);
   q.flags = p[7];
   q.ip_len = static_cast<std::uint16_t>(get16(p + 8));
@@ -126,6 +126,9 @@ std::vector<std::uint8_t> send_record_body(const Probe& p) {
   put32(b, static_cast<std::uint32_t>(off >> 32));
   put32(b, static_cast<std::uint32_t>(off & 0xffffffffu));
   if (v6) put32(b, p.flow_label);
+  // The ack number: a bare-ACK marker's tag, which its RST carries back as
+  // its seq (plan/target_marker.hpp). Older records end before it.
+  put32(b, p.ack);
   return b;
 }
 
@@ -166,6 +169,7 @@ void RunRecords::add(Nanos ts, const std::vector<std::uint8_t>& b) {
       const std::uint64_t off = (std::uint64_t{get32(p + 27)} << 32) | get32(p + 31);
       q.offset = static_cast<Nanos>(off);
     }
+    if (b.size() >= kSendLen + 12) q.ack = get32(p + 35);
     it.sent.sent = ts;
     items.push_back(std::move(it));
     return;
@@ -182,6 +186,7 @@ void RunRecords::add(Nanos ts, const std::vector<std::uint8_t>& b) {
     const std::uint64_t off = (std::uint64_t{get32(p + 51)} << 32) | get32(p + 55);
     q.offset = static_cast<Nanos>(off);
     q.flow_label = get32(p + 59) & 0xfffffu;
+    if (b.size() >= kSend6Len + 4) q.ack = get32(p + 63);
     it.sent.sent = ts;
     items.push_back(std::move(it));
     return;

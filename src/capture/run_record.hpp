@@ -45,7 +45,7 @@ std::vector<std::vector<std::uint8_t>> note_bodies(std::uint32_t note_id, const 
                                                    std::size_t chunk = 64);
 
 struct SentProbe {
-  Probe probe;     // header fields, role, train id, index, planned offset (0 in older records)
+  Probe probe;     // header fields, role, train id, index, planned offset and ack (0 in older records)
   Nanos sent = 0;  // user-space send time (CLOCK_REALTIME ns)
 };
 

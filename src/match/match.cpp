@@ -16,6 +16,8 @@ const char* reply_kind_name(ReplyKind k) {
       return "icmp";
     case ReplyKind::kOther:
       return "other";
+    case ReplyKind::kRst:
+      return "rst";
   }
   return "?";
 }
@@ -44,11 +46,18 @@ TrainOutcome match_train(const Train& train, const std::vector<SendRecord>& sent
   out.probes.resize(train.probes.size());
   if (train.probes.empty()) return out;
 
-  std::unordered_map<std::uint32_t, std::size_t> by_seq, by_ack;
+  // by_ack: what a closed port's RST/ACK acknowledges; by_synack: what a
+  // listening port's SYN/ACK does (the same for SYNs without payload); by_tag:
+  // the ack number of bare ACKs, which their RST carries as its seq.
+  std::unordered_map<std::uint32_t, std::size_t> by_seq, by_ack, by_synack, by_tag;
   for (std::size_t i = 0; i < train.probes.size(); ++i) {
     const Probe& p = train.probes[i];
     by_seq.emplace(p.seq, i);
-    if (p.flags & kSyn) by_ack.emplace(p.expected_ack(), i);
+    if (p.flags & kSyn) {
+      by_ack.emplace(p.expected_ack(), i);
+      by_synack.emplace(p.expected_synack_ack(), i);
+    }
+    if (p.is_bare_ack()) by_tag.emplace(p.ack, i);
     if (i < sent.size()) {
       out.probes[i].sent = sent[i].sent ? sent[i].actual_real : 0;
       if (!sent[i].sent) out.unsent = true;
@@ -69,17 +78,26 @@ TrainOutcome match_train(const Train& train, const std::vector<SendRecord>& sent
         out.probes[it->second].left = d.ts;
       }
     } else if (d.proto == kProtoTcp && d.dst == self && (d.tcp_flags & kAck)) {
-      auto it = by_ack.find(d.ack);
-      if (it == by_ack.end()) continue;
+      const bool synack = (d.tcp_flags & (kSyn | kRst)) == kSyn;
+      const auto& keys = synack ? by_synack : by_ack;
+      auto it = keys.find(d.ack);
+      if (it == keys.end()) continue;
       const Probe& p = train.probes[it->second];
       if (d.src != p.dst || d.sport != p.dport || d.dport != p.sport) continue;
       ReplyKind kind = ReplyKind::kOther;
       if ((d.tcp_flags & kRst) != 0) {
         kind = ReplyKind::kRstAck;
-      } else if ((d.tcp_flags & kSyn) != 0) {
+      } else if (synack) {
         kind = ReplyKind::kSynAck;
       }
       note_reply(out.probes[it->second], d, kind);
+    } else if (d.proto == kProtoTcp && d.dst == self && (d.tcp_flags & kRst)) {
+      // No ACK flag: a reset answering a segment that carried an ACK.
+      auto it = by_tag.find(d.seq);
+      if (it == by_tag.end()) continue;
+      const Probe& p = train.probes[it->second];
+      if (d.src != p.dst || d.sport != p.dport || d.dport != p.sport) continue;
+      note_reply(out.probes[it->second], d, ReplyKind::kRst);
     } else if (is_icmp_proto(d.proto) && d.dst == self && d.quote.present &&
                d.quote.src == self && d.quote.proto == kProtoTcp) {
       auto it = by_seq.find(d.quote.seq);

@@ -1,9 +1,11 @@
 #pragma once
 // Joins the probes of one train with what the capture saw: our own outgoing
-// copies (by sequence number) and the replies (RST/ACK or SYN/ACK by ack
-// number, ICMP / ICMPv6 errors by the quoted sequence number). No estimation
-// here. One family per train: `self` and the probes' addresses are all IPv4 or
-// all IPv6.
+// copies (by sequence number) and the replies, by what each kind of marker
+// draws (plan/target_marker.hpp): a closed port's RST/ACK acknowledges
+// seq + 1 + payload, a listening port's SYN/ACK seq + 1, the RST to a bare ACK
+// carries our ack number as its seq; ICMP errors by the quoted sequence
+// number. No estimation here. One family per train: `self` and the probes'
+// addresses are all IPv4 or all IPv6.
 #include <cstdint>
 #include <vector>
 
@@ -13,7 +15,14 @@
 
 namespace lw {
 
-enum class ReplyKind : std::uint8_t { kNone, kRstAck, kSynAck, kIcmp, kOther };
+// kRst: an RST without ACK, the reply to a bare-ACK marker.
+enum class ReplyKind : std::uint8_t { kNone, kRstAck, kSynAck, kIcmp, kOther, kRst };
+
+// A reply from the host a marker was addressed to (RST/ACK, SYN/ACK or RST),
+// whatever the marker kind.
+inline bool is_tcp_answer(ReplyKind k) {
+  return k == ReplyKind::kRstAck || k == ReplyKind::kSynAck || k == ReplyKind::kRst;
+}
 
 const char* reply_kind_name(ReplyKind k);
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "plan/target_marker.hpp"
+
 namespace lw {
 
 const char kProbeSignature[] =
@@ -79,6 +81,9 @@ Train make_capacity_train(const CapacityTrainParams& p, int train_id, SeqAllocat
       bits += 8.0 * p.packet_size;
     }
   }
+  // An inserted closer after the tail waits one gap: a train paced at the
+  // --max-rate cap has the tokens for it then.
+  apply_target_marker(t, p.flow, seqs, 1, p.gap);
   return t;
 }
 
@@ -116,6 +121,7 @@ Train make_pair_train(const PairTrainParams& p, int train_id, SeqAllocator& seqs
   t.markers.push_back(static_cast<int>(t.probes.size()));
   t.bits_from_head.push_back(bits + 8.0 * bare);
   probe(kSyn, bare, Role::kMarker, at);
+  apply_target_marker(t, p.flow, seqs, 1, p.inter_gap);
   return t;
 }
 

@@ -17,6 +17,9 @@ struct FlowId {
   // IPv6: the one flow label of the whole run (0 over IPv4). IPv6 ECMP hashes
   // the label with the addresses, so it is part of the flow like the ports.
   std::uint32_t flow_label = 0;
+  // How markers to dst draw its replies; plan functions rewrite their trains
+  // for it (plan/target_marker.hpp).
+  TargetMarker marker = TargetMarker::kClosedSyn;
 };
 
 struct CapacityTrainParams {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "plan/target_marker.hpp"
+
 namespace lw {
 
 const char* marker_kind_name(MarkerKind k) {
@@ -77,6 +79,8 @@ Train make_ttl_sweep(const FlowId& flow, const std::vector<int>& ttls, Nanos spa
     t.markers.push_back(static_cast<int>(t.probes.size()));
     push(t, q);
   }
+  // Every TTL may reach the target: each SYN that does gets its closer.
+  apply_target_marker(t, flow, seqs);
   return t;
 }
 
@@ -91,6 +95,7 @@ Train make_addr_check(const FlowId& flow, const std::vector<IpAddr>& addrs, Nano
     t.markers.push_back(static_cast<int>(t.probes.size()));
     push(t, q);
   }
+  apply_target_marker(t, flow, seqs);  // only the SYNs addressed to the target
   return t;
 }
 
@@ -135,6 +140,12 @@ RecursiveTrain make_recursive_train(const RecursiveTrainParams& p, int train_id,
   }
   for (int k = 0; k < H; ++k) t.markers.push_back(rt.head[k]);
   for (int k = H - 1; k >= 0; --k) t.markers.push_back(rt.tail[k]);
+  // The target's own markers (full TTL); TTL-limited ones expire at routers.
+  const std::vector<int> moved = apply_target_marker(t, p.flow, seqs, 64);
+  for (int k = 0; k < H; ++k) {
+    rt.head[k] = moved[static_cast<std::size_t>(rt.head[k])];
+    rt.tail[k] = moved[static_cast<std::size_t>(rt.tail[k])];
+  }
   rt.bits.assign(H, 0.0);
   for (int k = 0; k < H; ++k) {
     double bits = 0;

@@ -13,6 +13,8 @@ const char* role_name(Role r) {
       return "marker";
     case Role::kLoad:
       return "load";
+    case Role::kCloser:
+      return "closer";
   }
   return "?";
 }

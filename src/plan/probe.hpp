@@ -25,9 +25,16 @@ enum class Role : std::uint8_t {
   kDrain,   // back-to-back RSTs right before the head: empty a shaper's token bucket
   kMarker,  // SYN to a closed port: draws an RST/ACK whose arrival time we measure
   kLoad,    // RST: the target drops it silently; it only occupies the link
+  kCloser,  // RST with seq = ISN + 1 right after a SYN to an open port: resets the
+            // half-open connection that SYN made (plan/target_marker.hpp)
 };
 
 const char* role_name(Role r);
+
+// What the markers addressed to the target are (plan/target_marker.hpp): SYNs
+// to a closed port, SYNs to a listening port (each followed by a closer RST),
+// or bare ACKs. JSON `marker_kind`: closed_syn, open_syn, ack.
+enum class TargetMarker : std::uint8_t { kClosedSyn, kOpenSyn, kAck };
 
 struct Probe {
   IpAddr src;
@@ -51,6 +58,12 @@ struct Probe {
   // Sequence number the reply acknowledges (markers only): the target's RST/ACK
   // carries ack = seq + 1 + payload length.
   std::uint32_t expected_ack() const;
+  // A listening port's SYN/ACK acknowledges seq + 1 whatever the SYN carried
+  // (the payload of a SYN without a Fast Open cookie is dropped).
+  std::uint32_t expected_synack_ack() const { return seq + 1u; }
+  // A bare ACK (no SYN, no RST): the target's RST carries seq = our ack number,
+  // the marker's tag (RFC 793, "Reset Generation").
+  bool is_bare_ack() const { return (flags & (kAck | kSyn | kRst)) == kAck; }
   // TCP payload bytes: ip_len minus the IP header (20 or 40) and 20 bytes of TCP.
   std::uint16_t payload_len() const {
     const int n = ip_len - bare_tcp_len(dst);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "plan/target_marker.hpp"
+
 namespace lw {
 
 Train make_syn_train(const SynTrainParams& p, int train_id, SeqAllocator& seqs) {
@@ -32,6 +34,7 @@ Train make_syn_train(const SynTrainParams& p, int train_id, SeqAllocator& seqs) 
     }
     t.probes.push_back(q);
   }
+  apply_target_marker(t, p.flow, seqs);
   if (p.max_rate_bps > 0) space_to_rate(t, p.max_rate_bps);
   return t;
 }

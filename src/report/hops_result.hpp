@@ -29,6 +29,9 @@ struct HopsResult {
   std::string target;
   std::string target_addr;
   int port = 0;
+  // What the markers to the target were: closed_syn, open_syn or ack
+  // (plan/target_marker.hpp).
+  std::string marker_kind = "closed_syn";
   std::string source;
   std::string interface;
   int source_port = 0;

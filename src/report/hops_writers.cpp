@@ -63,7 +63,8 @@ std::string to_text(const HopsResult& r) {
   char buf[256];
   o << "linkwidth hops to " << r.target;
   if (r.target != r.target_addr) o << " (" << r.target_addr << ")";
-  o << ", closed port " << r.port << ", via " << r.interface << " from " << r.source << "\n";
+  o << ", " << port_phrase(r.marker_kind, r.port) << ", via " << r.interface << " from "
+    << r.source << "\n";
   // The address column fits the longest address (IPv6 ones run to 39 characters).
   int aw = 15;
   for (const HopRecord& h : r.hops) aw = std::max(aw, static_cast<int>(h.addr.size()));

@@ -20,6 +20,13 @@ std::string format_rate(double bps) {
   return buf;
 }
 
+std::string port_phrase(const std::string& marker_kind, int port) {
+  const std::string p = std::to_string(port);
+  if (marker_kind == "open_syn") return "open port " + p + " (SYN markers, each reset at once)";
+  if (marker_kind == "ack") return "port " + p + " (bare ACK markers)";
+  return "closed port " + p;
+}
+
 nlohmann::json warnings_json(const std::vector<Warning>& ws) {
   nlohmann::json a = nlohmann::json::array();
   for (const auto& w : ws) a.push_back({{"code", w.code}, {"message", w.message}});
@@ -217,7 +224,8 @@ std::string to_text(const MeasureResult& m) {
   char buf[256];
   o << "linkwidth " << m.command << " to " << r.target;
   if (r.target != r.target_addr) o << " (" << r.target_addr << ")";
-  o << ", closed port " << r.port << ", via " << r.interface << " from " << r.source << "\n";
+  o << ", " << port_phrase(r.marker_kind, r.port) << ", via " << r.interface << " from "
+    << r.source << "\n";
   if (m.capacity_given) {
     o << "  capacity   " << format_rate(r.capacity_bps) << " (given with --capacity)\n";
   } else {
@@ -284,7 +292,8 @@ std::string to_text(const CapacityResult& r) {
   char buf[256];
   o << "linkwidth capacity to " << r.target;
   if (r.target != r.target_addr) o << " (" << r.target_addr << ")";
-  o << ", closed port " << r.port << ", via " << r.interface << " from " << r.source << "\n";
+  o << ", " << port_phrase(r.marker_kind, r.port) << ", via " << r.interface << " from "
+    << r.source << "\n";
   o << capacity_line(r);
   std::snprintf(buf, sizeof buf, "  trains     %d sent, %d used (%s)\n", r.trains_sent,
                 r.trains_used, stop_reason_name(r.stop_reason));

@@ -18,6 +18,7 @@ nlohmann::json document_head(const char* type, const R& r) {
           {"target", r.target},
           {"target_addr", r.target_addr},
           {"port", r.port},
+          {"marker_kind", r.marker_kind},
           {"source", r.source},
           {"source_port", r.source_port},
           {"interface", r.interface},
@@ -43,6 +44,10 @@ std::string to_text(const MeasureResult& r);
 
 // 49520000 -> "49.52 Mbit/s"
 std::string format_rate(double bps);
+
+// The port and how it was probed, for the text header: "closed port 47391",
+// "open port 443 (SYN markers, each reset at once)", "port 80 (bare ACK markers)".
+std::string port_phrase(const std::string& marker_kind, int port);
 
 // Pieces of the documents, and their inverses for run records read back by
 // `linkwidth analyze` (missing or null numbers read as 0).

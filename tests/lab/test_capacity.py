@@ -70,7 +70,7 @@ def test_three_hop_path_middle_link_narrowest():
 def test_filtered_target_fails_fast_with_error():
     spec = lab.Spec(links=[lab.Link(rate=None), lab.Link(rate=50e6)])
     with lab.Lab(spec) as L:
-        L.set_target_firewall(drop_syn=True)
+        L.set_target_firewall(drop_tcp=True)
         code, doc, elapsed = run_tool(L, "capacity", L.target_ip, timeout=30)
         assert code != 0
         assert doc["error"]["code"] == "target_filtered"

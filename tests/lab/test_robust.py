@@ -159,7 +159,7 @@ def test_sigterm_mid_run_gives_partial_result_and_exit_143():
 
         # During discovery of a filtered target there is no result yet: an
         # error document, the same exit code.
-        L.set_target_firewall(drop_syn=True)
+        L.set_target_firewall(drop_tcp=True)
         p = L.popen("prober", [BIN, "capacity", L.target_ip, "--json", "--tries", "10"],
                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         time.sleep(1.0)

@@ -37,7 +37,7 @@ def keys(records):
 def sweep_lab():
     spec = lab.Spec(links=[lab.Link(rate=50e6), lab.Link(rate=50e6), lab.Link(rate=None)])
     with lab.Lab(spec) as L:
-        L.set_target_firewall(drop_syn=True)
+        L.set_target_firewall(drop_tcp=True)
         yield L
 
 
