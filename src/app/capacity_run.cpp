@@ -8,6 +8,8 @@
 #include "app/capacity_tally.hpp"
 #include "app/path_checks.hpp"
 #include "app/session.hpp"
+#include "app/shaper_run.hpp"
+#include "estimate/shaper.hpp"
 #include "estimate/capacity.hpp"
 #include "estimate/stats.hpp"
 #include "linkwidth/error.hpp"
@@ -92,7 +94,9 @@ nlohmann::json capacity_checks_note(const std::vector<Warning>& before,
   nlohmann::json j = {{"removed", removed},
                       {"added", warnings_json(added)},
                       {"valid", res.valid},
-                      {"load_check", load_check_json(res.load_check)}};
+                      {"load_check", load_check_json(res.load_check)},
+                      {"shaper", shaper_json(res.shaper)},
+                      {"shaper_check", shaper_check_json(res.shaper)}};
   if (res.capacity_source != "rst_trains") {
     j["capacity"] = {{"source", res.capacity_source},   {"capacity_bps", res.capacity_bps},
                      {"low_bps", res.low_bps},          {"high_bps", res.high_bps},
@@ -114,6 +118,9 @@ void apply_capacity_checks(CapacityResult& res, const nlohmann::json& j) {
     res.warnings.push_back(w);
   }
   if (j.contains("load_check")) res.load_check = load_check_from_json(j.at("load_check"));
+  if (j.contains("shaper_check")) {
+    res.shaper = shaper_from_json(j.value("shaper", nlohmann::json()), j.at("shaper_check"));
+  }
   if (j.contains("capacity")) {
     const auto& k = j.at("capacity");
     res.capacity_source = k.at("source").get<std::string>();
@@ -158,6 +165,21 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
   Nanos next_start = mono_now();
   double best_rate = 0;  // highest per-train rate seen: a bound for idle budgeting
   CapacityEstimate est;
+  // Token buckets (estimate/shaper.hpp): the sizing trains fit a bucket and
+  // come back at the peak; a later, longer train meets the sustained rate.
+  // The first sign of it runs the shaper probe, once.
+  ShaperHints shaper_hints;
+  ShaperRecord shaper;
+  bool shaper_tried = false;
+  auto try_shaper = [&](const std::string& trigger, double slow_bps, double queued_bytes) {
+    shaper_tried = true;
+    shaper_hints.trigger = trigger;
+    shaper_hints.slow_bps = slow_bps;
+    shaper_hints.queued_bytes = queued_bytes;
+    if (c.verbose) std::fprintf(stderr, "shaper probe: %s\n", trigger.c_str());
+    shaper = run_shaper_probe(ss, c, stop, t_cap, shaper_hints);
+    return shaper.found;
+  };
   // With --save-pcap: what `linkwidth analyze` needs beside the packets.
   prober.note({{"kind", "run"},
                {"phase", "capacity"},
@@ -230,6 +252,24 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
     consecutive_silent = run.outcome.markers_lost == static_cast<int>(train.markers.size())
                              ? consecutive_silent + 1
                              : 0;
+    const double train_bytes = static_cast<double>(train.total_bytes());
+    if (s.capacity_bps > 0 && !rate_drop_suggests_bucket(shaper_hints.fast_bps, s.capacity_bps)) {
+      shaper_hints.fast_bytes += train_bytes;  // came back at about the sizing rate: within a bucket
+    }
+    if (!shaper_tried && sized && shaper_hints.fast_bps > 0 &&
+        (rate_drop_suggests_bucket(shaper_hints.fast_bps, s.capacity_bps) ||
+         consecutive_silent >= 2)) {
+      // A train far slower than the sizing trains, or silence after them.
+      const bool silent = !rate_drop_suggests_bucket(shaper_hints.fast_bps, s.capacity_bps);
+      if (try_shaper(silent ? "replies_stopped" : "rate_drop", silent ? 0.0 : s.capacity_bps,
+                     train_bytes)) {
+        res.stop_reason = "shaper";
+        break;
+      }
+      next_start = mono_now();
+      consecutive_silent = 0;
+      continue;
+    }
     if (consecutive_silent >= 5) {
       throw Error("capacity", "the target stopped answering: no marker reply in 5 trains",
                   "replies_stopped");
@@ -246,6 +286,7 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
         if (trustworthy) {
           n = sized_load_packets(c, s.capacity_bps, L);
           sized = true;
+          shaper_hints.fast_bps = s.capacity_bps;
         } else {
           n = std::min(n * 8, max_short_packets(c));
         }
@@ -284,6 +325,17 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
   // What follows is not re-derived offline: its outcome goes into the end
   // note for `linkwidth analyze`.
   const std::vector<Warning> before = res.warnings;
+  if (!shaper_tried && res.valid && !res.lower_bound && !stop.load()) {
+    // A bucket that every train overran by the same B shows only as a
+    // negative offset of the two-length slope (-B/R); the sizing trains,
+    // inside it, as a rate far above the estimate.
+    if (offset_suggests_bucket(res.dispersion_offset_s, res.capacity_bps, L)) {
+      try_shaper("negative_offset", res.capacity_bps, 0);
+    } else if (rate_drop_suggests_bucket(shaper_hints.fast_bps, res.capacity_bps)) {
+      try_shaper("sizing_faster", res.capacity_bps, 0);
+    }
+  }
+  if (shaper_tried) apply_shaper(shaper, res);
   take_reply_warnings(ss, res.warnings);
   check_capacity_plausible(ss, c, stop, t_cap, stamps, res);
   const nlohmann::json checks = capacity_checks_note(before, res);

@@ -188,3 +188,19 @@ ShaperFinding detect_shaper(const std::vector<ShaperPoint>& points, double offer
 }
 
 }  // namespace lw
+
+namespace lw {
+
+bool rate_drop_suggests_bucket(double sizing_bps, double later_bps, double min_shift) {
+  return sizing_bps > 0 && later_bps > 0 && later_bps * min_shift < sizing_bps;
+}
+
+bool offset_suggests_bucket(double offset_s, double capacity_bps, int packet_size,
+                            double min_bucket_bytes) {
+  if (capacity_bps <= 0 || offset_s >= 0) return false;
+  const double packets_time = 4 * 8.0 * packet_size / capacity_bps;
+  return -offset_s > std::max(300e-6, packets_time) &&
+         -offset_s * capacity_bps / 8 >= min_bucket_bytes;
+}
+
+}  // namespace lw

@@ -79,3 +79,21 @@ ShaperFinding detect_shaper(const std::vector<ShaperPoint>& points, double offer
 double shaper_drain_time_s(double bucket_bytes, double rate_bps, double offered_bps);
 
 }  // namespace lw
+
+namespace lw {
+
+// When the capacity trains call for the shaper probe (cheap tests on what
+// they measured anyway; a false alarm costs one stream, never a result).
+//
+// The sizing trains are short and fit in a bucket; a later, longer train that
+// came back clearly slower (by min_shift) has met the sustained rate.
+bool rate_drop_suggests_bucket(double sizing_bps, double later_bps, double min_shift = 1.5);
+// The two-length slope's fixed offset: a bucket lets B bytes of every train
+// through at the peak, so D = (bits - B)/R: an offset of -B/R. Only an offset
+// worth at least `min_bucket_bytes` at the estimated capacity, beyond a few
+// packets' time, counts (a host that wakes late for the head reply also makes
+// it negative, by far less).
+bool offset_suggests_bucket(double offset_s, double capacity_bps, int packet_size,
+                            double min_bucket_bytes = 8000);
+
+}  // namespace lw

@@ -273,3 +273,15 @@ TEST_CASE("shaper: drain time", "[shaper]") {
   CHECK(shaper_drain_time_s(300e3, 20e6, 1e9) == Approx(300e3 * 8 / 980e6));
   CHECK(std::isinf(shaper_drain_time_s(300e3, 20e6, 10e6)));
 }
+
+TEST_CASE("shaper: triggers", "[shaper]") {
+  CHECK(rate_drop_suggests_bucket(974e6, 37e6));
+  CHECK_FALSE(rate_drop_suggests_bucket(100e6, 80e6));  // cross traffic, noise
+  CHECK_FALSE(rate_drop_suggests_bucket(0, 80e6));
+  // 30 KB bucket at 20 Mbit/s: offset -12 ms.
+  CHECK(offset_suggests_bucket(-0.012, 20e6, 1500));
+  // A late head reply (GRO timer, wake-up) of 200 us to 1 ms: no bucket worth 8 KB.
+  CHECK_FALSE(offset_suggests_bucket(-200e-6, 1e9, 1500));
+  CHECK_FALSE(offset_suggests_bucket(-1e-3, 20e6, 1500));
+  CHECK_FALSE(offset_suggests_bucket(50e-6, 20e6, 1500));
+}

@@ -1,0 +1,177 @@
+#include "app/shaper_run.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "app/session.hpp"
+#include "estimate/shaper.hpp"
+#include "match/match.hpp"
+#include "plan/shaper_plan.hpp"
+#include "report/writers.hpp"
+
+namespace lw {
+
+namespace {
+
+constexpr int kMaxStreams = 3;
+constexpr double kMinStreamBytes = 256e3;
+constexpr double kMaxStreamBytes = 32e6;
+// Seconds of the sustained phase a stream aims at beyond the bucket.
+constexpr double kSustainedS = 0.15;
+
+std::vector<ShaperPoint> points_of(const Train& t, const TrainOutcome& o) {
+  std::vector<ShaperPoint> pts;
+  for (std::size_t k = 0; k < t.markers.size(); ++k) {
+    const auto& p = o.probes[static_cast<std::size_t>(t.markers[k])];
+    pts.push_back({t.bits_from_head[k], p.reply});
+  }
+  return pts;
+}
+
+std::string kb(double bytes) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.0f KB", bytes / 1e3);
+  return b;
+}
+
+}  // namespace
+
+ShaperRecord run_shaper_probe(Session& s, const Config& c, const std::atomic<bool>& stop,
+                              Nanos t_cap, const ShaperHints& h) {
+  ShaperRecord rec;
+  rec.trigger = h.trigger;
+  const int L = s.packet_size;
+  // The stream is sent back to back, or at --max-rate.
+  const Nanos gap = min_gap_for_rate(c.max_rate_bps, L + 40);
+  const double send_bps = std::min(c.max_rate_bps, h.fast_bps > 0 ? h.fast_bps : c.max_rate_bps);
+  // The slow rate bounds how long replies take and how long a bucket takes to
+  // refill; unknown, 1 Mbit/s (the slowest sustained rate we look for).
+  const double slow = h.slow_bps > 0 ? h.slow_bps : 1e6;
+  double bytes = std::max(kMinStreamBytes, 2 * h.fast_bytes) + slow * kSustainedS / 8;
+  double refill_bytes = h.fast_bytes + h.queued_bytes;
+  for (int k = 0; k < kMaxStreams && !stop.load(); ++k) {
+    const double room = static_cast<double>(c.max_bytes) -
+                        static_cast<double>(s.prober->bytes_sent()) - 64e3;
+    bytes = std::min({bytes, kMaxStreamBytes, room});
+    if (bytes < 64e3) break;
+    ShaperStreamParams p;
+    p.flow = s.flow;
+    p.packet_size = static_cast<std::uint16_t>(L);
+    p.load_packets = shaper_load_packets(bytes, L);
+    p.gap = gap;
+    const Train t = make_shaper_train(p, -600 - k, s.seqs);
+    // Idle: the queue drains and the bucket refills at (at least) the slow rate.
+    const Nanos now = mono_now();
+    const Nanos idle = std::min<Nanos>(from_seconds(8.0 * refill_bytes / slow),
+                                       std::max<Nanos>(0, (t_cap - now) / 3));
+    const Nanos wait_replies = std::min<Nanos>(
+        from_seconds(1.5 * 8.0 * static_cast<double>(t.total_bytes()) / slow + 2 * s.disc.rtt_s) +
+            reply_wait(s, c),
+        10 * kSec);
+    const Nanos send_time = from_seconds(8.0 * static_cast<double>(t.total_bytes()) / send_bps);
+    if (now + idle + send_time + wait_replies > t_cap) {
+      if (c.verbose) std::fprintf(stderr, "shaper stream %d: no time left\n", k);
+      break;
+    }
+    const Nanos start = now + idle;
+    while (mono_now() < start && !stop.load()) sleep_until(start);
+    if (stop.load()) break;
+    // Within the reply budget; no reply check: the stream is meant to lose
+    // its tail when the shaper's queue overflows.
+    if (!wait_for_reply_budget(s, s.dst, static_cast<int>(t.markers.size()), t_cap - wait_replies))
+      break;
+    s.prober->note({{"kind", "shaper_stream"}, {"train", t.id}, {"bytes", t.total_bytes()}});
+    const TrainRun run = s.prober->run(t, t.markers, wait_replies, false, 2 * kMs);
+    ++rec.streams;
+    rec.probed = true;
+    rec.stream_bytes += t.total_bytes();
+    const double offered = send_bps;
+    const ShaperFinding f = detect_shaper(points_of(t, run.outcome), offered);
+    if (c.verbose) {
+      std::fprintf(stderr,
+                   "shaper stream %d: %llu bytes, %d replies: %s rate %.4g peak %.4g bucket %.0f "
+                   "stream %.4g%s\n",
+                   k, static_cast<unsigned long long>(t.total_bytes()), f.points,
+                   f.found ? "found" : f.reason.c_str(), f.rate_bps, f.peak_bps, f.bucket_bytes,
+                   f.stream_rate_bps, f.uncompressed ? " (uncompressed)" : "");
+    }
+    if (f.found) {
+      rec.found = true;
+      rec.not_emptied = false;
+      rec.verdict = "found";
+      rec.rate_bps = f.rate_bps;
+      rec.rate_low_bps = f.rate_low_bps;
+      rec.rate_high_bps = f.rate_high_bps;
+      rec.peak_bps = f.peak_bps;
+      rec.peak_is_lower_bound = f.peak_at_offered;
+      rec.bucket_bytes = f.bucket_bytes;
+      break;
+    }
+    if (f.points < 5) {
+      rec.verdict = "no_replies";
+      break;
+    }
+    if (f.uncompressed) {
+      // The whole stream passed at the rate we sent it: a bucket larger
+      // than the stream, or no shaper and a path at least that fast.
+      rec.not_emptied = true;
+      rec.verdict = "not_emptied";
+      rec.bucket_at_least_bytes = static_cast<double>(t.total_bytes());
+      rec.peak_bps = f.stream_rate_bps;
+      rec.peak_is_lower_bound = true;
+      refill_bytes = bytes;
+      bytes *= 4;
+      continue;
+    }
+    if (f.reason == "sustained phase too short") {
+      // A shift near the end: a longer stream shows the sustained phase.
+      refill_bytes = bytes;
+      bytes *= 2;
+      rec.verdict = "none";
+      continue;
+    }
+    rec.verdict = "none";
+    rec.not_emptied = false;
+    break;
+  }
+  return rec;
+}
+
+void apply_shaper(const ShaperRecord& rec, CapacityResult& res) {
+  res.shaper = rec;
+  if (rec.found) {
+    res.valid = true;
+    res.lower_bound = false;
+    res.capacity_bps = rec.rate_bps;
+    res.low_bps = rec.rate_low_bps;
+    res.high_bps = std::isfinite(rec.rate_high_bps) ? rec.rate_high_bps : rec.rate_bps;
+    res.kde_bandwidth_bps = 0;
+    res.capacity_source = "shaper_stream";
+    // The trains' own verdicts described the burst, not the path.
+    res.warnings.erase(std::remove_if(res.warnings.begin(), res.warnings.end(),
+                                      [](const Warning& w) {
+                                        return w.code == "no_estimate" ||
+                                               w.code == "capacity_lower_bound" ||
+                                               w.code == "slope_too_noisy" ||
+                                               w.code == "load_loss_suspected" ||
+                                               w.code == "single_length_estimate";
+                                      }),
+                       res.warnings.end());
+    res.warnings.push_back(
+        {"token_bucket",
+         "a token-bucket shaper: " + format_rate(rec.rate_bps) + " sustained after a burst of " +
+             kb(rec.bucket_bytes) + " at " + (rec.peak_is_lower_bound ? "at least " : "") +
+             format_rate(rec.peak_bps) +
+             "; capacity_bps is the sustained rate, peak_capacity_bps the burst's"});
+  } else if (rec.not_emptied) {
+    res.warnings.push_back(
+        {"shaper_not_emptied",
+         "the capacity trains disagreed the way a token bucket makes them, but a stream of " +
+             kb(rec.bucket_at_least_bytes) +
+             " came back at the rate it was sent: a bucket of at least that much, larger than "
+             "--max-bytes / --max-time allowed to empty; the capacity may be the burst's"});
+  }
+}
+
+}  // namespace lw
