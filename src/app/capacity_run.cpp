@@ -256,15 +256,24 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
     if (s.capacity_bps > 0 && !rate_drop_suggests_bucket(shaper_hints.fast_bps, s.capacity_bps)) {
       shaper_hints.fast_bytes += train_bytes;  // came back at about the sizing rate: within a bucket
     }
-    if (!shaper_tried && sized && shaper_hints.fast_bps > 0 &&
-        (rate_drop_suggests_bucket(shaper_hints.fast_bps, s.capacity_bps) ||
-         consecutive_silent >= 2)) {
-      // A train far slower than the sizing trains, or silence after them.
-      const bool silent = !rate_drop_suggests_bucket(shaper_hints.fast_bps, s.capacity_bps);
-      if (try_shaper(silent ? "replies_stopped" : "rate_drop", silent ? 0.0 : s.capacity_bps,
+    if (!sized && s.capacity_bps > 0 && s.verdict != SampleVerdict::kLostReply) {
+      shaper_hints.fast_bps = std::max(shaper_hints.fast_bps, s.capacity_bps);
+    }
+    const bool slower = s.kept() && rate_drop_suggests_bucket(shaper_hints.fast_bps, s.capacity_bps);
+    // A compressed train far slower than an earlier (shorter) one, or a train
+    // that lost replies after one that came back fast: only an uncompressed
+    // train would show our own sending rate, which a busy host lowers.
+    if (!shaper_tried && shaper_hints.fast_bps > 0 &&
+        (slower || s.verdict == SampleVerdict::kLostReply || consecutive_silent >= 2)) {
+      if (try_shaper(slower ? "rate_drop" : "replies_lost", slower ? s.capacity_bps : 0.0,
                      train_bytes)) {
         res.stop_reason = "shaper";
         break;
+      }
+      if (!sized && shaper.stream_rate_bps > 0) {
+        // The stream was compressed: size the trains by it.
+        n = sized_load_packets(c, shaper.stream_rate_bps, L);
+        sized = true;
       }
       next_start = mono_now();
       consecutive_silent = 0;
@@ -286,7 +295,6 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
         if (trustworthy) {
           n = sized_load_packets(c, s.capacity_bps, L);
           sized = true;
-          shaper_hints.fast_bps = s.capacity_bps;
         } else {
           n = std::min(n * 8, max_short_packets(c));
         }

@@ -1,5 +1,7 @@
 #include "app/prober.hpp"
 
+#include <algorithm>
+
 #include <cstdio>
 
 #include "capture/run_record.hpp"
@@ -70,7 +72,7 @@ void Prober::note(const nlohmann::json& j) {
 }
 
 TrainRun Prober::run(const Train& train, const std::vector<int>& wait_for, Nanos reply_timeout,
-                     bool any, Nanos busy_wait) {
+                     bool any, Nanos busy_wait, Nanos quiet) {
   std::vector<std::vector<std::uint8_t>> bytes;
   bytes.reserve(train.probes.size());
   std::uint64_t total = 0;
@@ -106,6 +108,8 @@ TrainRun Prober::run(const Train& train, const std::vector<int>& wait_for, Nanos
   const Nanos deadline = sent_at + reply_timeout;
   const Nanos spin_until = sent_at + std::min(busy_wait, reply_timeout);
   bool first = true;
+  int last_got = 0;
+  Nanos last_reply = 0, longest_gap = 0;
   for (;;) {
     const bool fresh = capture_.drain(captured_) > 0;
     if (fresh || first) {
@@ -117,6 +121,15 @@ TrainRun Prober::run(const Train& train, const std::vector<int>& wait_for, Nanos
     const bool done = any ? got > 0 : got == static_cast<int>(wait_for.size());
     const Nanos now = mono_now();
     if (done || stop_.load() || now >= deadline) break;
+    if (quiet > 0) {
+      if (got > last_got) {
+        if (last_reply != 0) longest_gap = std::max(longest_gap, now - last_reply);
+        last_reply = now;
+        last_got = got;
+      } else if (last_reply != 0 && now - last_reply > std::max(quiet, 3 * longest_gap)) {
+        break;
+      }
+    }
     // Busy-poll while replies are due: a CPU that sleeps wakes up late for the
     // interrupt that timestamps the tail reply (tens of µs on a VM), and it
     // would not for the head reply, which arrives while we are still sending.

@@ -44,9 +44,11 @@ class Prober {
   // Sends the train on its schedule and waits until every probe in `wait_for`
   // (with `any`: one of them) has a reply, or `reply_timeout` has passed since
   // the last send. For `busy_wait` after the last send it polls the capture
-  // without sleeping.
+  // without sleeping. With `quiet` > 0 it also stops once replies have come
+  // and none has for max(quiet, 3 x the longest gap between them so far)
+  // (a long stream whose tail a shaper's full queue dropped).
   TrainRun run(const Train& train, const std::vector<int>& wait_for, Nanos reply_timeout,
-               bool any = false, Nanos busy_wait = 0);
+               bool any = false, Nanos busy_wait = 0, Nanos quiet = 0);
 
   // With --save-pcap: a JSON note in the file (capture/run_record.hpp) that
   // lets `linkwidth analyze` tell the run's phases and trains apart.

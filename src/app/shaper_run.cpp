@@ -49,7 +49,9 @@ ShaperRecord run_shaper_probe(Session& s, const Config& c, const std::atomic<boo
   // refill; unknown, 1 Mbit/s (the slowest sustained rate we look for).
   const double slow = h.slow_bps > 0 ? h.slow_bps : 1e6;
   double bytes = std::max(kMinStreamBytes, 2 * h.fast_bytes) + slow * kSustainedS / 8;
-  double refill_bytes = h.fast_bytes + h.queued_bytes;
+  double refill_s = 8.0 * (h.fast_bytes + h.queued_bytes) / slow;
+  int shift_at = 0;
+  bool confirming = false;
   for (int k = 0; k < kMaxStreams && !stop.load(); ++k) {
     const double room = static_cast<double>(c.max_bytes) -
                         static_cast<double>(s.prober->bytes_sent()) - 64e3;
@@ -60,21 +62,23 @@ ShaperRecord run_shaper_probe(Session& s, const Config& c, const std::atomic<boo
     p.packet_size = static_cast<std::uint16_t>(L);
     p.load_packets = shaper_load_packets(bytes, L);
     p.gap = gap;
+    p.shift_at = shift_at;
     const Train t = make_shaper_train(p, -600 - k, s.seqs);
-    // Idle: the queue drains and the bucket refills at (at least) the slow rate.
+    // Idle: the queue drains and the bucket refills.
     const Nanos now = mono_now();
-    const Nanos idle = std::min<Nanos>(from_seconds(8.0 * refill_bytes / slow),
+    const Nanos idle = std::min<Nanos>(from_seconds(std::min(refill_s, 5.0)),
                                        std::max<Nanos>(0, (t_cap - now) / 3));
-    const Nanos wait_replies = std::min<Nanos>(
-        from_seconds(1.5 * 8.0 * static_cast<double>(t.total_bytes()) / slow + 2 * s.disc.rtt_s) +
-            reply_wait(s, c),
-        10 * kSec);
+    // Replies come back at the sustained rate, which may be far below what
+    // the trains showed: wait long, but stop when they stop coming.
+    const Nanos wait_replies = std::min<Nanos>(8 * kSec, std::max<Nanos>(0, (t_cap - now - idle) / 2));
+    const Nanos quiet = std::max<Nanos>(300 * kMs, from_seconds(20 * s.disc.rtt_s));
     const Nanos send_time = from_seconds(8.0 * static_cast<double>(t.total_bytes()) / send_bps);
-    if (now + idle + send_time + wait_replies > t_cap) {
+    if (wait_replies < 4 * quiet || now + idle + send_time + wait_replies > t_cap) {
       if (c.verbose) std::fprintf(stderr, "shaper stream %d: no time left\n", k);
       break;
     }
     const Nanos start = now + idle;
+    const double idle_s = to_seconds(idle);
     while (mono_now() < start && !stop.load()) sleep_until(start);
     if (stop.load()) break;
     // Within the reply budget; no reply check: the stream is meant to lose
@@ -82,19 +86,46 @@ ShaperRecord run_shaper_probe(Session& s, const Config& c, const std::atomic<boo
     if (!wait_for_reply_budget(s, s.dst, static_cast<int>(t.markers.size()), t_cap - wait_replies))
       break;
     s.prober->note({{"kind", "shaper_stream"}, {"train", t.id}, {"bytes", t.total_bytes()}});
-    const TrainRun run = s.prober->run(t, t.markers, wait_replies, false, 2 * kMs);
+    const TrainRun run = s.prober->run(t, t.markers, wait_replies, false, 2 * kMs, quiet);
     ++rec.streams;
     rec.probed = true;
     rec.stream_bytes += t.total_bytes();
-    const double offered = send_bps;
+    // What we actually offered: the stream's bits over its send span (a busy
+    // host sends slower than planned).
+    double offered = send_bps;
+    {
+      const std::size_t head = static_cast<std::size_t>(t.markers.front());
+      const std::size_t tail = static_cast<std::size_t>(t.markers.back());
+      if (run.sent.size() > tail && run.sent[head].sent && run.sent[tail].sent &&
+          run.sent[tail].actual > run.sent[head].actual) {
+        offered = t.bits_from_head.back() / to_seconds(run.sent[tail].actual - run.sent[head].actual);
+      }
+    }
     const ShaperFinding f = detect_shaper(points_of(t, run.outcome), offered);
     if (c.verbose) {
       std::fprintf(stderr,
                    "shaper stream %d: %llu bytes, %d replies: %s rate %.4g peak %.4g bucket %.0f "
-                   "stream %.4g%s\n",
+                   "stream %.4g overflow %.0f%s\n",
                    k, static_cast<unsigned long long>(t.total_bytes()), f.points,
                    f.found ? "found" : f.reason.c_str(), f.rate_bps, f.peak_bps, f.bucket_bytes,
-                   f.stream_rate_bps, f.uncompressed ? " (uncompressed)" : "");
+                   f.stream_rate_bps, f.overflow_bits / 8, f.uncompressed ? " (uncompressed)" : "");
+    }
+    rec.stream_rate_bps = f.uncompressed ? 0 : f.stream_rate_bps;
+    if (f.found && !confirming && idle_s < 8.0 * std::max(h.fast_bytes, 1.2 * f.bucket_bytes) / f.rate_bps &&
+        k + 1 < kMaxStreams) {
+      // The idle was too short for this rate to refill a bucket that could
+      // hold what the trains saw pass fast: the bucket may not have been
+      // full. Once more, after an idle long enough at the measured rate.
+      confirming = true;
+      const double b = std::max(h.fast_bytes, 1.5 * f.bucket_bytes);
+      const double shift_bytes = b * f.peak_bps / std::max(1.0, f.peak_bps - f.rate_bps);
+      double sustained = f.rate_bps * 2 * kSustainedS / 8;
+      refill_s = 8.0 * (b + (f.overflow_bits > 0 ? f.overflow_bits / 8 - f.bucket_bytes : 0)) /
+                 f.rate_bps;
+      shift_at = static_cast<int>(shift_bytes / L);
+      bytes = shift_bytes + sustained;
+      if (c.verbose) std::fprintf(stderr, "shaper: confirming after %.2f s\n", refill_s);
+      continue;
     }
     if (f.found) {
       rec.found = true;
@@ -120,19 +151,28 @@ ShaperRecord run_shaper_probe(Session& s, const Config& c, const std::atomic<boo
       rec.bucket_at_least_bytes = static_cast<double>(t.total_bytes());
       rec.peak_bps = f.stream_rate_bps;
       rec.peak_is_lower_bound = true;
-      refill_bytes = bytes;
+      refill_s = 8.0 * bytes / slow;
       bytes *= 4;
-      continue;
-    }
-    if (f.reason == "sustained phase too short") {
-      // A shift near the end: a longer stream shows the sustained phase.
-      refill_bytes = bytes;
-      bytes *= 2;
-      rec.verdict = "none";
       continue;
     }
     rec.verdict = "none";
     rec.not_emptied = false;
+    if (f.reason == "sustained phase too short" && f.rate_bps > 0 && f.peak_bps > f.rate_bps) {
+      // A shift near the end (or before the shaper's queue overflowed): a
+      // stream that ends a little after the shift, its markers after it.
+      const double shift_bytes = f.bucket_bytes * f.peak_bps / (f.peak_bps - f.rate_bps);
+      double sustained = f.rate_bps * 2 * kSustainedS / 8;
+      if (f.overflow_bits > 0) {
+        sustained = std::min(sustained, 0.7 * (f.overflow_bits / 8 - shift_bytes));
+      }
+      sustained = std::max(sustained, 8.0 * L);
+      refill_s = 8.0 * (1.2 * f.bucket_bytes +
+                        (f.overflow_bits > 0 ? f.overflow_bits / 8 - shift_bytes : 0)) /
+                 f.rate_bps;
+      shift_at = static_cast<int>(shift_bytes / L);
+      bytes = shift_bytes + sustained;
+      continue;
+    }
     break;
   }
   return rec;
@@ -155,7 +195,9 @@ void apply_shaper(const ShaperRecord& rec, CapacityResult& res) {
                                                w.code == "capacity_lower_bound" ||
                                                w.code == "slope_too_noisy" ||
                                                w.code == "load_loss_suspected" ||
-                                               w.code == "single_length_estimate";
+                                               w.code == "single_length_estimate" ||
+                                               w.code == "max_rate_limited" ||
+                                               w.code == "trains_shortened";
                                       }),
                        res.warnings.end());
     res.warnings.push_back(

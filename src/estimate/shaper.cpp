@@ -138,6 +138,7 @@ ShaperFinding detect_shaper(const std::vector<ShaperPoint>& points, double offer
     return f;
   }
   f.dropped_tail = n - best.e;
+  if (best.e < n) f.overflow_bits = x[best.e] * 1e6 + x0;
   const Line& sus = best.sustained;
   // One line through the used points: the stream's received rate.
   const Line all = fit(x, y, 0, best.e);

@@ -65,6 +65,7 @@ struct ShaperFinding {
   int points = 0;                 // replies used
   int burst_points = 0;           // of them in the burst phase (head included)
   int dropped_tail = 0;           // points cut off at the end (the shaper's queue overflowed)
+  double overflow_bits = 0;       // bits (after the head) where that began; 0 if it did not
   std::string reason;             // why not found (diagnostics)
 };
 

@@ -5,13 +5,22 @@
 
 namespace lw {
 
-std::vector<int> shaper_marker_positions(int load_packets, int markers) {
+std::vector<int> shaper_marker_positions(int load_packets, int markers, int shift_at) {
   const int n = std::max(1, load_packets);
   const int m = std::clamp(markers, 2, n + 1);
+  const bool split = shift_at > 0 && shift_at < n && m >= 8;
+  const int before = split ? m / 4 : m;  // markers up to the shift (quadratic)
   std::vector<int> pos;
   for (int k = 0; k < m; ++k) {
-    const double u = static_cast<double>(k) / (m - 1);
-    int p = static_cast<int>(std::lround(n * u * u));
+    int p;
+    if (k < before) {
+      const double u = split ? static_cast<double>(k) / before
+                             : static_cast<double>(k) / (m - 1);
+      p = static_cast<int>(std::lround((split ? shift_at : n) * u * u));
+    } else {
+      const double u = static_cast<double>(k - before + 1) / (m - before);
+      p = shift_at + static_cast<int>(std::lround((n - shift_at) * u));
+    }
     if (!pos.empty()) p = std::max(p, pos.back() + 1);
     // Leave room for the markers still to come.
     p = std::min(p, n - (m - 1 - k));
@@ -46,7 +55,7 @@ Train make_shaper_train(const ShaperStreamParams& p, int train_id, SeqAllocator&
   };
   const Nanos lead = 50 * kUs;  // warm-up SYN ahead of the head, as capacity trains
   push(kSyn, 40, Role::kWarmup, 0);
-  const std::vector<int> pos = shaper_marker_positions(p.load_packets, p.markers);
+  const std::vector<int> pos = shaper_marker_positions(p.load_packets, p.markers, p.shift_at);
   double bits = 0;
   Nanos at = lead;
   int sent_load = 0;

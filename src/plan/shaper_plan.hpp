@@ -20,14 +20,17 @@ struct ShaperStreamParams {
   int load_packets = 1000;
   std::uint16_t packet_size = 1500;
   int markers = kShaperMarkers;
+  int shift_at = 0;  // see shaper_marker_positions
   Nanos gap = 0;  // spacing from the head on (0: back to back); apply_rate_cap sets it
   std::uint8_t ttl = 64;
 };
 
 // Load packets ahead of each marker: 0 for the head, load_packets for the
 // tail, strictly increasing, quadratic in the marker's rank (at most
-// load_packets + 1 markers).
-std::vector<int> shaper_marker_positions(int load_packets, int markers);
+// load_packets + 1 markers). With `shift_at` > 0 (where an earlier stream
+// saw the shift, in load packets) a quarter of the markers go before it and
+// the rest evenly after it: the sustained phase gets the points.
+std::vector<int> shaper_marker_positions(int load_packets, int markers, int shift_at = 0);
 
 // The stream as a Train: markers in Train::markers with bits_from_head, role
 // kMarker; load packets role kLoad. Every packet leaves `gap` after the one

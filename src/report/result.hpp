@@ -56,6 +56,7 @@ struct ShaperRecord {
   int streams = 0;
   std::uint64_t stream_bytes = 0;  // bytes of every stream sent
   std::string verdict;            // found / none / not_emptied / no_replies
+  double stream_rate_bps = 0;     // the last stream's received rate (diagnostic, not in the JSON)
 };
 
 struct TrainRecord {

@@ -285,3 +285,16 @@ TEST_CASE("shaper: triggers", "[shaper]") {
   CHECK_FALSE(offset_suggests_bucket(-1e-3, 20e6, 1500));
   CHECK_FALSE(offset_suggests_bucket(50e-6, 20e6, 1500));
 }
+
+TEST_CASE("shaper: a follow-up stream puts most markers after the shift", "[shaper]") {
+  const auto pos = shaper_marker_positions(6000, 40, 2000);
+  REQUIRE(pos.size() == 40);
+  CHECK(pos.front() == 0);
+  CHECK(pos.back() == 6000);
+  int after = 0;
+  for (std::size_t i = 1; i < pos.size(); ++i) {
+    CHECK(pos[i] > pos[i - 1]);
+    after += pos[i] > 2000 ? 1 : 0;
+  }
+  CHECK(after >= 28);
+}
