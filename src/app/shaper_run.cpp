@@ -14,7 +14,7 @@ namespace lw {
 
 namespace {
 
-constexpr int kMaxStreams = 3;
+constexpr int kMaxStreams = 4;
 constexpr double kMinStreamBytes = 256e3;
 constexpr double kMaxStreamBytes = 32e6;
 // Seconds of the sustained phase a stream aims at beyond the bucket.
@@ -52,6 +52,7 @@ ShaperRecord run_shaper_probe(Session& s, const Config& c, const std::atomic<boo
   double refill_s = 8.0 * (h.fast_bytes + h.queued_bytes) / slow;
   int shift_at = 0;
   bool confirming = false;
+  double last_bucket = 0;
   for (int k = 0; k < kMaxStreams && !stop.load(); ++k) {
     const double room = static_cast<double>(c.max_bytes) -
                         static_cast<double>(s.prober->bytes_sent()) - 64e3;
@@ -111,19 +112,35 @@ ShaperRecord run_shaper_probe(Session& s, const Config& c, const std::atomic<boo
                    f.stream_rate_bps, f.overflow_bits / 8, f.uncompressed ? " (uncompressed)" : "");
     }
     rec.stream_rate_bps = f.uncompressed ? 0 : f.stream_rate_bps;
-    if (f.found && !confirming && idle_s < 8.0 * std::max(h.fast_bytes, 1.2 * f.bucket_bytes) / f.rate_bps &&
-        k + 1 < kMaxStreams) {
-      // The idle was too short for this rate to refill a bucket that could
-      // hold what the trains saw pass fast: the bucket may not have been
-      // full. Once more, after an idle long enough at the measured rate.
+    // The idle before this stream was too short for the measured rate to
+    // refill a bucket that could hold what the trains saw pass fast, or this
+    // stream found a clearly larger bucket than the last: the bucket was not
+    // full. Again, after an idle that refills 2.5 times the estimate.
+    const bool short_idle =
+        idle_s < 8.0 * std::max(h.fast_bytes, 1.2 * f.bucket_bytes) / f.rate_bps;
+    const bool grew = last_bucket > 0 && f.bucket_bytes > 1.15 * last_bucket;
+    if (f.found && k + 1 < kMaxStreams && ((!confirming && short_idle) || grew)) {
       confirming = true;
-      const double b = std::max(h.fast_bytes, 1.5 * f.bucket_bytes);
-      const double shift_bytes = b * f.peak_bps / std::max(1.0, f.peak_bps - f.rate_bps);
-      double sustained = f.rate_bps * 2 * kSustainedS / 8;
+      last_bucket = f.bucket_bytes;
+      const double b = std::max(h.fast_bytes, 2.5 * f.bucket_bytes);
+      // The markers go after the shift this stream saw; the stream runs on
+      // far enough past it for a bucket up to 1.3 times larger.
+      const double shift_bytes =
+          f.bucket_bytes * f.peak_bps / std::max(1.0, f.peak_bps - f.rate_bps);
+      const double sustained = f.rate_bps * 2 * kSustainedS / 8;
       refill_s = 8.0 * (b + (f.overflow_bits > 0 ? f.overflow_bits / 8 - f.bucket_bytes : 0)) /
                  f.rate_bps;
       shift_at = static_cast<int>(shift_bytes / L);
-      bytes = shift_bytes + sustained;
+      bytes = 1.3 * shift_bytes + sustained;
+      // Keep what this stream found, should time run out for the next.
+      rec.found = true;
+      rec.verdict = "found";
+      rec.rate_bps = f.rate_bps;
+      rec.rate_low_bps = f.rate_low_bps;
+      rec.rate_high_bps = f.rate_high_bps;
+      rec.peak_bps = f.peak_bps;
+      rec.peak_is_lower_bound = f.peak_at_offered;
+      rec.bucket_bytes = f.bucket_bytes;
       if (c.verbose) std::fprintf(stderr, "shaper: confirming after %.2f s\n", refill_s);
       continue;
     }
@@ -139,6 +156,17 @@ ShaperRecord run_shaper_probe(Session& s, const Config& c, const std::atomic<boo
       rec.bucket_bytes = f.bucket_bytes;
       break;
     }
+    if (rec.found && f.stream_rate_bps > 2 * rec.rate_bps && k + 1 < kMaxStreams) {
+      // A confirming stream that passed whole at the burst's speed: the full
+      // bucket is larger than it. Once more, longer, after a longer idle.
+      const double b = static_cast<double>(t.total_bytes());
+      last_bucket = b;
+      refill_s = 8.0 * 2.5 * b / rec.rate_bps;
+      shift_at = 0;
+      bytes = 2 * b + rec.rate_bps * 2 * kSustainedS / 8;
+      continue;
+    }
+    if (rec.found) break;  // a confirming stream failed: keep the earlier finding
     if (f.points < 5) {
       rec.verdict = "no_replies";
       break;
