@@ -7,6 +7,7 @@
 
 #include "app/capacity_tally.hpp"
 #include "app/path_checks.hpp"
+#include "app/runner.hpp"
 #include "app/session.hpp"
 #include "app/shaper_run.hpp"
 #include "estimate/shaper.hpp"
@@ -20,8 +21,6 @@
 namespace lw {
 
 namespace {
-
-constexpr int kSizingLoadPackets = 16;
 
 // The longest short train: the long one (ratio × N) stays within max_load_packets.
 int max_short_packets(const Config& c) {
@@ -144,100 +143,131 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
   res.params = params_json(c);
   describe_endpoints(ss, c, res);
   res.warnings = ss.warnings;
-  int L = ss.packet_size;
-  res.params["packet_size"] = L;
+  res.params["packet_size"] = ss.packet_size;
   Prober& prober = *ss.prober;
   res.params["privileges"] = prober.privileges().to_json();
-  SeqAllocator& seqs = ss.seqs;
-  const FlowId flow = ss.flow;
-  const DiscoveryResult& disc = ss.disc;
-
-  const bool auto_size = c.load_packets == 0;
-  int n = auto_size ? kSizingLoadPackets : c.load_packets;
-  bool sized = !auto_size;
-  const bool two_lengths = c.length_ratio > 1;
-  CapacityTally tally(two_lengths, c.verbose, c.precision);
-  std::vector<ReplyStamp> stamps;  // TTL and IP ID of every marker reply
-  int consecutive_silent = 0;
-  int sizing_trains = 0;
-  const Nanos reply_wait = lw::reply_wait(ss, c);
-  res.stop_reason = "max_trains";
-  Nanos next_start = mono_now();
-  double best_rate = 0;  // highest per-train rate seen: a bound for idle budgeting
-  CapacityEstimate est;
-  // Token buckets (estimate/shaper.hpp): the sizing trains fit a bucket and
-  // come back at the peak; a later, longer train meets the sustained rate.
-  // The first sign of it runs the shaper probe, once.
-  ShaperHints shaper_hints;
-  ShaperRecord shaper;
-  bool shaper_tried = false;
-  auto try_shaper = [&](const std::string& trigger, double slow_bps, double queued_bytes) {
-    shaper_tried = true;
-    shaper_hints.trigger = trigger;
-    shaper_hints.slow_bps = slow_bps;
-    shaper_hints.queued_bytes = queued_bytes;
-    if (c.verbose) std::fprintf(stderr, "shaper probe: %s\n", trigger.c_str());
-    shaper = run_shaper_probe(ss, c, stop, t_cap, shaper_hints);
-    return shaper.found;
-  };
   // With --save-pcap: what `linkwidth analyze` needs beside the packets.
   prober.note({{"kind", "run"},
                {"phase", "capacity"},
                {"command", c.command},
                {"head", to_json(res)},
-               {"two_lengths", two_lengths},
+               {"two_lengths", c.length_ratio > 1},
                {"precision", c.precision},
                {"max_rate_bps", c.max_rate_bps}});
 
-  for (int i = 0; i < c.max_trains; ++i) {
-    if (stop.load()) {
-      res.stop_reason = "interrupted";
-      break;
+  LiveRunner runner(ss, c, "capacity", t_cap);
+  PhasePath path{ss.flow, ss.packet_size, ss.disc.rtt_s, ss.seqs};
+  // The shaper probe (app/shaper_run) is live only: its streams are not
+  // replayed; what it found goes into the end note, and analyze hands the
+  // loop the same finding at the same train.
+  auto probe = [&](const ShaperHints& h) {
+    if (c.verbose) std::fprintf(stderr, "shaper probe: %s\n", h.trigger.c_str());
+    return run_shaper_probe(ss, c, stop, t_cap, h);
+  };
+  CapacityTrains trains = capacity_trains(runner, c, path, res, probe);
+  trains.tally.finish(res, c.max_rate_bps);
+  // What follows is not re-derived offline: its outcome goes into the end
+  // note for `linkwidth analyze`.
+  const std::vector<Warning> before = res.warnings;
+  if (!trains.shaper_tried && res.valid && !res.lower_bound && !stop.load()) {
+    // A bucket that every train overran by the same B shows only as a
+    // negative offset of the two-length slope (-B/R); the sizing trains,
+    // inside it, as a rate far above the estimate.
+    ShaperHints h = trains.shaper_hints;
+    h.slow_bps = res.capacity_bps;
+    h.queued_bytes = 0;
+    if (offset_suggests_bucket(res.dispersion_offset_s, res.capacity_bps, trains.packet_size)) {
+      h.trigger = "negative_offset";
+    } else if (rate_drop_suggests_bucket(h.fast_bps, res.capacity_bps)) {
+      h.trigger = "sizing_faster";
     }
+    if (!h.trigger.empty()) {
+      trains.shaper = probe(h);
+      trains.shaper_tried = true;
+    }
+  }
+  if (trains.shaper_tried) apply_shaper(trains.shaper, res);
+  take_reply_warnings(ss, res.warnings);
+  check_capacity_plausible(ss, c, stop, t_cap, trains.stamps, res);
+  const nlohmann::json checks = capacity_checks_note(before, res);
+  const CaptureStats cs = prober.capture_stats();
+  if (cs.dropped > 0) {
+    res.warnings.push_back({WarningCode::kCaptureDrops,
+                            std::to_string(cs.dropped) + " packets dropped by the capture buffer"});
+  }
+  res.probe_packets = prober.packets_sent();
+  res.probe_bytes = prober.bytes_sent();
+  res.elapsed_s = to_seconds(mono_now() - t_begin);
+  prober.note({{"kind", "end"},
+               {"phase", "capacity"},
+               {"stop_reason", res.stop_reason},
+               {"elapsed_s", res.elapsed_s},
+               {"probe_packets", res.probe_packets},
+               {"probe_bytes", res.probe_bytes},
+               {"capture_drops", cs.dropped},
+               {"checks", checks}});
+  ss.packet_size = trains.packet_size;  // a path-MTU shrink holds for later phases too
+  return res;
+}
+
+CapacityTrains capacity_trains(ProbeRunner& runner, const Config& c, PhasePath& path,
+                               CapacityResult& res, const ShaperProbe& shaper_probe) {
+  CapacityTrains out(c.length_ratio > 1, c.verbose, c.precision);
+  // Token buckets (estimate/shaper.hpp): the sizing trains fit a bucket and
+  // come back at the peak; a later, longer train meets the sustained rate.
+  // The first sign of it runs the shaper probe, once.
+  ShaperHints& shaper_hints = out.shaper_hints;
+  ShaperRecord& shaper = out.shaper;
+  bool& shaper_tried = out.shaper_tried;
+  auto try_shaper = [&](const std::string& trigger, double slow_bps, double queued_bytes) {
+    shaper_tried = true;
+    shaper_hints.trigger = trigger;
+    shaper_hints.slow_bps = slow_bps;
+    shaper_hints.queued_bytes = queued_bytes;
+    if (shaper_probe) shaper = shaper_probe(shaper_hints);
+    return shaper.found;
+  };
+  CapacityTally& tally = out.tally;
+  int& L = out.packet_size;
+  L = path.packet_size;
+  const bool auto_size = c.load_packets == 0;
+  int n = auto_size ? kSizingLoadPackets : c.load_packets;
+  bool sized = !auto_size;
+  const bool two_lengths = c.length_ratio > 1;
+  int consecutive_silent = 0;
+  int sizing_trains = 0;
+  res.stop_reason = StopReason::kMaxTrains;
+  Nanos next_start = 0;  // the first train goes at once
+  double best_rate = 0;  // highest per-train rate seen: a bound for idle budgeting
+  CapacityEstimate est;
+
+  for (int i = 0; i < c.max_trains; ++i) {
     const int group = sized && two_lengths ? tally.measured() % 2 : 0;
     const int n_train = group == 1 ? static_cast<int>(std::lround(n * c.length_ratio)) : n;
-    const Train train = make_capacity_train(train_params(c, flow, n_train, L), i, seqs);
-    if (prober.bytes_sent() + train.total_bytes() > c.max_bytes) {
-      res.stop_reason = "max_bytes";
-      break;
-    }
-    while (mono_now() < next_start && !stop.load()) sleep_until(next_start);
-    if (stop.load()) {
-      res.stop_reason = "interrupted";
-      break;
-    }
-    if (mono_now() + reply_wait > t_cap) {
-      res.stop_reason = "max_time";
+    const Train train = make_capacity_train(train_params(c, path.flow, n_train, L), i, path.seqs);
+    const StopReason why = runner.admit(train, [&] { return next_start; });
+    if (why != StopReason::kNone) {
+      res.stop_reason = why;
       break;
     }
     // Busy-wait while the replies are due: about the train's time at the
     // bottleneck plus the RTT, bounded.
     const double expect_s =
         8.0 * static_cast<double>(train.total_bytes()) / (est.valid ? est.capacity_bps : 1e6) +
-        2 * disc.rtt_s;
-    const Nanos busy = std::min<Nanos>(from_seconds(1.5 * expect_s) + 2 * kMs, 50 * kMs);
-    prober.note({{"kind", "train"},
-                 {"phase", "capacity"},
-                 {"train", i},
-                 {"load_packets", n_train},
-                 {"short_load_packets", n},
-                 {"group", group},
-                 {"sizing", !sized},
-                 {"packet_size", L},
-                 {"probes", train.probes.size()}});
-    const GovernedRun governed =
-        run_train(ss, c, train, train.markers, reply_wait, t_cap, false, busy,
-                  [&](const TrainRun&) {  // replies after this were not used
-                    prober.note({{"kind", "train_done"}, {"train", i}});
-                  });
-    const TrainRun& run = governed.run;
-    if (governed.replies_limited) {
-      // The target's reply limit, not the path, took this train's replies.
-      prober.note({{"kind", "reply_limit"}, {"train", i}});
-      tally.forgive_losses();
-    }
-    add_reply_stamps(train, run.outcome, stamps);
-    const TallyStep step = tally.add(train, run.outcome, n_train, n, group, !sized, L, res);
+        2 * path.rtt_s;
+    TrainOptions o;
+    o.wait_for = train.markers;
+    o.busy_wait = busy_wait(1.5 * expect_s);
+    o.note = {{"load_packets", n_train},
+              {"short_load_packets", n},
+              {"group", group},
+              {"sizing", !sized},
+              {"packet_size", L}};
+    const TrainResult run = runner.run(train, o);
+    // The target's reply limit, not the path, took this train's replies.
+    if (run.replies_limited) tally.forgive_losses();
+    add_reply_stamps(run.train, run.outcome, out.stamps);
+    const TallyStep step = tally.add(run.train, run.outcome, n_train, n, group, !sized, L, res);
     const CapacitySample& s = step.sample;
 
     if (step.path_mtu > 0) {
@@ -249,7 +279,7 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
       continue;
     }
 
-    consecutive_silent = run.outcome.markers_lost == static_cast<int>(train.markers.size())
+    consecutive_silent = run.outcome.markers_lost == static_cast<int>(run.train.markers.size())
                              ? consecutive_silent + 1
                              : 0;
     const double train_bytes = static_cast<double>(train.total_bytes());
@@ -263,11 +293,11 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
     // A compressed train far slower than an earlier (shorter) one, or a train
     // that lost replies after one that came back fast: only an uncompressed
     // train would show our own sending rate, which a busy host lowers.
-    if (!shaper_tried && shaper_hints.fast_bps > 0 &&
+    if (!shaper_tried && shaper_probe && shaper_hints.fast_bps > 0 &&
         (slower || s.verdict == SampleVerdict::kLostReply || consecutive_silent >= 2)) {
       if (try_shaper(slower ? "rate_drop" : "replies_lost", slower ? s.capacity_bps : 0.0,
                      train_bytes)) {
-        res.stop_reason = "shaper";
+        res.stop_reason = StopReason::kShaper;
         break;
       }
       if (!sized && shaper.stream_rate_bps > 0) {
@@ -275,7 +305,7 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
         n = sized_load_packets(c, shaper.stream_rate_bps, L);
         sized = true;
       }
-      next_start = mono_now();
+      next_start = 0;  // the stream's own idle and wait came first
       consecutive_silent = 0;
       continue;
     }
@@ -316,55 +346,20 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
     const double idle = std::max(train_time / c.max_load,
                                  budget_rate > 0 ? 2.0 * n_train * L * 8.0 / budget_rate : 0.0);
     next_start = std::max(run.end_mono, run.start_mono + from_seconds(idle));
-    if (next_start + reply_wait > t_cap) {
-      res.stop_reason = "max_time";
+    const StopReason late = runner.check_time(next_start);
+    if (late != StopReason::kNone) {
+      res.stop_reason = late;
       break;
     }
 
     est = tally.estimate();
     if (tally.enough(c.min_trains) && est.valid &&
         (est.high_bps - est.low_bps) / 2 <= c.precision * est.capacity_bps) {
-      res.stop_reason = "precision";
+      res.stop_reason = StopReason::kPrecision;
       break;
     }
   }
-
-  tally.finish(res, c.max_rate_bps);
-  // What follows is not re-derived offline: its outcome goes into the end
-  // note for `linkwidth analyze`.
-  const std::vector<Warning> before = res.warnings;
-  if (!shaper_tried && res.valid && !res.lower_bound && !stop.load()) {
-    // A bucket that every train overran by the same B shows only as a
-    // negative offset of the two-length slope (-B/R); the sizing trains,
-    // inside it, as a rate far above the estimate.
-    if (offset_suggests_bucket(res.dispersion_offset_s, res.capacity_bps, L)) {
-      try_shaper("negative_offset", res.capacity_bps, 0);
-    } else if (rate_drop_suggests_bucket(shaper_hints.fast_bps, res.capacity_bps)) {
-      try_shaper("sizing_faster", res.capacity_bps, 0);
-    }
-  }
-  if (shaper_tried) apply_shaper(shaper, res);
-  take_reply_warnings(ss, res.warnings);
-  check_capacity_plausible(ss, c, stop, t_cap, stamps, res);
-  const nlohmann::json checks = capacity_checks_note(before, res);
-  const CaptureStats cs = prober.capture_stats();
-  if (cs.dropped > 0) {
-    res.warnings.push_back(
-        {"capture_drops", std::to_string(cs.dropped) + " packets dropped by the capture buffer"});
-  }
-  res.probe_packets = prober.packets_sent();
-  res.probe_bytes = prober.bytes_sent();
-  res.elapsed_s = to_seconds(mono_now() - t_begin);
-  prober.note({{"kind", "end"},
-               {"phase", "capacity"},
-               {"stop_reason", res.stop_reason},
-               {"elapsed_s", res.elapsed_s},
-               {"probe_packets", res.probe_packets},
-               {"probe_bytes", res.probe_bytes},
-               {"capture_drops", cs.dropped},
-               {"checks", checks}});
-  ss.packet_size = L;  // a path-MTU shrink holds for later phases too
-  return res;
+  return out;
 }
 
 nlohmann::json plan_packets_json(const Train& t) {
@@ -398,7 +393,7 @@ nlohmann::json plan_header(const Config& c, std::uint32_t* dst, Route* route,
   try {
     *route = find_route(*dst, c.interface, c.source);
   } catch (const Error& e) {
-    warnings->push_back({"no_route", e.what()});
+    warnings->push_back({WarningCode::kNoRoute, e.report()});
     route->interface = c.interface;
   }
   return plan;

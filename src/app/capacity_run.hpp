@@ -3,8 +3,13 @@
 // interval is tight enough or a cap is reached, idle time that keeps the
 // average probing rate under --max-load of the capacity.
 #include <atomic>
+#include <functional>
 
+#include "app/capacity_tally.hpp"
 #include "app/config.hpp"
+#include "app/runner.hpp"
+#include "app/shaper_run.hpp"
+#include "estimate/middlebox.hpp"
 #include "linkwidth/time.hpp"
 #include "nlohmann/json.hpp"
 #include "report/result.hpp"
@@ -22,6 +27,27 @@ CapacityResult run_capacity(const Config& c, const std::atomic<bool>& stop);
 struct Session;
 CapacityResult run_capacity_phase(Session& s, const Config& c, const std::atomic<bool>& stop,
                                   Nanos t_cap);
+
+// The trains of the capacity phase, live or replayed: automatic sizing,
+// trains until the interval is tight enough, a cap stops it or the runner
+// says stop (res.stop_reason), idle under --max-load. Fills res.trains; the
+// caller draws the estimate (tally.finish) after setting the stop reason.
+struct CapacityTrains {
+  CapacityTrains(bool two_lengths, bool verbose, double precision)
+      : tally(two_lengths, verbose, precision) {}
+  CapacityTally tally;
+  std::vector<ReplyStamp> stamps;  // TTL and IP ID of every marker reply
+  int packet_size = 0;             // L at the end (a path-MTU shrink lowers it)
+  // The shaper probe, if the trains called for it (app/shaper_run.hpp).
+  ShaperHints shaper_hints;
+  ShaperRecord shaper;
+  bool shaper_tried = false;
+};
+// Runs the shaper probe when the trains call for it (live: the streams;
+// replay: the recorded finding). Null: never.
+using ShaperProbe = std::function<ShaperRecord(const ShaperHints&)>;
+CapacityTrains capacity_trains(ProbeRunner& runner, const Config& c, PhasePath& path,
+                               CapacityResult& res, const ShaperProbe& shaper_probe = nullptr);
 
 // The checks after a capacity estimate (reply limits, replies_mixed, the
 // dropped-load check with its SYN trains) are not re-run by `linkwidth

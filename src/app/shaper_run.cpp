@@ -229,14 +229,14 @@ void apply_shaper(const ShaperRecord& rec, CapacityResult& res) {
                                       }),
                        res.warnings.end());
     res.warnings.push_back(
-        {"token_bucket",
+        {WarningCode::kTokenBucket,
          "a token-bucket shaper: " + format_rate(rec.rate_bps) + " sustained after a burst of " +
              kb(rec.bucket_bytes) + " at " + (rec.peak_is_lower_bound ? "at least " : "") +
              format_rate(rec.peak_bps) +
              "; capacity_bps is the sustained rate, peak_capacity_bps the burst's"});
   } else if (rec.not_emptied) {
     res.warnings.push_back(
-        {"shaper_not_emptied",
+        {WarningCode::kShaperNotEmptied,
          "the capacity trains disagreed the way a token bucket makes them, but a stream of " +
              kb(rec.bucket_at_least_bytes) +
              " came back at the rate it was sent: a bucket of at least that much, larger than "

@@ -1,0 +1,197 @@
+"""Capacity on paths of other shapes (issue 11, part 4): cross traffic on the
+narrow link (constant rate at 80 %, Poisson mixed sizes), cross traffic on
+every link of a 4-hop path, a small queue, and the prober's own interface as
+the narrow link with cross traffic through the same qdisc.
+
+Ground truth: the narrow link's configured rate at the IP layer (tbf and htb
+count the 14-byte Ethernet header: R x 1500/1514). The capacity does not
+depend on the cross traffic, so no counter is needed for it.
+
+linkwidth runs pinned to CPU 0 and the cross-traffic generators to CPU 1 (on
+this small VM they otherwise compete for one core and the cross traffic
+stalls while we send, which is not how real cross traffic behaves).
+
+Bounds (busy 2-core machine): the median of 3 runs within 3 % of the truth
+(the 4-hop class is an expected failure: issue 11), and, as an expected
+failure until the estimator handles cross traffic every train meets, each run
+within 5 % or its 95 % interval holding the truth.
+
+Also a script: ``python3 tests/lab/test_capacity_paths.py [--runs N] [class ...]``
+prints per-class errors and interval coverage (used for the README numbers).
+"""
+import json
+import os
+import statistics
+import sys
+import time
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from labtest import BIN, LAB_MARKS, lab  # noqa: E402,F401
+
+pytestmark = LAB_MARKS
+
+PIN = (os.cpu_count() or 1) >= 2
+CROSS_CPU = 1 if PIN else None
+
+
+def _cbr80(L):
+    return [L.cross(2, "udp", rate=80e6, cpu=CROSS_CPU)]
+
+
+def _poisson40(L):
+    return [L.cross(2, "bursty", rate=20e6, cpu=CROSS_CPU)]
+
+
+def _every_link(L):
+    return [L.cross(1, "udp", rate=50e6, cpu=CROSS_CPU),
+            L.cross(2, "bursty", rate=40e6, cpu=CROSS_CPU),
+            L.cross(3, "bursty", rate=24e6, cpu=CROSS_CPU),
+            L.cross(4, "udp", rate=30e6, cpu=CROSS_CPU)]
+
+
+def _small_queue(L):
+    return [L.cross(2, "bursty", rate=2e6, cpu=CROSS_CPU)]
+
+
+def _local_htb(L):
+    return [L.cross(1, "udp", rate=12.5e6, cpu=CROSS_CPU)]
+
+
+# name -> (links, cross-traffic starter)
+CLASSES = {
+    # constant rate at 80 % of a remote 100 Mbit/s narrow link
+    "cbr80_remote": ([lab.Link(rate=None), lab.Link(rate=100e6)], _cbr80),
+    # Poisson departures, mixed sizes (1500/576/64), 40 % of a 50 Mbit/s link
+    "poisson40_remote": ([lab.Link(rate=None), lab.Link(rate=50e6)], _poisson40),
+    # four hops, cross traffic on every one, narrow link = link 3 (80 Mbit/s, 30 %)
+    "every_link_4hop": ([lab.Link(rate=200e6), lab.Link(rate=150e6), lab.Link(rate=80e6),
+                         lab.Link(rate=120e6)], _every_link),
+    # 15 KB queue on a 20 Mbit/s link, light (10 %) bursty cross traffic
+    "small_queue_20m": ([lab.Link(rate=None), lab.Link(rate=20e6, limit=15000)], _small_queue),
+    # our own interface is the narrow link: htb 50 Mbit/s, 25 % from a cross
+    # host on link 1 (through the same qdisc)
+    "local_htb25": ([lab.Link(rate=50e6, shaper="htb"), lab.Link(rate=None)], _local_htb),
+}
+
+
+def run_class(name, runs=3):
+    """[(exit code, document, truth)] for `runs` capacity runs on class `name`."""
+    links, start = CLASSES[name]
+    out = []
+    with lab.Lab(lab.Spec(links=links)) as L:
+        truth = L.ground_truth_capacity(ip_len=1500)
+        gens = start(L)
+        try:
+            time.sleep(0.5)
+            for _ in range(runs):
+                cmd = (["taskset", "-c", "0"] if PIN else []) + [BIN, "capacity", L.target_ip,
+                                                                 "--json"]
+                p = L.run_in_prober(cmd, timeout=90)
+                out.append((p.returncode, json.loads(p.stdout), truth))
+        finally:
+            for g in gens:
+                g.stop()
+    return out
+
+
+def summarise(results):
+    errs = [doc["capacity_bps"] / truth - 1 for code, doc, truth in results
+            if code == 0 and doc.get("capacity_bps")]
+    held = sum(1 for code, doc, truth in results if code == 0 and doc.get("capacity_bps") and
+               doc["capacity_low_bps"] <= truth <= doc["capacity_high_bps"])
+    return errs, held
+
+
+# What the current estimator does not meet yet (issue 11 stays open for it):
+# measured on this VM, 3 runs per class (README, "Cross traffic and the
+# capacity"): the 4-hop path reads -14% to -18% (trains reach the narrow link
+# spread by the loaded links before it, so more cross traffic queues between
+# their packets), and the 95% interval, a bootstrap of the quartile that
+# ignores that bias, missed the truth in 8 of 12 runs of the other classes.
+KNOWN_LOW = {"every_link_4hop"}
+
+
+def _detail(results):
+    return [(round(doc["capacity_bps"] / 1e6, 2), round(doc["capacity_low_bps"] / 1e6, 2),
+             round(doc["capacity_high_bps"] / 1e6, 2), round(doc["elapsed_s"], 2))
+            for _, doc, _ in results]
+
+
+_RESULTS = {}
+
+
+def _results(name):
+    """3 runs per class, shared by the two tests of a class (one lab each)."""
+    if name not in _RESULTS:
+        _RESULTS[name] = run_class(name)
+    return _RESULTS[name]
+
+
+# The small-queue path probed at more than the 10% average (--max-load): one
+# pytest run measured 8 x probe_bytes / elapsed = 27% of C (5.4 Mbit/s on
+# 19.8): its trains lose load in the 15 KB queue (long trains came back with
+# the short ones' dispersion, so their per-train rate read 39.5 Mbit/s and the
+# slope, from two nearly equal dispersions, far more). Probable cause, from
+# those numbers, not yet confirmed: capacity_run budgets the idle between
+# trains with min(estimate, 2 x best per-train rate) = about 79 Mbit/s, four
+# times C, so the idle is a quarter of what --max-load needs.
+KNOWN_INTRUSIVE = {"small_queue_20m"}
+
+
+def _param(n):
+    if n in KNOWN_LOW:
+        return pytest.param(n, marks=pytest.mark.xfail(reason="issue 11: reads 14-18% low",
+                                                       strict=False))
+    if n in KNOWN_INTRUSIVE:
+        return pytest.param(n, marks=pytest.mark.xfail(
+            reason="probing rate over 15% of C on a 15 KB queue (27% measured)", strict=False))
+    return n
+
+
+@pytest.mark.parametrize("name", [_param(n) for n in CLASSES])
+def test_capacity_median_within_3_percent(name):
+    results = _results(name)
+    for code, doc, truth in results:
+        assert code == 0, doc
+        assert doc["capacity_low_bps"] <= doc["capacity_bps"] <= doc["capacity_high_bps"], doc
+        assert not doc.get("capacity_is_lower_bound"), doc
+        # The phase stays short and non-intrusive.
+        assert doc["elapsed_s"] < 8, doc["elapsed_s"]
+        assert 8 * doc["probe_bytes"] / doc["elapsed_s"] < 0.15 * truth
+    errs, _ = summarise(results)
+    truth = results[0][2]
+    assert len(errs) == len(results)
+    assert abs(statistics.median(errs)) <= 0.03, f"truth {truth / 1e6:.2f}: {_detail(results)}"
+
+
+@pytest.mark.xfail(reason="issue 11: the interval ignores the cross-traffic bias; single runs "
+                          "read up to 8-11% off", strict=False)
+@pytest.mark.parametrize("name", list(CLASSES))
+def test_capacity_each_run_within_5_percent_or_interval_holds_truth(name):
+    results = _results(name)
+    for code, doc, truth in results:
+        assert code == 0, doc
+        ok = abs(doc["capacity_bps"] / truth - 1) <= 0.05 or \
+            doc["capacity_low_bps"] <= truth <= doc["capacity_high_bps"]
+        assert ok, f"truth {truth / 1e6:.2f}: {_detail(results)}"
+
+
+if __name__ == "__main__":
+    import argparse
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("classes", nargs="*", default=list(CLASSES))
+    a = ap.parse_args()
+    for name in a.classes:
+        res = run_class(name, a.runs)
+        errs, held = summarise(res)
+        truth = res[0][2]
+        per = " ".join(f"{doc.get('capacity_bps', 0) / 1e6:.2f}[{doc.get('capacity_low_bps', 0) / 1e6:.2f},"
+                       f"{doc.get('capacity_high_bps', 0) / 1e6:.2f}]/{doc.get('elapsed_s', 0):.1f}s"
+                       for _, doc, _ in res)
+        med = statistics.median([abs(e) for e in errs]) if errs else float("nan")
+        print(f"{name}: truth {truth / 1e6:.2f}  median |err| {100 * med:.2f}%  "
+              f"errors {[round(100 * e, 2) for e in errs]}  held {held}/{len(res)}  {per}",
+              flush=True)
