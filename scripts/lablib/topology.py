@@ -87,7 +87,11 @@ class Link:
     """One hop.  ``rate``: forward bit/s (None = unshaped).  ``rev_rate``:
     reverse bit/s, ``SAME`` (default) = same as ``rate``, None = unshaped.
     ``shaper``: "tbf" (default) or "htb".  ``limit``: queue limit in bytes
-    (None = max(2 MB, 100 ms x rate), per direction).  ``burst``: bucket bytes."""
+    (None = max(2 MB, 100 ms x rate), per direction).  ``burst``: bucket bytes
+    (a token-bucket shaper: e.g. 300_000 lets 300 KB pass at line rate, then
+    ``rate``).  ``peakrate``: tbf only, a second bucket that limits the burst
+    to this rate (bit/s, None = line rate), with ``minburst`` bytes (default
+    one frame)."""
     rate: Optional[float] = None
     rev_rate: Union[None, float, str] = SAME
     shaper: str = "tbf"
@@ -97,6 +101,8 @@ class Link:
     # (None/0 = none); rev_delay_ms: the reverse direction, SAME = delay_ms.
     delay_ms: Optional[float] = None
     rev_delay_ms: Union[None, float, str] = SAME
+    peakrate: Optional[float] = None
+    minburst: Optional[int] = None
 
     def __post_init__(self):
         self.rate = parse_rate(self.rate)
@@ -111,6 +117,14 @@ class Link:
             raise LabError(f"queue limit {self.limit} too small (min {2 * (MTU + ETH_HDR)} bytes)")
         if int(self.burst) < MTU + ETH_HDR:
             raise LabError(f"burst {self.burst} smaller than one frame ({MTU + ETH_HDR})")
+        if self.peakrate is not None:
+            self.peakrate = parse_rate(self.peakrate)
+            if self.shaper != "tbf":
+                raise LabError("peakrate needs the tbf shaper")
+            if self.rate is None or self.peakrate <= self.rate:
+                raise LabError(f"peakrate {self.peakrate} must exceed the rate {self.rate}")
+        if self.minburst is not None and int(self.minburst) < MTU + ETH_HDR:
+            raise LabError(f"minburst {self.minburst} smaller than one frame ({MTU + ETH_HDR})")
 
     def fwd(self) -> Optional[float]:
         return self.rate
@@ -527,8 +541,13 @@ class Lab:
             return [f"tc qdisc del dev {dev} root 2>/dev/null || true"]
         r, lim, b = int(round(rate)), link.queue_limit(direction), int(link.burst)
         if link.shaper == "tbf":
+            peak = ""
+            if link.peakrate is not None and direction == "fwd":
+                mb = int(link.minburst or (self.spec.mtu + ETH_HDR))
+                peak = f" peakrate {int(round(link.peakrate))}bit minburst {mb}"
             return [f"tc qdisc del dev {dev} root 2>/dev/null || true",
-                    f"tc qdisc add dev {dev} root handle 1: tbf rate {r}bit burst {b} limit {lim}"]
+                    f"tc qdisc add dev {dev} root handle 1: tbf rate {r}bit burst {b} limit {lim}"
+                    + peak]
         q = self.spec.mtu + ETH_HDR
         return [f"tc qdisc del dev {dev} root 2>/dev/null || true",
                 f"tc qdisc add dev {dev} root handle 1: htb default 1",
@@ -1170,7 +1189,7 @@ class Lab:
             links.append({
                 "index": i, "upstream": self.node_name(i - 1), "downstream": self.node_name(i),
                 "subnet": f"198.18.{i}.0/24", "up_ip": self.link_ip(i, "up"),
-                "down_ip": self.link_ip(i, "down"), "shaper": l.shaper, "burst": l.burst,
+                "down_ip": self.link_ip(i, "down"), "shaper": l.shaper, "burst": l.burst, "peakrate": l.peakrate,
                 "fwd_rate": l.fwd(), "rev_rate": l.rev(),
                 "fwd_limit": l.queue_limit("fwd"), "rev_limit": l.queue_limit("rev"),
                 "fwd_delay_ms": l.delay("fwd"), "rev_delay_ms": l.delay("rev"),

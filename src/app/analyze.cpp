@@ -414,7 +414,17 @@ CapacityResult replay_capacity(const RecordedPhase& ph, const OfflineRead& r,
              static_cast<std::uint16_t>(res.port), 0, marker_of(res.marker_kind, name)},
       res.params.at("packet_size").get<int>(), res.rtt_s, seqs};
   ReplayRunner runner(ph, r, self, name);
-  CapacityTrains trains = capacity_trains(runner, c, path, res);
+  // The shaper probe's streams are not replayed: the loop gets what the live
+  // probe found (the end note's checks), at the same train.
+  const nlohmann::json checks =
+      ph.end.is_null() ? nlohmann::json() : ph.end.value("checks", nlohmann::json());
+  const ShaperRecord recorded =
+      checks.is_object() ? shaper_from_json(checks.value("shaper", nlohmann::json()),
+                                            checks.value("shaper_check", nlohmann::json()))
+                         : ShaperRecord{};
+  ShaperProbe probe = nullptr;
+  if (recorded.probed) probe = [&](const ShaperHints&) { return recorded; };
+  CapacityTrains trains = capacity_trains(runner, c, path, res, probe);
   if (ph.end.is_null()) {
     res.stop_reason = StopReason::kIncomplete;
     res.probe_packets = runner.packets_sent();

@@ -9,6 +9,8 @@
 #include "app/path_checks.hpp"
 #include "app/runner.hpp"
 #include "app/session.hpp"
+#include "app/shaper_run.hpp"
+#include "estimate/shaper.hpp"
 #include "estimate/capacity.hpp"
 #include "estimate/stats.hpp"
 #include "linkwidth/error.hpp"
@@ -91,7 +93,9 @@ nlohmann::json capacity_checks_note(const std::vector<Warning>& before,
   nlohmann::json j = {{"removed", removed},
                       {"added", warnings_json(added)},
                       {"valid", res.valid},
-                      {"load_check", load_check_json(res.load_check)}};
+                      {"load_check", load_check_json(res.load_check)},
+                      {"shaper", shaper_json(res.shaper)},
+                      {"shaper_check", shaper_check_json(res.shaper)}};
   if (res.capacity_source != "rst_trains") {
     j["capacity"] = {{"source", res.capacity_source},   {"capacity_bps", res.capacity_bps},
                      {"low_bps", res.low_bps},          {"high_bps", res.high_bps},
@@ -113,6 +117,9 @@ void apply_capacity_checks(CapacityResult& res, const nlohmann::json& j) {
     res.warnings.push_back(w);
   }
   if (j.contains("load_check")) res.load_check = load_check_from_json(j.at("load_check"));
+  if (j.contains("shaper_check")) {
+    res.shaper = shaper_from_json(j.value("shaper", nlohmann::json()), j.at("shaper_check"));
+  }
   if (j.contains("capacity")) {
     const auto& k = j.at("capacity");
     res.capacity_source = k.at("source").get<std::string>();
@@ -150,11 +157,36 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
 
   LiveRunner runner(ss, c, "capacity", t_cap);
   PhasePath path{ss.flow, ss.packet_size, ss.disc.rtt_s, ss.seqs};
-  CapacityTrains trains = capacity_trains(runner, c, path, res);
+  // The shaper probe (app/shaper_run) is live only: its streams are not
+  // replayed; what it found goes into the end note, and analyze hands the
+  // loop the same finding at the same train.
+  auto probe = [&](const ShaperHints& h) {
+    if (c.verbose) std::fprintf(stderr, "shaper probe: %s\n", h.trigger.c_str());
+    return run_shaper_probe(ss, c, stop, t_cap, h);
+  };
+  CapacityTrains trains = capacity_trains(runner, c, path, res, probe);
   trains.tally.finish(res, c.max_rate_bps);
   // What follows is not re-derived offline: its outcome goes into the end
   // note for `linkwidth analyze`.
   const std::vector<Warning> before = res.warnings;
+  if (!trains.shaper_tried && res.valid && !res.lower_bound && !stop.load()) {
+    // A bucket that every train overran by the same B shows only as a
+    // negative offset of the two-length slope (-B/R); the sizing trains,
+    // inside it, as a rate far above the estimate.
+    ShaperHints h = trains.shaper_hints;
+    h.slow_bps = res.capacity_bps;
+    h.queued_bytes = 0;
+    if (offset_suggests_bucket(res.dispersion_offset_s, res.capacity_bps, trains.packet_size)) {
+      h.trigger = "negative_offset";
+    } else if (rate_drop_suggests_bucket(h.fast_bps, res.capacity_bps)) {
+      h.trigger = "sizing_faster";
+    }
+    if (!h.trigger.empty()) {
+      trains.shaper = probe(h);
+      trains.shaper_tried = true;
+    }
+  }
+  if (trains.shaper_tried) apply_shaper(trains.shaper, res);
   take_reply_warnings(ss, res.warnings);
   check_capacity_plausible(ss, c, stop, t_cap, trains.stamps, res);
   const nlohmann::json checks = capacity_checks_note(before, res);
@@ -179,8 +211,22 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
 }
 
 CapacityTrains capacity_trains(ProbeRunner& runner, const Config& c, PhasePath& path,
-                               CapacityResult& res) {
+                               CapacityResult& res, const ShaperProbe& shaper_probe) {
   CapacityTrains out(c.length_ratio > 1, c.verbose, c.precision);
+  // Token buckets (estimate/shaper.hpp): the sizing trains fit a bucket and
+  // come back at the peak; a later, longer train meets the sustained rate.
+  // The first sign of it runs the shaper probe, once.
+  ShaperHints& shaper_hints = out.shaper_hints;
+  ShaperRecord& shaper = out.shaper;
+  bool& shaper_tried = out.shaper_tried;
+  auto try_shaper = [&](const std::string& trigger, double slow_bps, double queued_bytes) {
+    shaper_tried = true;
+    shaper_hints.trigger = trigger;
+    shaper_hints.slow_bps = slow_bps;
+    shaper_hints.queued_bytes = queued_bytes;
+    if (shaper_probe) shaper = shaper_probe(shaper_hints);
+    return shaper.found;
+  };
   CapacityTally& tally = out.tally;
   int& L = out.packet_size;
   L = path.packet_size;
@@ -235,6 +281,33 @@ CapacityTrains capacity_trains(ProbeRunner& runner, const Config& c, PhasePath& 
     consecutive_silent = run.outcome.markers_lost == static_cast<int>(run.train.markers.size())
                              ? consecutive_silent + 1
                              : 0;
+    const double train_bytes = static_cast<double>(train.total_bytes());
+    if (s.capacity_bps > 0 && !rate_drop_suggests_bucket(shaper_hints.fast_bps, s.capacity_bps)) {
+      shaper_hints.fast_bytes += train_bytes;  // came back at about the sizing rate: within a bucket
+    }
+    if (!sized && s.capacity_bps > 0 && s.verdict != SampleVerdict::kLostReply) {
+      shaper_hints.fast_bps = std::max(shaper_hints.fast_bps, s.capacity_bps);
+    }
+    const bool slower = s.kept() && rate_drop_suggests_bucket(shaper_hints.fast_bps, s.capacity_bps);
+    // A compressed train far slower than an earlier (shorter) one, or a train
+    // that lost replies after one that came back fast: only an uncompressed
+    // train would show our own sending rate, which a busy host lowers.
+    if (!shaper_tried && shaper_probe && shaper_hints.fast_bps > 0 &&
+        (slower || s.verdict == SampleVerdict::kLostReply || consecutive_silent >= 2)) {
+      if (try_shaper(slower ? "rate_drop" : "replies_lost", slower ? s.capacity_bps : 0.0,
+                     train_bytes)) {
+        res.stop_reason = StopReason::kShaper;
+        break;
+      }
+      if (!sized && shaper.stream_rate_bps > 0) {
+        // The stream was compressed: size the trains by it.
+        n = sized_load_packets(c, shaper.stream_rate_bps, L);
+        sized = true;
+      }
+      next_start = 0;  // the stream's own idle and wait came first
+      consecutive_silent = 0;
+      continue;
+    }
     if (consecutive_silent >= 5) {
       throw Error("capacity", "the target stopped answering: no marker reply in 5 trains",
                   "replies_stopped");

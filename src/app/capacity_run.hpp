@@ -3,10 +3,12 @@
 // interval is tight enough or a cap is reached, idle time that keeps the
 // average probing rate under --max-load of the capacity.
 #include <atomic>
+#include <functional>
 
 #include "app/capacity_tally.hpp"
 #include "app/config.hpp"
 #include "app/runner.hpp"
+#include "app/shaper_run.hpp"
 #include "estimate/middlebox.hpp"
 #include "linkwidth/ip_addr.hpp"
 #include "linkwidth/time.hpp"
@@ -37,9 +39,16 @@ struct CapacityTrains {
   CapacityTally tally;
   std::vector<ReplyStamp> stamps;  // TTL and IP ID of every marker reply
   int packet_size = 0;             // L at the end (a path-MTU shrink lowers it)
+  // The shaper probe, if the trains called for it (app/shaper_run.hpp).
+  ShaperHints shaper_hints;
+  ShaperRecord shaper;
+  bool shaper_tried = false;
 };
+// Runs the shaper probe when the trains call for it (live: the streams;
+// replay: the recorded finding). Null: never.
+using ShaperProbe = std::function<ShaperRecord(const ShaperHints&)>;
 CapacityTrains capacity_trains(ProbeRunner& runner, const Config& c, PhasePath& path,
-                               CapacityResult& res);
+                               CapacityResult& res, const ShaperProbe& shaper_probe = nullptr);
 
 // The checks after a capacity estimate (reply limits, replies_mixed, the
 // dropped-load check with its SYN trains) are not re-run by `linkwidth

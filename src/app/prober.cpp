@@ -1,5 +1,7 @@
 #include "app/prober.hpp"
 
+#include <algorithm>
+
 #include <cstdio>
 
 #include "capture/run_record.hpp"
@@ -75,7 +77,7 @@ void Prober::note(const nlohmann::json& j) {
 }
 
 TrainRun Prober::run(const Train& train, const std::vector<int>& wait_for, Nanos reply_timeout,
-                     bool any, Nanos busy_wait, Nanos settle) {
+                     bool any, Nanos busy_wait, Nanos settle, Nanos quiet) {
   std::vector<std::vector<std::uint8_t>> bytes;
   bytes.reserve(train.probes.size());
   std::uint64_t total = 0;
@@ -122,6 +124,8 @@ TrainRun Prober::run(const Train& train, const std::vector<int>& wait_for, Nanos
   const Nanos spin_until = std::min(
       deadline, std::max(sent_at, r.start_mono + rtt_ + jitter) + std::min(busy_wait, reply_timeout));
   bool first = true;
+  int last_got = 0;
+  Nanos last_reply = 0, longest_gap = 0;
   for (;;) {
     const bool fresh = capture_.drain(captured_) > 0;
     if (fresh || first) {
@@ -137,6 +141,15 @@ TrainRun Prober::run(const Train& train, const std::vector<int>& wait_for, Nanos
       settle = 0;
     }
     if (done || stop_.load() || now >= deadline) break;
+    if (quiet > 0) {
+      if (got > last_got) {
+        if (last_reply != 0) longest_gap = std::max(longest_gap, now - last_reply);
+        last_reply = now;
+        last_got = got;
+      } else if (last_reply != 0 && now - last_reply > std::max(quiet, 3 * longest_gap)) {
+        break;
+      }
+    }
     // Busy-poll while replies are due: a CPU that sleeps wakes up late for the
     // interrupt that timestamps the tail reply (tens of µs on a VM), and it
     // would not for the head reply, which arrives while we are still sending.

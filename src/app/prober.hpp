@@ -48,8 +48,11 @@ class Prober {
   // capture without sleeping; before and after, it sleeps in poll().
   // With `settle` > 0 it stops waiting `settle` after the first reply among
   // `wait_for` (discovery: the rest answer about then or not at all).
+  // With `quiet` > 0 it also stops once replies have come and none has for
+  // max(quiet, 3 x the longest gap between them so far) (a long stream whose
+  // tail a shaper's full queue dropped).
   TrainRun run(const Train& train, const std::vector<int>& wait_for, Nanos reply_timeout,
-               bool any = false, Nanos busy_wait = 0, Nanos settle = 0);
+               bool any = false, Nanos busy_wait = 0, Nanos settle = 0, Nanos quiet = 0);
 
   // With --save-pcap: a JSON note in the file (capture/run_record.hpp) that
   // lets `linkwidth analyze` tell the run's phases and trains apart.

@@ -49,6 +49,27 @@ struct LoadCheckRecord {
   double send_limit_bps = 0;    // what we could send at most
 };
 
+// The shaper probe (estimate/shaper.hpp): run when the capacity trains
+// disagreed the way a token bucket makes them (`trigger`), one or more
+// rate-constant streams long enough to empty the bucket.
+struct ShaperRecord {
+  bool probed = false;            // at least one stream was sent
+  std::string trigger;            // why: rate_drop, negative_offset, replies_stopped, sizing_faster
+  bool found = false;             // a level shift: rate, peak and bucket below are measured
+  bool not_emptied = false;       // every stream came back at the offered rate: bucket >= bucket_at_least
+  double rate_bps = 0;            // sustained rate
+  double rate_low_bps = 0;
+  double rate_high_bps = 0;
+  double peak_bps = 0;            // received rate before the shift
+  bool peak_is_lower_bound = false;  // the burst came at the rate we sent it
+  double bucket_bytes = 0;        // IP bytes that passed at the peak beyond the sustained rate
+  double bucket_at_least_bytes = 0;
+  int streams = 0;
+  std::uint64_t stream_bytes = 0;  // bytes of every stream sent
+  std::string verdict;            // found / none / not_emptied / no_replies
+  double stream_rate_bps = 0;     // the last stream's received rate when compressed (diagnostic)
+};
+
 struct TrainRecord {
   int train = 0;
   int load_packets = 0;
@@ -86,6 +107,7 @@ struct CapacityResult {
   std::string capacity_source = "rst_trains";
   ReplierInfo replier;
   LoadCheckRecord load_check;
+  ShaperRecord shaper;
 
   int trains_sent = 0;
   int trains_used = 0;

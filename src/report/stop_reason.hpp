@@ -22,7 +22,8 @@ namespace lw {
   X(kNoCapacity, "no_capacity")   \
   X(kLoadDropped, "load_dropped") \
   X(kGiven, "given")              \
-  X(kNoReplies, "no_replies")
+  X(kNoReplies, "no_replies")     \
+  X(kShaper, "shaper")
 
 enum class StopReason {
 #define LW_X(e, name) e,

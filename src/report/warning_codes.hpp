@@ -85,10 +85,14 @@ namespace lw {
   X(kSilentHops, "silent_hops", "hops never answered and are kept as unknown")                    \
   X(kSingleLengthEstimate, "single_length_estimate",                                              \
     "too few trains of one of the two lengths: the estimate includes the head/tail offset")       \
+  X(kShaperNotEmptied, "shaper_not_emptied",                                                      \
+    "trains disagreed as a token bucket makes them, but the caps did not allow emptying it")      \
   X(kSlopeTooNoisy, "slope_too_noisy",                                                            \
     "the two-length slope was too wide; the per-train estimate is used")                          \
   X(kTimestampsQuantised, "timestamps_quantised",                                                 \
     "reply times are quantised: the capacity is reported as a lower bound")                       \
+  X(kTokenBucket, "token_bucket",                                                                 \
+    "a token-bucket shaper: the capacity is its sustained rate, after a burst at the peak")       \
   X(kTrainsLengthened, "trains_lengthened",                                                       \
     "high timing noise: trains doubled in length and calibrated again")                           \
   X(kTrainsNotCompressed, "trains_not_compressed",                                                \

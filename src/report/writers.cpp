@@ -2,7 +2,9 @@
 
 #include "report/hops_writers.hpp"
 
+#include <cmath>
 #include <cstdio>
+#include <limits>
 #include <sstream>
 
 namespace lw {
@@ -80,11 +82,58 @@ LoadCheckRecord load_check_from_json(const nlohmann::json& j) {
   return l;
 }
 
+nlohmann::json shaper_json(const ShaperRecord& s) {
+  if (!s.found && !s.not_emptied) return nullptr;
+  return {{"rate_bps", nullable(s.found, s.rate_bps)},
+          {"rate_low_bps", nullable(s.found, s.rate_low_bps)},
+          {"rate_high_bps", nullable(s.found && std::isfinite(s.rate_high_bps), s.rate_high_bps)},
+          {"peak_bps", nullable(s.peak_bps > 0, s.peak_bps)},
+          {"peak_is_lower_bound", s.peak_is_lower_bound},
+          {"bucket_bytes", nullable(s.found, s.bucket_bytes)},
+          {"bucket_bytes_at_least", nullable(s.not_emptied, s.bucket_at_least_bytes)},
+          {"layer", "ip"}};
+}
+
+nlohmann::json shaper_check_json(const ShaperRecord& s) {
+  if (!s.probed) return nullptr;
+  return {{"trigger", s.trigger},
+          {"verdict", s.verdict},
+          {"streams", s.streams},
+          {"stream_bytes", s.stream_bytes},
+          {"stream_rate_bps", nullable(s.stream_rate_bps > 0, s.stream_rate_bps)}};
+}
+
+ShaperRecord shaper_from_json(const nlohmann::json& shaper, const nlohmann::json& check) {
+  ShaperRecord s;
+  if (check.is_object()) {
+    s.probed = true;
+    s.trigger = check.value("trigger", "");
+    s.verdict = check.value("verdict", "");
+    s.streams = check.value("streams", 0);
+    s.stream_bytes = check.value("stream_bytes", std::uint64_t{0});
+    s.stream_rate_bps = or_zero(check, "stream_rate_bps");
+  }
+  if (shaper.is_object()) {
+    s.found = shaper.value("bucket_bytes", nlohmann::json()).is_number();
+    s.not_emptied = !s.found;
+    s.rate_bps = or_zero(shaper, "rate_bps");
+    s.rate_low_bps = or_zero(shaper, "rate_low_bps");
+    s.rate_high_bps = shaper.value("rate_high_bps", nlohmann::json()).is_number()
+                          ? shaper["rate_high_bps"].get<double>()
+                          : (s.found ? std::numeric_limits<double>::infinity() : 0.0);
+    s.peak_bps = or_zero(shaper, "peak_bps");
+    s.peak_is_lower_bound = shaper.value("peak_is_lower_bound", false);
+    s.bucket_bytes = or_zero(shaper, "bucket_bytes");
+    s.bucket_at_least_bytes = or_zero(shaper, "bucket_bytes_at_least");
+  }
+  return s;
+}
+
 namespace {
 
 // Low: a lower bound, or the SYN-train fallback after the load was dropped.
 const char* confidence(const CapacityResult& r) {
-  return r.lower_bound || r.capacity_source != "rst_trains" ? "low" : "normal";
+  return r.lower_bound || r.capacity_source == "syn_pairs" ? "low" : "normal";
 }
 
 // The capacity line of the text output.
@@ -100,6 +149,15 @@ std::string capacity_line(const CapacityResult& r) {
     o << "  capacity   " << (r.lower_bound ? ">= " : "") << format_rate(r.capacity_bps)
       << "  (95% interval " << format_rate(r.low_bps) << " .. " << format_rate(r.high_bps)
       << ", IP layer)\n";
+  }
+  if (r.shaper.found) {
+    o << "  shaper     token bucket: " << format_rate(r.shaper.rate_bps) << " sustained (the capacity above) after a burst of "
+      << static_cast<long long>(r.shaper.bucket_bytes / 1000) << " KB at "
+      << (r.shaper.peak_is_lower_bound ? ">= " : "") << format_rate(r.shaper.peak_bps) << "\n";
+  } else if (r.shaper.not_emptied) {
+    o << "  shaper     a token bucket of at least "
+      << static_cast<long long>(r.shaper.bucket_at_least_bytes / 1000)
+      << " KB may be on the path: the probe could not empty it within the caps\n";
   }
   if (r.replier.reply_ttl > 0) {
     o << "  replies    TTL " << r.replier.reply_ttl << " (" << r.replier.reply_hops
@@ -134,6 +192,9 @@ nlohmann::json to_json(const CapacityResult& r) {
             {"capacity_source", r.capacity_source},
             {"capacity_confidence", confidence(r)},
             {"load_check", load_check_json(r.load_check)},
+            {"shaper", shaper_json(r.shaper)},
+            {"peak_capacity_bps", nullable(r.shaper.found || r.shaper.not_emptied, r.shaper.peak_bps)},
+            {"shaper_check", shaper_check_json(r.shaper)},
             {"layer", "ip"},
             {"trains_sent", r.trains_sent},
             {"trains_used", r.trains_used},

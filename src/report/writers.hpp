@@ -55,5 +55,10 @@ nlohmann::json warnings_json(const std::vector<Warning>& ws);
 std::vector<Warning> warnings_from_json(const nlohmann::json& a);
 nlohmann::json load_check_json(const LoadCheckRecord& l);  // null unless it ran
 LoadCheckRecord load_check_from_json(const nlohmann::json& j);
+// The shaper probe's record: `shaper` (null unless a bucket was found or
+// could not be emptied) and `shaper_check` (null unless a stream was sent).
+nlohmann::json shaper_json(const ShaperRecord& s);
+nlohmann::json shaper_check_json(const ShaperRecord& s);
+ShaperRecord shaper_from_json(const nlohmann::json& shaper, const nlohmann::json& check);
 
 }  // namespace lw

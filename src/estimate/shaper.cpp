@@ -1,0 +1,207 @@
+#include "estimate/shaper.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace lw {
+
+namespace {
+
+// Least squares t = a + b·x over points [lo, hi) (x in Mbit, t in seconds).
+struct Line {
+  double a = 0;
+  double b = 0;      // seconds per Mbit
+  double sse = 0;
+  double sxx = 0;    // centred sum of squares of x (for the slope's error)
+  int n = 0;
+  bool ok = false;
+};
+
+Line fit(const std::vector<double>& x, const std::vector<double>& y, int lo, int hi) {
+  Line l;
+  l.n = hi - lo;
+  if (l.n < 2) return l;
+  double mx = 0, my = 0;
+  for (int i = lo; i < hi; ++i) {
+    mx += x[i];
+    my += y[i];
+  }
+  mx /= l.n;
+  my /= l.n;
+  double sxy = 0;
+  for (int i = lo; i < hi; ++i) {
+    l.sxx += (x[i] - mx) * (x[i] - mx);
+    sxy += (x[i] - mx) * (y[i] - my);
+  }
+  if (l.sxx <= 0) return l;
+  l.b = sxy / l.sxx;
+  l.a = my - l.b * mx;
+  for (int i = lo; i < hi; ++i) {
+    const double r = y[i] - (l.a + l.b * x[i]);
+    l.sse += r * r;
+  }
+  l.ok = true;
+  return l;
+}
+
+// Residual standard deviation of a line, floored (timestamps are not better
+// than a couple of microseconds, and a two-point line has no residual).
+double sigma(const Line& l) {
+  constexpr double kFloor = 2e-6;
+  if (l.n <= 2) return kFloor;
+  return std::max(kFloor, std::sqrt(l.sse / (l.n - 2)));
+}
+
+struct Model {
+  int s = 0;  // burst = [0, s) (0: none)
+  int e = 0;  // sustained = [s, e), overflow = [e, n)
+  Line burst, sustained, overflow;
+  double cost = std::numeric_limits<double>::infinity();
+};
+
+}  // namespace
+
+double shaper_drain_time_s(double bucket_bytes, double rate_bps, double offered_bps) {
+  if (offered_bps <= rate_bps) return std::numeric_limits<double>::infinity();
+  return 8.0 * bucket_bytes / (offered_bps - rate_bps);
+}
+
+ShaperFinding detect_shaper(const std::vector<ShaperPoint>& points, double offered_bps,
+                            const ShaperOptions& opt) {
+  ShaperFinding f;
+  // Usable points: answered, in send order, replies not running backwards (a
+  // reordered reply is dropped). The first answered marker is the origin.
+  std::vector<double> x, y;  // Mbit after the origin, seconds after its reply
+  double x0 = 0;
+  Nanos t0 = 0;
+  Nanos last = 0;
+  for (const ShaperPoint& p : points) {
+    if (p.reply == 0) continue;
+    if (x.empty()) {
+      x0 = p.bits;
+      t0 = p.reply;
+    } else if (p.reply < last || p.bits <= x0 + x.back() * 1e6) {
+      continue;
+    }
+    last = p.reply;
+    x.push_back((p.bits - x0) / 1e6);
+    y.push_back(to_seconds(p.reply - t0));
+  }
+  const int n = static_cast<int>(x.size());
+  f.points = n;
+  if (n < 5) {
+    f.reason = "too few replies";
+    return f;
+  }
+
+  // Every model of up to three phases (burst, sustained, overflow), each
+  // phase a line: the burst is faster than the sustained phase, the overflow
+  // (markers at the send spacing behind a full queue) too. A penalised fit
+  // (BIC with a noise floor) picks how many phases the points support.
+  const double floor_var = 2e-6 * 2e-6;
+  auto cost_of = [&](double sse, int params) {
+    return n * std::log(std::max(sse, n * floor_var) / n) + params * std::log(static_cast<double>(n));
+  };
+  Model best;
+  for (int s = 0; s <= n - 3; ++s) {
+    if (s == 1) continue;  // a burst needs two points (the head and one more)
+    Line burst;
+    if (s >= 2) {
+      burst = fit(x, y, 0, s);
+      if (!burst.ok) continue;
+    }
+    for (int e = s + 3; e <= n; ++e) {
+      if (n - e == 1) continue;
+      const Line sus = fit(x, y, s, e);
+      if (!sus.ok || sus.b <= 0) continue;
+      if (s >= 2 && !(burst.b * opt.min_shift < sus.b)) continue;
+      Line over;
+      if (e < n) {
+        over = fit(x, y, e, n);
+        if (!over.ok || !(over.b * opt.min_shift < sus.b)) continue;
+      }
+      const int params = 2 + (s >= 2 ? 3 : 0) + (e < n ? 3 : 0);
+      const double c = cost_of(burst.sse + sus.sse + over.sse, params);
+      if (c < best.cost) {
+        best.cost = c;
+        best.s = s;
+        best.e = e;
+        best.burst = burst;
+        best.sustained = sus;
+        best.overflow = over;
+      }
+    }
+  }
+  if (!std::isfinite(best.cost)) {
+    f.reason = "no rising reply curve";
+    return f;
+  }
+  f.dropped_tail = n - best.e;
+  if (best.e < n) f.overflow_bits = x[best.e] * 1e6 + x0;
+  const Line& sus = best.sustained;
+  // One line through the used points: the stream's received rate.
+  const Line all = fit(x, y, 0, best.e);
+  if (all.ok && all.b > 0) f.stream_rate_bps = 1e6 / all.b;
+  if (best.s == 0) {
+    f.uncompressed = offered_bps > 0 && f.stream_rate_bps >= 0.9 * offered_bps;
+    f.reason = "no level shift";
+    return f;
+  }
+  // The sustained line extended back to the head: it passes the head reply
+  // B'/R late, where B' is what the bucket held.
+  const double bucket_bits = -sus.a / sus.b * 1e6;
+  const double sig = sigma(sus);
+  const double threshold = std::max(opt.noise_sigmas * sig, to_seconds(opt.min_burst_time));
+  // The burst phase arrives behind the sustained line's extension (which
+  // passes bits 0 at -B'/R): the head by -a, the other burst points by less
+  // the nearer they are to the shift.
+  double most_late = 0;
+  for (int i = 1; i < best.s; ++i) {
+    most_late = std::max(most_late, y[i] - (sus.a + sus.b * x[i]));
+  }
+  f.rate_bps = 1e6 / sus.b;
+  f.peak_bps = 1e6 / best.burst.b;
+  f.bucket_bytes = bucket_bits / 8;
+  f.burst_points = best.s;
+  if (bucket_bits / 8 < opt.min_bucket_bytes) {
+    f.reason = "burst too small";
+    return f;
+  }
+  if (sus.n < opt.min_sustained_points) {
+    f.reason = "sustained phase too short";
+    return f;
+  }
+  if (-sus.a < threshold || most_late < threshold) {
+    f.reason = "burst within the timing noise";
+    return f;
+  }
+  f.found = true;
+  f.reason.clear();
+  const double se = sig / std::sqrt(sus.sxx);
+  f.rate_low_bps = 1e6 / (sus.b + 2 * se);
+  f.rate_high_bps = sus.b > 2 * se ? 1e6 / (sus.b - 2 * se) : std::numeric_limits<double>::infinity();
+  f.peak_at_offered = offered_bps > 0 && f.peak_bps >= 0.9 * offered_bps;
+  // Where the two lines cross.
+  const double xs = (sus.a - best.burst.a) / (best.burst.b - sus.b);
+  f.shift_time = from_seconds(best.burst.a + best.burst.b * xs);
+  return f;
+}
+
+}  // namespace lw
+
+namespace lw {
+
+bool rate_drop_suggests_bucket(double sizing_bps, double later_bps, double min_shift) {
+  return sizing_bps > 0 && later_bps > 0 && later_bps * min_shift < sizing_bps;
+}
+
+bool offset_suggests_bucket(double offset_s, double capacity_bps, int packet_size,
+                            double min_bucket_bytes) {
+  if (capacity_bps <= 0 || offset_s >= 0) return false;
+  const double packets_time = 4 * 8.0 * packet_size / capacity_bps;
+  return -offset_s > std::max(300e-6, packets_time) &&
+         -offset_s * capacity_bps / 8 >= min_bucket_bytes;
+}
+
+}  // namespace lw

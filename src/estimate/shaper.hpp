@@ -1,0 +1,100 @@
+#pragma once
+// Token-bucket shaper detection from one long rate-constant stream (ShaperProbe,
+// Kanuparthy & Dovrolis, IMC 2011, §3: a stream long enough to empty the
+// bucket; the received rate shows a level shift from the peak to the sustained
+// rate, and the time to the shift gives the bucket). Single-ended: the stream
+// is RST load with a few SYN markers; each marker's reply time against the
+// bits sent ahead of it (from the head marker) is one point of the
+// cumulative-delivery curve.
+//
+// A token bucket (rate R, depth B, peak P) full at the head delivers bits at P
+// until it is empty, then at R: the received curve t(bits) is two lines, and
+// the line of the sustained phase, extended back to the head, crosses it at
+// t = -B'/R, where B' is the bucket's content when the head arrived (the
+// bucket drains at P - R for B/(P - R) seconds while P·t bits pass: P·t - R·t
+// = B). That intercept is robust where the time of the shift itself is not
+// (few markers around it). A stream sent faster than R eventually fills the
+// shaper's queue; once it drops, markers come back at the send spacing (a
+// third, steep phase), which is cut off before the fit.
+//
+//   std::vector<ShaperPoint> pts = ...;    // head first: bits 0, its reply
+//   ShaperFinding f = detect_shaper(pts, offered_bps);
+//   if (f.found) { f.rate_bps; f.peak_bps; f.bucket_bytes; }
+//
+// Pure: no sockets, clocks or globals.
+#include <string>
+#include <vector>
+
+#include "linkwidth/time.hpp"
+
+namespace lw {
+
+struct ShaperPoint {
+  double bits = 0;  // IP bits sent after the head marker up to and including this marker
+  Nanos reply = 0;  // reply arrival time; 0 = lost
+};
+
+struct ShaperOptions {
+  // The peak must exceed the sustained rate by this factor (a level shift).
+  double min_shift = 1.4;
+  // Replies in the sustained phase, at least (a few slow replies at the end
+  // of a stream are cross traffic, not a rate).
+  int min_sustained_points = 5;
+  // Smallest bucket reported (bytes): the head and tail replies of an ordinary
+  // path differ by fixed offsets (a host waking up) worth a few packets.
+  double min_bucket_bytes = 8000;
+  // The burst phase must stand out of the sustained line's timing noise by
+  // this many standard deviations, and by at least min_burst_time.
+  double noise_sigmas = 4.0;
+  Nanos min_burst_time = 100 * kUs;
+};
+
+struct ShaperFinding {
+  bool found = false;
+  // The stream came back at (about) the rate it was offered, with no level
+  // shift: whatever the path holds in a bucket is at least the stream's bits.
+  bool uncompressed = false;
+  double rate_bps = 0;            // sustained rate (the sustained phase's slope)
+  double rate_low_bps = 0;        // about 95% interval of the slope (2 standard errors)
+  double rate_high_bps = 0;
+  double peak_bps = 0;            // received rate before the shift
+  bool peak_at_offered = false;   // the burst phase came at the offered rate: the peak is at least that
+  double bucket_bytes = 0;        // the bucket's content at the head (IP bytes)
+  double stream_rate_bps = 0;     // one line through every used point (no shaper: the path's rate)
+  Nanos shift_time = 0;           // reply time of the shift, relative to the head reply
+  int points = 0;                 // replies used
+  int burst_points = 0;           // of them in the burst phase (head included)
+  int dropped_tail = 0;           // points cut off at the end (the shaper's queue overflowed)
+  double overflow_bits = 0;       // bits (after the head) where that began; 0 if it did not
+  std::string reason;             // why not found (diagnostics)
+};
+
+// `points` in send order, the head marker first (bits 0). `offered_bps`: the
+// rate the stream was sent at (0 = unknown).
+ShaperFinding detect_shaper(const std::vector<ShaperPoint>& points, double offered_bps,
+                            const ShaperOptions& opt = {});
+
+// How long after the head a bucket of `bucket_bytes` with sustained rate
+// `rate_bps` empties under a stream offered at `offered_bps` (seconds of
+// sending; infinite if offered <= rate).
+double shaper_drain_time_s(double bucket_bytes, double rate_bps, double offered_bps);
+
+}  // namespace lw
+
+namespace lw {
+
+// When the capacity trains call for the shaper probe (cheap tests on what
+// they measured anyway; a false alarm costs one stream, never a result).
+//
+// The sizing trains are short and fit in a bucket; a later, longer train that
+// came back clearly slower (by min_shift) has met the sustained rate.
+bool rate_drop_suggests_bucket(double sizing_bps, double later_bps, double min_shift = 1.5);
+// The two-length slope's fixed offset: a bucket lets B bytes of every train
+// through at the peak, so D = (bits - B)/R: an offset of -B/R. Only an offset
+// worth at least `min_bucket_bytes` at the estimated capacity, beyond a few
+// packets' time, counts (a host that wakes late for the head reply also makes
+// it negative, by far less).
+bool offset_suggests_bucket(double offset_s, double capacity_bps, int packet_size,
+                            double min_bucket_bytes = 8000);
+
+}  // namespace lw

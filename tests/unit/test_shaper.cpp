@@ -1,0 +1,300 @@
+// Token-bucket detection (estimate/shaper) on synthetic reply times: a stream
+// of RST load with SYN markers (plan/shaper_plan's placement) through a
+// simulated tbf (rate, bucket, optional peak rate, byte-limited queue), reply
+// noise of 20-200 us, lost replies, cross traffic. Known answers: the
+// sustained rate, the peak and the bucket; ordinary paths (no bucket, a
+// bottleneck with cross traffic, an overflowing queue) must not report one.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <deque>
+#include <random>
+#include <vector>
+
+#include "estimate/shaper.hpp"
+#include "plan/shaper_plan.hpp"
+
+using namespace lw;
+
+namespace {
+
+struct Path {
+  double rate_bps = 20e6;     // sustained (tbf rate); with bucket 0: a plain bottleneck
+  double bucket_bytes = 0;    // 0: no shaper
+  double peak_bps = 0;        // tbf peakrate (0: the line, i.e. as sent)
+  double queue_bytes = 4e6;   // drop-tail limit of the shaper's queue
+  double offered_bps = 1e9;   // the stream's send rate
+  double noise_s = 50e-6;     // reply timing noise, uniform in [0, noise]
+  double reply_loss = 0;      // fraction of marker replies lost
+  double cross_bps = 0;       // Poisson cross traffic through the same queue (1500 B)
+};
+
+struct Stream {
+  std::vector<ShaperPoint> points;
+};
+
+// Sends `load_packets` 1500-byte RSTs with markers (40 B) at the plan's
+// positions, back to back at offered_bps, through the shaper; returns the
+// markers' (bits after head, reply time).
+Stream simulate(const Path& p, int load_packets, int markers, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> noise(0, p.noise_s);
+  std::uniform_real_distribution<double> u(0, 1);
+  const std::vector<int> pos = shaper_marker_positions(load_packets, markers);
+  struct Pkt {
+    double t;  // arrival at the shaper
+    double bytes;
+    int marker;  // -1 for load and cross traffic
+  };
+  std::vector<Pkt> pkts;
+  double t = 0;
+  std::size_t m = 0;
+  for (int i = 0; i <= load_packets; ++i) {
+    while (m < pos.size() && pos[m] == i) {
+      pkts.push_back({t, 40, static_cast<int>(m)});
+      t += 40 * 8 / p.offered_bps;
+      ++m;
+    }
+    if (i == load_packets) break;
+    pkts.push_back({t, 1500, -1});
+    t += 1500 * 8 / p.offered_bps;
+  }
+  if (p.cross_bps > 0) {
+    std::exponential_distribution<double> gap(p.cross_bps / (1500 * 8));
+    for (double c = gap(rng); c < t + 2.0; c += gap(rng)) pkts.push_back({c, 1500, -1});
+    std::stable_sort(pkts.begin(), pkts.end(), [](const Pkt& a, const Pkt& b) { return a.t < b.t; });
+  }
+  // tbf: tokens (bytes) at rate R up to the bucket; a packet leaves when the
+  // tokens cover it and the link (peak) is free; FIFO with a byte limit.
+  const double bucket = p.bucket_bytes > 0 ? p.bucket_bytes : 1514;
+  double tokens = bucket, tok_t = 0, link_free = 0;
+  std::deque<std::pair<double, double>> queued;  // (departure, bytes) of accepted packets
+  std::vector<double> reply(markers, 0);
+  double prev_dep = 0;
+  for (const Pkt& k : pkts) {
+    while (!queued.empty() && queued.front().first <= k.t) queued.pop_front();
+    double backlog = 0;
+    for (const auto& q : queued) backlog += q.second;
+    if (backlog + k.bytes > p.queue_bytes) continue;  // dropped
+    double dep = std::max({k.t, prev_dep, link_free});
+    tokens = std::min(bucket, tokens + (dep - tok_t) * p.rate_bps / 8);
+    tok_t = dep;
+    if (tokens < k.bytes) {
+      dep += (k.bytes - tokens) * 8 / p.rate_bps;
+      tokens = k.bytes;
+      tok_t = dep;
+    }
+    tokens -= k.bytes;
+    prev_dep = dep;
+    if (p.peak_bps > 0) link_free = dep + k.bytes * 8 / p.peak_bps;
+    queued.push_back({dep, k.bytes});
+    if (k.marker >= 0) reply[k.marker] = dep + 0.001 + noise(rng);
+  }
+  Stream s;
+  double bits = 0;
+  int prev = 0;
+  for (int i = 0; i < markers; ++i) {
+    if (i > 0) bits += 8.0 * 1500 * (pos[i] - prev) + 8.0 * 40;
+    prev = pos[i];
+    const bool lost = reply[i] == 0 || (i > 0 && u(rng) < p.reply_loss);
+    s.points.push_back({bits, lost ? 0 : static_cast<Nanos>((5.0 + reply[i]) * 1e9)});
+  }
+  return s;
+}
+
+ShaperFinding run(const Path& p, double stream_bytes, unsigned seed, int markers = kShaperMarkers) {
+  const int n = static_cast<int>(stream_bytes / 1500);
+  return detect_shaper(simulate(p, n, markers, seed).points, p.offered_bps);
+}
+
+}  // namespace
+
+TEST_CASE("shaper: marker positions are dense at the start and strictly increasing",
+          "[shaper]") {
+  const auto pos = shaper_marker_positions(2000, 48);
+  REQUIRE(pos.size() == 48);
+  CHECK(pos.front() == 0);
+  CHECK(pos.back() == 2000);
+  for (std::size_t i = 1; i < pos.size(); ++i) CHECK(pos[i] > pos[i - 1]);
+  CHECK(pos[2] <= 10);  // a 30 KB bucket in a 3 MB stream still has burst points
+  const auto few = shaper_marker_positions(5, 48);  // fewer packets than markers
+  CHECK(few.size() == 6);
+  CHECK(few.back() == 5);
+}
+
+TEST_CASE("shaper: buckets of 10 KB to 10 MB at 1 to 500 Mbit/s", "[shaper]") {
+  struct Case {
+    double rate, bucket, stream, noise;
+  };
+  const Case cases[] = {
+      {1e6, 10e3, 60e3, 200e-6},     {10e6, 30e3, 400e3, 200e-6},  {20e6, 300e3, 1.2e6, 200e-6},
+      {100e6, 3e6, 6e6, 100e-6},     {20e6, 3e6, 5e6, 200e-6},     {500e6, 10e6, 40e6, 20e-6},
+      {100e6, 30e3, 2e6, 20e-6},     {10e6, 300e3, 1e6, 100e-6},   {500e6, 300e3, 4e6, 20e-6},
+  };
+  for (const Case& c : cases) {
+    for (unsigned seed = 1; seed <= 5; ++seed) {
+      Path p;
+      p.rate_bps = c.rate;
+      p.bucket_bytes = c.bucket;
+      p.noise_s = c.noise;
+      p.queue_bytes = 1e9;
+      INFO("rate " << c.rate << " bucket " << c.bucket << " seed " << seed);
+      const ShaperFinding f = run(p, c.stream, seed);
+      INFO("reason " << f.reason << " rate " << f.rate_bps << " bucket " << f.bucket_bytes);
+      REQUIRE(f.found);
+      CHECK(f.rate_bps == Approx(c.rate).epsilon(0.03));
+      CHECK(f.bucket_bytes == Approx(c.bucket).epsilon(0.15));
+      CHECK(f.peak_bps > 1.4 * c.rate);
+      // The peak (the line: as sent) is measured where the burst outlasts
+      // the reply noise; a 30 KB burst at 1 Gbit/s lasts 240 us.
+      if (c.bucket * 8 / p.offered_bps > 20 * c.noise) {
+        CHECK(f.peak_bps == Approx(p.offered_bps).epsilon(0.1));
+        CHECK(f.peak_at_offered);
+      }
+      CHECK(f.rate_low_bps <= f.rate_bps);
+      CHECK(f.rate_high_bps >= f.rate_bps);
+    }
+  }
+}
+
+TEST_CASE("shaper: a second bucket's peak rate is measured", "[shaper]") {
+  Path p;
+  p.rate_bps = 20e6;
+  p.bucket_bytes = 300e3;
+  p.peak_bps = 100e6;
+  p.queue_bytes = 1e9;
+  for (unsigned seed = 1; seed <= 5; ++seed) {
+    const ShaperFinding f = run(p, 1.5e6, seed);
+    REQUIRE(f.found);
+    CHECK(f.rate_bps == Approx(20e6).epsilon(0.03));
+    CHECK(f.peak_bps == Approx(100e6).epsilon(0.1));
+    CHECK_FALSE(f.peak_at_offered);
+    // Bucket drains at P - R: B = (P - R) x time to the shift.
+    CHECK(f.bucket_bytes == Approx(300e3).epsilon(0.15));
+  }
+}
+
+TEST_CASE("shaper: lost replies and cross traffic", "[shaper]") {
+  Path p;
+  p.rate_bps = 20e6;
+  p.bucket_bytes = 300e3;
+  p.queue_bytes = 1e9;
+  p.noise_s = 200e-6;
+  p.reply_loss = 0.1;
+  for (unsigned seed = 1; seed <= 10; ++seed) {
+    const ShaperFinding f = run(p, 1.2e6, seed);
+    REQUIRE(f.found);
+    CHECK(f.rate_bps == Approx(20e6).epsilon(0.03));
+    CHECK(f.bucket_bytes == Approx(300e3).epsilon(0.2));
+  }
+  p.reply_loss = 0;
+  p.cross_bps = 2e6;  // 10% of the sustained rate, through the same bucket
+  for (unsigned seed = 1; seed <= 10; ++seed) {
+    const ShaperFinding f = run(p, 1.2e6, seed);
+    REQUIRE(f.found);
+    // What is left to us of the sustained rate, give or take the burstiness.
+    CHECK(f.rate_bps > 0.8 * 20e6);
+    CHECK(f.rate_bps < 1.03 * 20e6);
+    CHECK(f.bucket_bytes == Approx(300e3).epsilon(0.25));
+  }
+}
+
+TEST_CASE("shaper: the overflowing queue's tail is cut off", "[shaper]") {
+  Path p;
+  p.rate_bps = 20e6;
+  p.bucket_bytes = 300e3;
+  p.queue_bytes = 400e3;  // overflows after 700 KB of a 2 MB stream
+  for (unsigned seed = 1; seed <= 5; ++seed) {
+    const ShaperFinding f = run(p, 2e6, seed);
+    REQUIRE(f.found);
+    CHECK(f.dropped_tail >= 2);
+    CHECK(f.rate_bps == Approx(20e6).epsilon(0.03));
+    CHECK(f.bucket_bytes == Approx(300e3).epsilon(0.2));
+  }
+}
+
+TEST_CASE("shaper: ordinary paths report none", "[shaper]") {
+  int false_alarms = 0, runs = 0;
+  for (double rate : {1e6, 10e6, 50e6, 100e6, 500e6, 950e6}) {
+    for (double noise : {20e-6, 200e-6}) {
+      for (double cross : {0.0, 0.3}) {
+        for (unsigned seed = 1; seed <= 10; ++seed) {
+          Path p;
+          p.rate_bps = rate;
+          p.bucket_bytes = 0;
+          p.noise_s = noise;
+          p.cross_bps = cross * rate;
+          p.queue_bytes = 1e9;
+          // A stream of 100 ms at the path's rate, as the probe would send.
+          const ShaperFinding f = run(p, std::max(60e3, rate * 0.1 / 8), seed);
+          ++runs;
+          if (f.found) {
+            ++false_alarms;
+            WARN("false shaper at " << rate << " noise " << noise << " cross " << cross
+                                    << ": rate " << f.rate_bps << " peak " << f.peak_bps
+                                    << " bucket " << f.bucket_bytes);
+          }
+          if (cross == 0) CHECK(f.stream_rate_bps == Approx(rate).epsilon(0.03));
+        }
+      }
+    }
+  }
+  CHECK(false_alarms == 0);
+  CHECK(runs == 240);
+  // A short drop-tail queue overflowing on a plain bottleneck: markers at
+  // the send spacing behind it are not a burst.
+  Path p;
+  p.rate_bps = 20e6;
+  p.queue_bytes = 100e3;
+  for (unsigned seed = 1; seed <= 5; ++seed) CHECK_FALSE(run(p, 1e6, seed).found);
+}
+
+TEST_CASE("shaper: a bucket larger than the stream shows as an uncompressed stream",
+          "[shaper]") {
+  Path p;
+  p.rate_bps = 20e6;
+  p.bucket_bytes = 5e6;
+  p.offered_bps = 500e6;
+  p.queue_bytes = 1e9;
+  const ShaperFinding f = run(p, 1e6, 3);
+  CHECK_FALSE(f.found);
+  CHECK(f.uncompressed);
+  CHECK(f.stream_rate_bps == Approx(500e6).epsilon(0.1));
+}
+
+TEST_CASE("shaper: too few replies", "[shaper]") {
+  std::vector<ShaperPoint> pts = {{0, 1000}, {12000, 0}, {24000, 3000}};
+  const ShaperFinding f = detect_shaper(pts, 1e9);
+  CHECK_FALSE(f.found);
+  CHECK(f.reason == "too few replies");
+  CHECK_FALSE(detect_shaper({}, 0).found);
+}
+
+TEST_CASE("shaper: drain time", "[shaper]") {
+  CHECK(shaper_drain_time_s(300e3, 20e6, 1e9) == Approx(300e3 * 8 / 980e6));
+  CHECK(std::isinf(shaper_drain_time_s(300e3, 20e6, 10e6)));
+}
+
+TEST_CASE("shaper: triggers", "[shaper]") {
+  CHECK(rate_drop_suggests_bucket(974e6, 37e6));
+  CHECK_FALSE(rate_drop_suggests_bucket(100e6, 80e6));  // cross traffic, noise
+  CHECK_FALSE(rate_drop_suggests_bucket(0, 80e6));
+  // 30 KB bucket at 20 Mbit/s: offset -12 ms.
+  CHECK(offset_suggests_bucket(-0.012, 20e6, 1500));
+  // A late head reply (GRO timer, wake-up) of 200 us to 1 ms: no bucket worth 8 KB.
+  CHECK_FALSE(offset_suggests_bucket(-200e-6, 1e9, 1500));
+  CHECK_FALSE(offset_suggests_bucket(-1e-3, 20e6, 1500));
+  CHECK_FALSE(offset_suggests_bucket(50e-6, 20e6, 1500));
+}
+
+TEST_CASE("shaper: a follow-up stream puts most markers after the shift", "[shaper]") {
+  const auto pos = shaper_marker_positions(6000, 40, 2000);
+  REQUIRE(pos.size() == 40);
+  CHECK(pos.front() == 0);
+  CHECK(pos.back() == 6000);
+  int after = 0;
+  for (std::size_t i = 1; i < pos.size(); ++i) {
+    CHECK(pos[i] > pos[i - 1]);
+    after += pos[i] > 2000 ? 1 : 0;
+  }
+  CHECK(after >= 28);
+}
