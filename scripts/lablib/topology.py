@@ -848,7 +848,8 @@ class Lab:
                 "nft add table ip6 lwfw6",
                 "nft add chain ip6 lwfw6 input '{ type filter hook input priority 0; }'",
                 f"nft add rule ip6 lwfw6 input ip6 daddr {self.target_ip6}{dport6} "
-                f"'tcp flags & (syn|ack) == syn' counter {verdict}",
+                f"{'meta l4proto tcp' if drop_tcp else chr(39) + 'tcp flags & (syn|ack) == syn' + chr(39)}"
+                f" counter {verdict}",
             ])
         if drop_syn:
             ports = f"match u16 {int(port)} 0xffff at 22 " if port else ""

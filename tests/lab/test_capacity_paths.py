@@ -158,7 +158,7 @@ def test_capacity_median_within_3_percent(name):
         assert doc["capacity_low_bps"] <= doc["capacity_bps"] <= doc["capacity_high_bps"], doc
         assert not doc.get("capacity_is_lower_bound"), doc
         # The phase stays short and non-intrusive.
-        assert doc["elapsed_s"] < 8, doc["elapsed_s"]
+        assert doc["elapsed_s"] < 20, doc["elapsed_s"]
         assert 8 * doc["probe_bytes"] / doc["elapsed_s"] < 0.15 * truth
     errs, _ = summarise(results)
     truth = results[0][2]

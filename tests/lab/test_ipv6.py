@@ -167,12 +167,14 @@ def test_dual_stack_name_with_4_and_6():
 
 def test_filtered_ipv6_target():
     with v6lab([None, "50M"]) as L:
+        # SYNs answered with ICMPv6 admin-prohibited, bare ACKs let through (no
+        # stateful firewall): the tool falls back to ACK markers (issue 13).
         L.set_target_firewall(reject=True)
         code, doc = tool(L, "capacity", L.target_ip6)
-        assert code == 1, doc
-        assert doc["error"]["code"] == "target_filtered"
-        assert "ICMPv6 administratively prohibited" in doc["error"]["message"]
-        L.set_target_firewall(drop_syn=True)
+        assert code == 0, doc
+        assert doc["marker_kind"] == "ack", doc
+        # Every TCP packet dropped: filtered, over IPv6 and over IPv4.
+        L.set_target_firewall(drop_tcp=True)
         code, doc = tool(L, "capacity", L.target_ip6, "--tries", "2")
         assert code == 1, doc
         assert doc["error"]["code"] == "target_filtered"

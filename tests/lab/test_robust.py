@@ -235,8 +235,13 @@ def test_save_pcap_keeps_every_probe_and_reply():
             assert len(sent) == doc["probe_packets"]
             assert sum(x[4] for x in sent) == doc["probe_bytes"]
             # Load RSTs carry the documented signature (within the snap length).
-            loads = [x for x in sent if x[3] == 0x04]
-            assert loads and all(x[5].startswith(b"linkwidth bandwidth probe") for x in loads)
+            # (Discovery's closers, 60-byte RSTs that reset a SYN to a port that
+            # turns out to listen, carry the signature's first 20 bytes.)
+            sig = b"linkwidth bandwidth probe"
+            loads = [x for x in sent if x[3] == 0x04 and x[4] > 60]
+            assert loads and all(x[5].startswith(sig) for x in loads)
+            closers = [x for x in sent if x[3] == 0x04 and x[4] <= 60]
+            assert all(sig.startswith(x[5]) for x in closers)
             # Replies: an RST/ACK for at least both markers of every train used.
             rst_acks = [x for x in replies if x[3] == 0x14]
             assert len(rst_acks) >= 2 * doc["trains_used"] > 0
@@ -269,17 +274,23 @@ def test_send_stalls_are_warned_about_and_excluded():
     spec = lab.Spec(links=[lab.Link(rate=None), lab.Link(rate=50e6)])
     with lab.Lab(spec) as L:
         truth = L.ground_truth_capacity(ip_len=1500)
-        hog = subprocess.Popen(["chrt", "-f", "10", "taskset", "-c", "0", sys.executable, "-c",
-                                HOG])
-        try:
-            p = L.run_in_prober(["taskset", "-c", "0", BIN, "measure", L.target_ip, "--json",
-                                 "--no-hops"], timeout=120)
-        finally:
-            hog.kill()
-            hog.wait()
-        doc = json.loads(p.stdout)
-        assert p.returncode == 0, doc
-        stalls = [w for w in doc["warnings"] if w["code"] == "send_stalls"]
+        # A run of a few seconds may miss the hog's bursts altogether: up to
+        # three runs, until one has stalled trains (each run is checked).
+        for attempt in range(3):
+            hog = subprocess.Popen(["chrt", "-f", "10", "taskset", "-c", "0", sys.executable,
+                                    "-c", HOG])
+            try:
+                p = L.run_in_prober(["taskset", "-c", "0", BIN, "measure", L.target_ip,
+                                     "--json", "--no-hops"], timeout=120)
+            finally:
+                hog.kill()
+                hog.wait()
+            doc = json.loads(p.stdout)
+            assert p.returncode == 0, doc
+            assert abs(doc["capacity_bps"] / truth - 1) < 0.05, (doc["capacity_bps"], truth)
+            stalls = [w for w in doc["warnings"] if w["code"] == "send_stalls"]
+            if stalls:
+                break
         assert stalls, doc["warnings"]
         verdicts = [t["verdict"] for r in doc["rates"] for t in r["trains"]]
         assert "send_stall" in verdicts
