@@ -35,6 +35,18 @@ std::string kb(double bytes) {
   return b;
 }
 
+// A stream's finding into the record (the last one found wins).
+void keep_finding(const ShaperFinding& f, ShaperRecord& rec) {
+  rec.found = true;
+  rec.verdict = "found";
+  rec.rate_bps = f.rate_bps;
+  rec.rate_low_bps = f.rate_low_bps;
+  rec.rate_high_bps = f.rate_high_bps;
+  rec.peak_bps = f.peak_bps;
+  rec.peak_is_lower_bound = f.peak_at_offered;
+  rec.bucket_bytes = f.bucket_bytes;
+}
+
 }  // namespace
 
 ShaperRecord run_shaper_probe(Session& s, const Config& c, const std::atomic<bool>& stop,
@@ -133,27 +145,13 @@ ShaperRecord run_shaper_probe(Session& s, const Config& c, const std::atomic<boo
       shift_at = static_cast<int>(shift_bytes / L);
       bytes = 1.3 * shift_bytes + sustained;
       // Keep what this stream found, should time run out for the next.
-      rec.found = true;
-      rec.verdict = "found";
-      rec.rate_bps = f.rate_bps;
-      rec.rate_low_bps = f.rate_low_bps;
-      rec.rate_high_bps = f.rate_high_bps;
-      rec.peak_bps = f.peak_bps;
-      rec.peak_is_lower_bound = f.peak_at_offered;
-      rec.bucket_bytes = f.bucket_bytes;
+      keep_finding(f, rec);
       if (c.verbose) std::fprintf(stderr, "shaper: confirming after %.2f s\n", refill_s);
       continue;
     }
     if (f.found) {
-      rec.found = true;
+      keep_finding(f, rec);
       rec.not_emptied = false;
-      rec.verdict = "found";
-      rec.rate_bps = f.rate_bps;
-      rec.rate_low_bps = f.rate_low_bps;
-      rec.rate_high_bps = f.rate_high_bps;
-      rec.peak_bps = f.peak_bps;
-      rec.peak_is_lower_bound = f.peak_at_offered;
-      rec.bucket_bytes = f.bucket_bytes;
       break;
     }
     if (rec.found && f.stream_rate_bps > 2 * rec.rate_bps && k + 1 < kMaxStreams) {
