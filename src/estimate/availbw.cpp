@@ -303,11 +303,18 @@ Crossing response_crossing_tight(const std::vector<ResponseSample>& s, double ba
   Crossing x;
   x.capacity_bps = C;
   std::vector<ResponseSample> all = s;
-  all.insert(all.end(), extra.begin(), extra.end());
+  double lowest = 0;
+  for (const auto& p : s) lowest = lowest > 0 ? std::min(lowest, p.offered_bps) : p.offered_bps;
+  for (const auto& p : extra) {
+    if (p.offered_bps >= 0.98 * lowest) all.push_back(p);
+  }
   x.fit = fit_response_slope(all, C);
   const SlopeFit& f = x.fit;
+  // Relative discrepancy between the slope and 1/C, and its combined error.
+  const double rel = C > 0 && f.slope > 0 ? f.slope * C - 1 : 0;
+  const double rel_se = f.slope > 0 ? std::hypot(f.slope_se / f.slope, kCapacityRelSe) : 0;
   if (f.reliable && C > 0 && 1.0 / f.slope >= 0.8 * C &&
-      std::fabs(f.slope - 1.0 / C) > kSlopeRejectSigmas * f.slope_se) {
+      std::fabs(rel) > std::max(kSlopeRejectSigmas * rel_se, kMinSlopeDiscrepancy)) {
     x.capacity_bps = 1.0 / f.slope;
     x.source = CrossingCapacity::kResponseSlope;
   }
@@ -320,20 +327,42 @@ Crossing response_crossing_tight(const std::vector<ResponseSample>& s, double ba
   return x;
 }
 
-AvailbwEstimate estimate_availbw(const std::vector<ResponseSample>& resp, const NoiseModel& noise,
-                                 double low, double high, double C,
+std::vector<ResponseSample> response_above_knee(const std::vector<ResponseSample>& s,
+                                                const NoiseModel& noise) {
+  std::vector<ResponseSample> out;
+  std::vector<int> groups;
+  for (const auto& x : s) {
+    if (std::find(groups.begin(), groups.end(), x.group) == groups.end()) groups.push_back(x.group);
+  }
+  for (int g : groups) {
+    double sum = 0;
+    int n = 0;
+    for (const auto& x : s) {
+      if (x.group != g) continue;
+      sum += x.ratio;
+      ++n;
+    }
+    if (sum / n <= noise.baseline + noise.threshold) continue;
+    for (const auto& x : s) {
+      if (x.group == g) out.push_back(x);
+    }
+  }
+  return out;
+}
+
+AvailbwEstimate estimate_availbw(const std::vector<ResponseSample>& all_resp,
+                                 const NoiseModel& noise, double low, double high, double C,
                                  const std::vector<ResponseSample>& extra) {
   AvailbwEstimate e;
   e.low_bps = std::max(0.0, low - noise.threshold * C / 2);
   e.high_bps = high;
   e.availbw_bps = (low + high) / 2;
   e.basis = "bracket";
+  // The response rates must really be above the avail-bw: a group at a rate
+  // whose trains stay in the noise band is left out.
+  const std::vector<ResponseSample> resp = response_above_knee(all_resp, noise);
   e.points = static_cast<int>(resp.size());
   if (resp.size() < 2 || !(C > 0)) return e;
-  double mean_ratio = 0;
-  for (const auto& x : resp) mean_ratio += x.ratio / static_cast<double>(resp.size());
-  // The response rates must really be above the avail-bw.
-  if (mean_ratio <= noise.baseline + noise.threshold) return e;
   std::vector<double> slopes;
   for (std::size_t i = 0; i < resp.size(); ++i) {
     for (std::size_t j = i + 1; j < resp.size(); ++j) {

@@ -67,7 +67,7 @@ SearchOutcome run_fleet_search(FakeLink& link, double capacity, int k = 6, doubl
   if (s.high() < 0.9 * capacity) {
     for (int i = 0; i < 2 * k; ++i) {
       const double top = i % 2 ? capacity : (s.high() + capacity) / 2;
-      response.push_back({top, link.ratio(top)});
+      response.push_back({top, link.ratio(top), i % 2});
     }
   }
   const AvailbwEstimate e = estimate_availbw(response, noise, s.low(), s.high(), capacity);
@@ -505,7 +505,10 @@ TEST_CASE("tight != narrow: the crossing uses the tight link's capacity from the
     CHECK(mean > 34e6);
   }
   CHECK(slope_used >= 18);
-  CHECK(within >= 18);
+  // 16, not 18: the search's above fleet at 34 lies below the lowest
+  // response rate (36.5) and no longer feeds the slope (on real paths such
+  // points sit on the knee's bend and flattened the slope, issue 11).
+  CHECK(within >= 16);
   CHECK(held >= 18);
 }
 
@@ -523,22 +526,22 @@ TEST_CASE("tight == narrow: the narrow link's capacity stays in the crossing", "
     narrow += e.crossing_capacity_source == "narrow_link";
     within += std::fabs(e.availbw_bps / 30e6 - 1) <= 0.04;
   }
-  // A 1-sigma test: about 1 in 3 switches to the slope, which is then
-  // precise enough here to stay within 4%.
-  CHECK(narrow >= 10);
+  // A 2-sigma test with a 15% floor: a right C is kept (at 1 sigma one run
+  // in three switched to the slope).
+  CHECK(narrow >= 19);
   CHECK(within >= 18);
 }
 
-TEST_CASE("heavy load with a capacity measured too low: the slope corrects it",
+TEST_CASE("heavy load with a capacity measured far too low: the slope corrects it",
           "[availbw][tight][heavy]") {
-  // 50 Mbit/s at 80% load (A = 10); the capacity phase said 46 (-8%): with
-  // that C the crossing reads A + 0.08·(O - A), about +30%.
-  const double c_true = 50e6, x = 40e6, c_meas = 46e6;
+  // 50 Mbit/s at 80% load (A = 10); the capacity phase said 40 (-20%): with
+  // that C the crossing reads A + 0.2·(O - A), about +70%.
+  const double c_true = 50e6, x = 40e6, c_meas = 40e6;
   NoiseModel noise;
   noise.threshold = 0.02;
   std::mt19937 rng(17);
   std::vector<double> errs;
-  int held = 0;
+  int held = 0, slope = 0;
   for (int run = 0; run < 20; ++run) {
     const double low = 9e6, high = 12e6;
     // Heavy-load noise: sd 0.04 per train.
@@ -546,22 +549,49 @@ TEST_CASE("heavy load with a capacity measured too low: the slope corrects it",
     const AvailbwEstimate e = estimate_availbw(resp, noise, low, high, c_meas);
     errs.push_back(std::fabs(e.availbw_bps / 10e6 - 1));
     held += e.low_bps <= 10e6 && 10e6 <= e.high_bps;
+    slope += e.crossing_capacity_source == "response_slope";
   }
   std::sort(errs.begin(), errs.end());
+  CHECK(slope >= 18);
   // With that much noise the slope is only good to about 5%, and at 80% load
-  // its error reaches A three times over: better than +30%, not within 4%.
-  CHECK(errs[errs.size() / 2] <= 0.16);
+  // its error reaches A three times over: far better than +70%.
+  CHECK(errs[errs.size() / 2] <= 0.25);
   CHECK(held >= 18);
-  // The same noise with the right C: the narrow link's C (or a slope that
-  // agrees with it) keeps the estimate close.
+  // The same noise with the right C: the narrow link's C is kept.
   std::vector<double> right;
+  int kept = 0;
   for (int run = 0; run < 20; ++run) {
     const auto resp = curve(c_true, x, {(12e6 + c_true) / 2, c_true}, 12, 0.04, rng);
     const AvailbwEstimate e = estimate_availbw(resp, noise, 9e6, 12e6, c_true);
     right.push_back(std::fabs(e.availbw_bps / 10e6 - 1));
+    kept += e.crossing_capacity_source == "narrow_link";
   }
   std::sort(right.begin(), right.end());
+  CHECK(kept >= 18);
   CHECK(right[right.size() / 2] <= 0.10);
+}
+
+TEST_CASE("heavy load with a capacity a few % low: C is kept, the error is (O - A)·dC/C",
+          "[availbw][tight][heavy]") {
+  // The known limit since the 2-sigma/15% rule (issue 11): a C 8% low is
+  // within what the lab's response slopes can tell apart (their bias is
+  // about 10%), so it stays, and at 80% load the crossing reads high by
+  // 0.08·(O - A) over A = 10, about +20% to +30% here. The capacity phase
+  // owns that error.
+  const double c_true = 50e6, x = 40e6, c_meas = 46e6;
+  NoiseModel noise;
+  noise.threshold = 0.02;
+  std::mt19937 rng(23);
+  std::vector<double> errs;
+  for (int run = 0; run < 20; ++run) {
+    const auto resp = curve(c_true, x, {(12e6 + c_meas) / 2, c_meas}, 12, 0.01, rng);
+    const AvailbwEstimate e = estimate_availbw(resp, noise, 9e6, 12e6, c_meas);
+    CHECK(e.crossing_capacity_source == "narrow_link");
+    errs.push_back(e.availbw_bps / 10e6 - 1);
+  }
+  std::sort(errs.begin(), errs.end());
+  CHECK(errs[errs.size() / 2] > 0.15);
+  CHECK(errs[errs.size() / 2] < 0.35);
 }
 
 TEST_CASE("response slope fit: reliability", "[availbw][tight]") {
@@ -575,4 +605,48 @@ TEST_CASE("response slope fit: reliability", "[availbw][tight]") {
   CHECK_FALSE(fit_response_slope(curve(80e6, 40e6, {79e6, 80e6}, 6, 0.001, rng), 80e6).reliable);
   // Noise far larger than the rise: not reliable.
   CHECK_FALSE(fit_response_slope(curve(80e6, 40e6, {70e6, 80e6}, 4, 0.2, rng), 80e6).reliable);
+}
+
+TEST_CASE("response rates below the knee are left out of the crossing (issue 11)", "[availbw]") {
+  // A = 60 on C = 100 (X = 40). A noise "above" left the bracket at [6, 11],
+  // so the session's response rates were (11 + 100)/2 = 55.5, below A, and
+  // C. The 55.5 trains stay at the baseline: their crossings read 55.5, and
+  // with them the mean was (55.5 + 60)/2 = 57.8, -4%.
+  NoiseModel noise;
+  noise.baseline = 1.0;
+  noise.threshold = 0.02;
+  std::mt19937 rng(11);
+  std::normal_distribution<double> jitter(0.0, 0.01);
+  std::vector<ResponseSample> resp;
+  for (int i = 0; i < 24; ++i) {
+    const double o = i % 2 ? 100e6 : 55.5e6;
+    const double r = std::max(1.0, (o + 40e6) / 100e6) + jitter(rng);
+    resp.push_back({o, r, i % 2});
+  }
+  const std::vector<ResponseSample> kept = response_above_knee(resp, noise);
+  CHECK(kept.size() == 12);
+  CHECK(std::all_of(kept.begin(), kept.end(), [](const ResponseSample& x) { return x.group == 1; }));
+  const AvailbwEstimate e = estimate_availbw(resp, noise, 6e6, 11e6, 100e6);
+  CHECK(e.basis == "response_curve");
+  CHECK(e.points == 12);
+  CHECK(e.availbw_bps == Approx(60e6).margin(1.5e6));
+  CHECK(e.low_bps <= e.availbw_bps - 2 * e.crossing_se_bps);
+  CHECK(e.high_bps >= e.availbw_bps + 2 * e.crossing_se_bps);
+  // Without the grouping (every train one group) the below-knee rate drags
+  // the mean down, as it did: the test can fail.
+  std::vector<ResponseSample> one = resp;
+  for (auto& x : one) x.group = 0;
+  const AvailbwEstimate old = estimate_availbw(one, noise, 6e6, 11e6, 100e6);
+  CHECK(old.availbw_bps < 58.5e6);
+  // Both rates above the knee: both kept.
+  std::vector<ResponseSample> both;
+  for (int i = 0; i < 12; ++i) {
+    const double o = i % 2 ? 100e6 : 80e6;
+    both.push_back({o, (o + 40e6) / 100e6 + jitter(rng), i % 2});
+  }
+  CHECK(response_above_knee(both, noise).size() == 12);
+  // No rate above the knee: the bracket stands.
+  std::vector<ResponseSample> none;
+  for (int i = 0; i < 12; ++i) none.push_back({50e6, 1.0 + jitter(rng) / 4, i % 2});
+  CHECK(estimate_availbw(none, noise, 55e6, 62e6, 100e6).basis == "bracket");
 }
