@@ -313,8 +313,11 @@ Crossing response_crossing_tight(const std::vector<ResponseSample>& s, double ba
   // Relative discrepancy between the slope and 1/C, and its combined error.
   const double rel = C > 0 && f.slope > 0 ? f.slope * C - 1 : 0;
   const double rel_se = f.slope > 0 ? std::hypot(f.slope_se / f.slope, kCapacityRelSe) : 0;
-  if (f.reliable && C > 0 && 1.0 / f.slope >= 0.8 * C &&
-      std::fabs(rel) > std::max(kSlopeRejectSigmas * rel_se, kMinSlopeDiscrepancy)) {
+  // rel < 0: a flatter slope, C_t > C (tight != narrow, or C too low).
+  const bool faster = rel < 0 && -rel > kSlopeUpSigmas * rel_se;
+  const bool slower =
+      rel > 0 && 1.0 / f.slope >= 0.8 * C && rel > std::max(kSlopeRejectSigmas * rel_se, kMinSlopeDiscrepancy);
+  if (f.reliable && C > 0 && (faster || slower)) {
     x.capacity_bps = 1.0 / f.slope;
     x.source = CrossingCapacity::kResponseSlope;
   }
@@ -395,8 +398,14 @@ AvailbwEstimate estimate_availbw(const std::vector<ResponseSample>& all_resp,
   // crossing's own error (issue 11): at 80-90% load the bracket's lower end
   // sits above A by up to the threshold times C_t (a fleet just above A
   // reads below through the noise band), and the crossing, with its
-  // standard error counted, is the better estimate there.
-  if (a + 2 * e.crossing_se_bps >= e.low_bps) {
+  // standard error counted, is the better estimate there. The lower end
+  // allowed is the bracket's low less a whole threshold times C (the range's
+  // low is only half of it): at 75% load on a token-bucket link the short
+  // trains' knee sat 20% above A (the bucket refills whenever the queue
+  // empties, B/T more per train) and the crossing, +9%, missed the
+  // half-threshold end by 1 Mbit/s; the bracket's middle read +25%.
+  const double floor = std::max(0.0, low - noise.threshold * C);
+  if (a + 2 * e.crossing_se_bps >= floor) {
     e.availbw_bps = a;
     e.basis = "response_curve";
     e.low_bps = std::max(0.0, std::min(e.low_bps, a - 2 * e.crossing_se_bps));

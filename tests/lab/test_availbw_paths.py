@@ -45,7 +45,27 @@ SCENARIOS = {
     # The middle of a long path, cross traffic on several links.
     "long_path": ([lab.Link(rate=None), lab.Link(rate=200e6), lab.Link(rate=60e6),
                    lab.Link(rate=100e6), lab.Link(rate=80e6)], {2: 0.3, 3: 0.5, 4: 0.3}),
+    # Heavy load on a 100 Mbit/s remote link: constant rate, rate-limited TCP
+    # cubic, on/off Pareto bursts (a load is (utilisation, kind); a bare
+    # number is constant-rate UDP).
+    "remote100_75": ([lab.Link(rate=None), lab.Link(rate=100e6)], {2: 0.75}),
+    "remote100_75_tcp": ([lab.Link(rate=None), lab.Link(rate=100e6)], {2: (0.75, "tcp")}),
+    "remote100_75_onoff": ([lab.Link(rate=None), lab.Link(rate=100e6)], {2: (0.75, "onoff")}),
 }
+
+
+def start_load(L, link, load):
+    """Cross traffic of `load` (utilisation, or (utilisation, kind)) on `link`."""
+    u, kind = (load, "udp") if isinstance(load, (int, float)) else load
+    cap = L.link_capacity(link)
+    if kind == "udp":
+        # iperf3 -b counts UDP payload: 1472 of every 1500 IP bytes.
+        return L.cross(link, "udp", rate=u * cap * 1472 / 1500, cpu=CROSS_CPU)
+    if kind == "tcp":
+        # One rate-limited cubic flow (a streaming server): payload 1448 of 1500.
+        return L.cross(link, "tcp", rate=u * cap * 1448 / 1500, cpu=CROSS_CPU)
+    # On/off Pareto bursts, `rate` the IP-layer long-run mean.
+    return L.cross(link, kind, rate=u * cap, cpu=CROSS_CPU)
 
 
 def truth_of(L, cross_bps):
@@ -67,10 +87,8 @@ def run_scenario(name, runs, binary=BIN, extra=()):
         gens = []
         try:
             for i, u in load.items():
-                # iperf3 -b counts UDP payload: 1472 of every 1500 IP bytes.
-                gens.append(L.cross(i, "udp", rate=u * L.link_capacity(i) * 1472 / 1500,
-                                    cpu=CROSS_CPU))
-            time.sleep(0.5)
+                gens.append(start_load(L, i, u))
+            time.sleep(0.5 if all(isinstance(u, (int, float)) for u in load.values()) else 2)
             for _ in range(runs):
                 wins = {i: L.cross_window(i) for i in load}
                 t0 = time.monotonic()
