@@ -5,7 +5,9 @@
   prober's `dn`, cross traffic from xs1, which enters the prober node and
   leaves through the same qdisc as our probes);
 * tight != narrow: a loaded 100 Mbit/s link before an idle 40 Mbit/s one;
-* 80% load on the (remote) narrow link.
+* 80% load on the (remote) narrow link; 75% constant-rate load on 100 Mbit/s
+  (as a script also rate-limited TCP and on/off bursts at 75%: not yet
+  within any useful bound, see the README).
 
 Ground truth: the tight link's IP-layer capacity (rate x 1500/1514 for
 tbf/htb) minus the cross traffic measured on that link's counters during the
@@ -152,6 +154,13 @@ def test_tight_link_is_not_the_narrow_one():
 
 def test_80_percent_load_on_a_remote_narrow_link():
     check("remote_80")
+
+
+def test_75_percent_constant_rate_load_on_a_100M_link():
+    """Heavy load where the capacity phase may read C a few % low and the
+    short trains' knee sits high (issue 11): the crossing, with the slope's
+    C_t when it is flatter than 1/C, holds the estimate."""
+    check("remote100_75")
 
 
 def main():
