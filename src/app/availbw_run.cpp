@@ -452,8 +452,13 @@ void run_fleet_method(PacedTrains& runner, PhasePath& path, const Config& c, dou
     }
   }
 
-  const AvailbwEstimate est =
+  AvailbwEstimate est =
       estimate_availbw(response, noise, search.low(), search.high(), C, slope_points);
+  // issue 11 (tight != narrow): no response trains ran; the fleets' own
+  // medians may still show the line above the knee.
+  if (response.empty()) {
+    apply_fleet_hinge(est, search.history(), noise, search.low(), search.high(), C);
+  }
   // The reported range adds the search's resolution ω on each side: the
   // estimate's error in the lab is of that order (benchmark median 3% of the
   // avail-bw, a few % of C), and a range narrower than the typical error would

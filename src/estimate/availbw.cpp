@@ -353,6 +353,65 @@ std::vector<ResponseSample> response_above_knee(const std::vector<ResponseSample
   return out;
 }
 
+HingeFit fit_hinge(const std::vector<RatePoint>& fleets, double base, double C) {
+  HingeFit best;
+  std::vector<const RatePoint*> pts;
+  for (const auto& f : fleets) {
+    if (f.ratio > 0 && f.offered_bps > 0) pts.push_back(&f);
+  }
+  if (pts.size() < static_cast<std::size_t>(kMinHingeAbove) + 1 || !(C > 0)) return best;
+  double flat = 0;
+  for (const auto* p : pts) flat += (p->ratio - base) * (p->ratio - base);
+  double best_sse = -1;
+  for (int k = 0; k <= 400; ++k) {
+    const double a = C * k / 400.0;
+    double shh = 0, shr = 0;
+    int above = 0, below = 0;
+    for (const auto* p : pts) {
+      const double h = std::max(0.0, p->offered_bps - a);
+      shh += h * h;
+      shr += h * (p->ratio - base);
+      (h > 0 ? above : below) += 1;
+    }
+    if (above < kMinHingeAbove || below < 1 || !(shh > 0)) continue;
+    const double b = shr / shh;
+    if (!(b > 0)) continue;
+    double sse = 0;
+    for (const auto* p : pts) {
+      const double e = p->ratio - base - b * std::max(0.0, p->offered_bps - a);
+      sse += e * e;
+    }
+    if (best_sse < 0 || sse < best_sse) {
+      best_sse = sse;
+      best.availbw_bps = a;
+      best.slope = b;
+      best.above = above;
+    }
+  }
+  best.usable = best_sse >= 0 && best.slope > 0 && 1.0 / best.slope >= 0.8 * C &&
+                best_sse <= 0.5 * flat;
+  return best;
+}
+
+bool apply_fleet_hinge(AvailbwEstimate& e, const std::vector<RatePoint>& fleets,
+                       const NoiseModel& noise, double low, double high, double C) {
+  if (e.basis != "bracket") return false;
+  const HingeFit h = fit_hinge(fleets, noise.baseline, C);
+  if (!h.usable) return false;
+  bool seen_above = false;
+  for (const auto& f : fleets) {
+    seen_above = seen_above || (f.offered_bps > h.availbw_bps && f.verdict != FleetVerdict::kBelow);
+  }
+  if (!seen_above) return false;
+  if (h.availbw_bps < low - noise.threshold / h.slope || h.availbw_bps > high) return false;
+  e.availbw_bps = h.availbw_bps;
+  e.basis = "fleet_hinge";
+  e.low_bps = std::min(e.low_bps, h.availbw_bps);
+  e.high_bps = std::max(e.high_bps, h.availbw_bps);
+  if (1.0 / h.slope > C) e.tight_capacity_bps = 1.0 / h.slope;
+  return true;
+}
+
 AvailbwEstimate estimate_availbw(const std::vector<ResponseSample>& all_resp,
                                  const NoiseModel& noise, double low, double high, double C,
                                  const std::vector<ResponseSample>& extra) {

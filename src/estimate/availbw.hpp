@@ -218,7 +218,7 @@ struct AvailbwEstimate {
   double crossing_capacity_bps = 0;      // the capacity the crossing used (0 = no crossing)
   std::string crossing_capacity_source;  // "narrow_link" / "response_slope" ("" = none)
   int points = 0;                        // response trains used
-  std::string basis;                     // "response_curve" or "bracket"
+  std::string basis;                     // "response_curve", "fleet_hinge" or "bracket"
 };
 
 // Mean and standard error of the crossings O - C·(ratio - baseline).
@@ -296,6 +296,35 @@ struct Crossing {
 Crossing response_crossing_tight(const std::vector<ResponseSample>& s, double baseline,
                                  double capacity_bps,
                                  const std::vector<ResponseSample>& slope_extra = {});
+
+// Hinge fit over the search's fleets (issue 11, tight != narrow): their
+// median ratios against offered rate, ratio = baseline + max(0, O - A)·b,
+// by least squares with A on a grid of C/400 steps. Needs no threshold: with
+// a tight link faster than the narrow one the ratio rises only by
+// (O - A)/C_t, the threshold's "above" lands near C and no response trains
+// run, but the fleets between A and C already lie on the line. `usable`
+// when at least kMinHingeAbove fleets lie above A and one at or below it,
+// b > 0 with 1/b >= 0.8·C (never a tight link slower than the narrow one),
+// and the hinge explains at least half of the squared deviation from the
+// flat baseline.
+struct HingeFit {
+  double availbw_bps = 0;
+  double slope = 0;  // b, per bit/s
+  int above = 0;     // fleets above A
+  bool usable = false;
+};
+constexpr int kMinHingeAbove = 3;
+HingeFit fit_hinge(const std::vector<RatePoint>& fleets, double baseline, double capacity_bps);
+
+// When no response trains ran (the bracket's "above" came at 0.9·C or
+// later) and the estimate is the bracket's middle: a usable hinge fit whose
+// A lies in [low - threshold/b, high] (a "below" fleet bounds A only to
+// within the threshold's worth of rate) and above which at least one fleet
+// read "above" or "grey" replaces it (basis "fleet_hinge"); the range is
+// widened to hold it and 1/b, when above C, is the tight link's capacity.
+// Returns whether it did.
+bool apply_fleet_hinge(AvailbwEstimate& e, const std::vector<RatePoint>& fleets,
+                       const NoiseModel& noise, double low, double high, double capacity_bps);
 
 AvailbwEstimate estimate_availbw(const std::vector<ResponseSample>& response,
                                  const NoiseModel& noise, double low, double high,

@@ -145,7 +145,9 @@ def test_local_tight_link_htb_with_cross_traffic_through_the_same_qdisc():
     "bracket's middle reads +8% to +22% (median +12%); the slope fix only acts when response "
     "trains run. At 5ef8c48: +25.2, +17.3, +17.3% (thresholds 0.05-0.09), although the search "
     "fleets' median ratios lie on a line of slope 1/103 that meets the baseline near 29.5 "
-    "(truth 29.7): a hinge fit over the fleets is the next step (README)"))
+    "(truth 29.7). With the fleet hinge (when no response trains ran): +1.7, +21.2, +17.6%: "
+    "the last two had a calibration threshold collapsed to 0.002, response trains ran and "
+    "their crossing used the narrow C (README)"))
 def test_tight_link_is_not_the_narrow_one():
     results = check("tight_not_narrow")
     # Never the narrow link's C in a crossing that the slope rejects.

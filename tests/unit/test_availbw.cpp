@@ -665,3 +665,81 @@ TEST_CASE("response rates below the knee are left out of the crossing (issue 11)
   for (int i = 0; i < 12; ++i) none.push_back({50e6, 1.0 + jitter(rng) / 4, i % 2});
   CHECK(estimate_availbw(none, noise, 55e6, 62e6, 100e6).basis == "bracket");
 }
+
+TEST_CASE("tight != narrow without response trains: a hinge over the fleets' medians",
+          "[availbw][tight][hinge]") {
+  // Narrow 40, tight 100 carrying 70 (A = 30): above A the ratio rises by
+  // (O - A)/100 only. With a noise threshold of 0.06 the first "above" fleet
+  // is at 37.5, so no response trains run and the bracket [32, 37.5] reads
+  // +16%. The fleets' medians (noise sd 0.004) lie on the line.
+  const double c = 40e6;
+  NoiseModel noise;
+  noise.baseline = 1.0;
+  noise.threshold = 0.06;
+  std::mt19937 rng(29);
+  std::normal_distribution<double> n(0.0, 0.004);
+  int within = 0, applied = 0;
+  for (int run = 0; run < 20; ++run) {
+    std::vector<RatePoint> fleets;
+    for (double o : {20e6, 30e6, 35e6, 32.5e6, 37.5e6, 31.2e6, 36.2e6, 32.1e6}) {
+      const double r = 1.0 + std::max(0.0, o - 30e6) / 100e6 + n(rng);
+      const TrainVerdict v = classify_train(r, false, noise);
+      fleets.push_back({o, r,
+                        v == TrainVerdict::kAbove   ? FleetVerdict::kAbove
+                        : v == TrainVerdict::kBelow ? FleetVerdict::kBelow
+                                                    : FleetVerdict::kGrey});
+    }
+    AvailbwEstimate e = estimate_availbw({}, noise, 32.1e6, 37.5e6, c);
+    REQUIRE(e.basis == "bracket");
+    CHECK(e.availbw_bps / 30e6 - 1 > 0.1);  // the bracket's middle, as before
+    if (apply_fleet_hinge(e, fleets, noise, 32.1e6, 37.5e6, c)) {
+      ++applied;
+      CHECK(e.basis == "fleet_hinge");
+      CHECK(e.low_bps <= e.availbw_bps);
+      CHECK(e.availbw_bps <= e.high_bps);
+    }
+    within += std::fabs(e.availbw_bps / 30e6 - 1) <= 0.05;
+  }
+  CHECK(applied >= 18);
+  CHECK(within >= 18);
+}
+
+TEST_CASE("fleet hinge: never on an idle path, never over a response crossing",
+          "[availbw][hinge]") {
+  const double c = 100e6;
+  NoiseModel noise;
+  noise.baseline = 1.0;
+  noise.threshold = 0.02;
+  std::mt19937 rng(31);
+  std::normal_distribution<double> n(0.0, 0.004);
+  int applied = 0;
+  for (int run = 0; run < 50; ++run) {
+    // Idle: every fleet below, the bracket closes at C.
+    std::vector<RatePoint> fleets;
+    for (double o : {50e6, 75e6, 87.5e6, 93.7e6, 96.9e6, 98.4e6}) {
+      fleets.push_back({o, 1.0 + n(rng), FleetVerdict::kBelow});
+    }
+    AvailbwEstimate e = estimate_availbw({}, noise, 98.4e6, 100e6, c);
+    applied += apply_fleet_hinge(e, fleets, noise, 98.4e6, 100e6, c);
+  }
+  CHECK(applied == 0);
+  // A response-curve estimate is never replaced.
+  AvailbwEstimate e;
+  e.basis = "response_curve";
+  e.availbw_bps = 40e6;
+  const std::vector<RatePoint> line = {{30e6, 1.0, FleetVerdict::kBelow},
+                                       {50e6, 1.1, FleetVerdict::kAbove},
+                                       {60e6, 1.2, FleetVerdict::kAbove},
+                                       {70e6, 1.3, FleetVerdict::kAbove}};
+  CHECK_FALSE(apply_fleet_hinge(e, line, noise, 30e6, 50e6, c));
+  CHECK(e.availbw_bps == 40e6);
+  // Too few fleets above the knee: no fit.
+  CHECK_FALSE(fit_hinge({{30e6, 1.0, FleetVerdict::kBelow}, {50e6, 1.1, FleetVerdict::kAbove}},
+                        1.0, c)
+                  .usable);
+  // A clean line: A and 1/b found.
+  const HingeFit h = fit_hinge(line, 1.0, c);
+  REQUIRE(h.usable);
+  CHECK(h.availbw_bps == Approx(40e6).margin(0.3e6));
+  CHECK(1.0 / h.slope == Approx(100e6).epsilon(0.02));
+}
