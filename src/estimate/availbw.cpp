@@ -315,8 +315,8 @@ Crossing response_crossing_tight(const std::vector<ResponseSample>& s, double ba
   const double rel_se = f.slope > 0 ? std::hypot(f.slope_se / f.slope, kCapacityRelSe) : 0;
   // rel < 0: a flatter slope, C_t > C (tight != narrow, or C too low).
   const bool faster = rel < 0 && -rel > kSlopeUpSigmas * rel_se;
-  const bool slower =
-      rel > 0 && 1.0 / f.slope >= 0.8 * C && rel > std::max(kSlopeRejectSigmas * rel_se, kMinSlopeDiscrepancy);
+  const bool slower = rel > 0 && 1.0 / f.slope >= 0.8 * C &&
+                      rel > std::max(kSlopeRejectSigmas * rel_se, kMinSlopeDiscrepancy);
   if (f.reliable && C > 0 && (faster || slower)) {
     x.capacity_bps = 1.0 / f.slope;
     x.source = CrossingCapacity::kResponseSlope;
@@ -388,8 +388,8 @@ HingeFit fit_hinge(const std::vector<RatePoint>& fleets, double base, double C) 
       best.above = above;
     }
   }
-  best.usable = best_sse >= 0 && best.slope > 0 && 1.0 / best.slope >= 0.8 * C &&
-                best_sse <= 0.5 * flat;
+  best.usable =
+      best_sse >= 0 && best.slope > 0 && 1.0 / best.slope >= 0.8 * C && best_sse <= 0.5 * flat;
   return best;
 }
 

@@ -640,7 +640,8 @@ TEST_CASE("response rates below the knee are left out of the crossing (issue 11)
   }
   const std::vector<ResponseSample> kept = response_above_knee(resp, noise);
   CHECK(kept.size() == 12);
-  CHECK(std::all_of(kept.begin(), kept.end(), [](const ResponseSample& x) { return x.group == 1; }));
+  CHECK(
+      std::all_of(kept.begin(), kept.end(), [](const ResponseSample& x) { return x.group == 1; }));
   const AvailbwEstimate e = estimate_availbw(resp, noise, 6e6, 11e6, 100e6);
   CHECK(e.basis == "response_curve");
   CHECK(e.points == 12);
@@ -734,9 +735,9 @@ TEST_CASE("fleet hinge: never on an idle path, never over a response crossing",
   CHECK_FALSE(apply_fleet_hinge(e, line, noise, 30e6, 50e6, c));
   CHECK(e.availbw_bps == 40e6);
   // Too few fleets above the knee: no fit.
-  CHECK_FALSE(fit_hinge({{30e6, 1.0, FleetVerdict::kBelow}, {50e6, 1.1, FleetVerdict::kAbove}},
-                        1.0, c)
-                  .usable);
+  CHECK_FALSE(
+      fit_hinge({{30e6, 1.0, FleetVerdict::kBelow}, {50e6, 1.1, FleetVerdict::kAbove}}, 1.0, c)
+          .usable);
   // A clean line: A and 1/b found.
   const HingeFit h = fit_hinge(line, 1.0, c);
   REQUIRE(h.usable);
