@@ -18,11 +18,17 @@ class Error : public std::runtime_error {
  public:
   Error(std::string component, const std::string& what, std::string code = "error",
         ExitCode exit = ExitCode::kRuntime)
-      : std::runtime_error(component + ": " + what),
+      : std::runtime_error(what),
         component_(std::move(component)),
         code_(std::move(code)),
         exit_(exit) {}
+  // what() is the bare sentence; the component names where it arose.
   const std::string& component() const { return component_; }
+  // "component: sentence", as a runtime failure is reported (usage errors
+  // are reported bare: they speak of the command line, not a component).
+  std::string report() const {
+    return component_ == "usage" ? std::string(what()) : component_ + ": " + what();
+  }
   // Stable machine-readable name, e.g. "target_filtered".
   const std::string& code() const { return code_; }
   ExitCode exit_code() const { return exit_; }

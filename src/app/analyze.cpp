@@ -8,10 +8,9 @@
 #include "app/capacity_run.hpp"
 #include "app/capacity_tally.hpp"
 #include "app/hops_run.hpp"
-#include "app/paced_trains.hpp"
-#include "app/session.hpp"
-#include "app/train_io.hpp"
+#include "app/runner.hpp"
 #include "estimate/availbw.hpp"
+#include "estimate/reply_rate.hpp"
 #include "linkwidth/error.hpp"
 #include "match/match.hpp"
 #include "report/hops_writers.hpp"
@@ -99,7 +98,7 @@ RecordedFile collect(const RunRecords& recs, const std::string& name) {
       in = nullptr;
     } else if (kind == "drops" && phase == "availbw") {
       out.availbw_drops = j.value("count", 0u);
-    } else if (in == &out.hops && (kind == "drops" || kind == "stop")) {
+    } else if (in && (kind == "stop" || (in == &out.hops && kind == "drops"))) {
       train = nullptr;
       in->events.push_back({std::move(j), {}});
     } else if (in && kind == "train") {
@@ -207,65 +206,6 @@ std::uint32_t self_of(const CapacityResult& res, const std::string& name) {
   return self;
 }
 
-// The capacity phase through the live run's own tally.
-CapacityResult replay_capacity(const RecordedPhase& ph, const OfflineRead& r,
-                               const std::string& name, bool verbose) {
-  CapacityResult res;
-  fill_head(res, ph.run.value("head", nlohmann::json::object()));
-  const std::uint32_t self = self_of(res, name);
-  CapacityTally tally(ph.run.value("two_lengths", true), verbose, ph.run.value("precision", 0.01));
-  std::uint64_t packets = 0, bytes = 0;
-  std::size_t trains = 0;
-  for (std::size_t k = 0; k < ph.events.size(); ++k) {
-    const RecordedTrain& rt = ph.events[k].train;
-    if (rt.meta.is_null()) continue;
-    ++trains;
-    for (const auto& sp : rt.sent) {
-      ++packets;
-      bytes += sp.probe.ip_len;
-    }
-    Nanos next_start = INT64_MAX;
-    for (std::size_t j = k + 1; j < ph.events.size() && next_start == INT64_MAX; ++j) {
-      if (!ph.events[j].train.sent.empty()) next_start = ph.events[j].train.sent.front().sent;
-    }
-    Train train;
-    const TrainOutcome outcome = replay_match(rt, r.packets, self, next_start, name, train);
-    const nlohmann::json& m = rt.meta;
-    const int n_train = m.value("load_packets", 0);
-    const int group = m.value("group", 0);
-    if (group != 0 && group != 1) throw bad_file(name, "a train record names no length group");
-    if (rt.reply_limited) tally.forgive_losses();
-    tally.add(train, outcome, n_train, m.value("short_load_packets", n_train), group,
-              m.value("sizing", false), m.value("packet_size", 0), res);
-  }
-  if (ph.end.is_null()) {
-    res.stop_reason = "incomplete";
-    res.probe_packets = packets;
-    res.probe_bytes = bytes;
-  } else {
-    res.stop_reason = ph.end.value("stop_reason", "");
-    res.elapsed_s = ph.end.value("elapsed_s", 0.0);
-    res.probe_packets = ph.end.value("probe_packets", packets);
-    res.probe_bytes = ph.end.value("probe_bytes", bytes);
-  }
-  tally.finish(res, ph.run.value("max_rate_bps", 1e9));
-  if (!ph.end.is_null() && ph.end.contains("checks")) apply_capacity_checks(res, ph.end["checks"]);
-  const unsigned drops = ph.end.is_null() ? 0 : ph.end.value("capture_drops", 0u);
-  if (drops > 0) {
-    res.warnings.push_back(
-        {"capture_drops", std::to_string(drops) + " packets dropped by the capture buffer"});
-  }
-  if (ph.end.is_null()) {
-    res.warnings.push_back(
-        {"capture_incomplete", "the capture ends before the run did; the result covers the " +
-                                   std::to_string(trains) + " trains it holds"});
-  }
-  if (r.truncated) {
-    res.warnings.push_back({"capture_truncated", "the capture file ends inside a packet record"});
-  }
-  return res;
-}
-
 // A recorded phase handed back in order. Anything else than what comes next
 // means the code asks for another run than the recorded one (a different
 // build, a damaged file): an error, never a guess.
@@ -275,20 +215,37 @@ class PhaseCursor {
               const std::string& name)
       : ph_(ph), r_(r), self_(self), name_(name) {}
 
-  // The next event, which must be of `kind` ("stop" events are skipped).
+  // The next event, which must be of `kind` ("stop" events are skipped:
+  // the replay's stopped() reads them from the whole phase).
   const RecordedPhase::Event& next(const char* kind) {
-    while (pos_ < ph_.events.size() && kind_at(pos_) == "stop") ++pos_;
+    skip_stops();
     if (pos_ >= ph_.events.size() || kind_at(pos_) != kind) diverged();
     return ph_.events[pos_++];
   }
-  bool next_is(const char* kind) const { return pos_ < ph_.events.size() && kind_at(pos_) == kind; }
-  bool exhausted() const { return pos_ >= ph_.events.size(); }
+  bool next_is(const char* kind) {
+    skip_stops();
+    return pos_ < ph_.events.size() && kind_at(pos_) == kind;
+  }
+  const RecordedPhase::Event& peek() {
+    skip_stops();
+    if (pos_ >= ph_.events.size()) diverged();
+    return ph_.events[pos_];
+  }
+  bool exhausted() {
+    skip_stops();
+    return pos_ >= ph_.events.size();
+  }
 
   // The next recorded train, re-matched, in *recorded; it must have the
   // shape of `planned` (the train the code would have sent now).
   TrainOutcome train(const Train& planned, Train* recorded, const RecordedTrain** rt = nullptr) {
     const RecordedTrain& t = next("train").train;
-    const TrainOutcome o = replay_match(t, r_.packets, self_, INT64_MAX, name_, *recorded);
+    // Older records close a capacity train only by the next one's first send.
+    Nanos next_start = INT64_MAX;
+    for (std::size_t j = pos_; j < ph_.events.size() && next_start == INT64_MAX; ++j) {
+      if (!ph_.events[j].train.sent.empty()) next_start = ph_.events[j].train.sent.front().sent;
+    }
+    const TrainOutcome o = replay_match(t, r_.packets, self_, next_start, name_, *recorded);
     bool same = recorded->probes.size() == planned.probes.size();
     for (std::size_t i = 0; same && i < planned.probes.size(); ++i) {
       const Probe &a = recorded->probes[i], &b = planned.probes[i];
@@ -307,6 +264,9 @@ class PhaseCursor {
 
  private:
   std::string kind_at(std::size_t i) const { return ph_.events[i].note.value("kind", ""); }
+  void skip_stops() {
+    while (pos_ < ph_.events.size() && kind_at(pos_) == "stop") ++pos_;
+  }
 
   const RecordedPhase& ph_;
   const OfflineRead& r_;
@@ -315,85 +275,171 @@ class PhaseCursor {
   std::size_t pos_ = 0;
 };
 
-// Hands the avail-bw search what the recorded run saw, in the order it saw
-// it: the clock readings, each train's replies, the caps that stopped it.
-class ReplayRunner : public PacedTrains {
+// The runner of `linkwidth analyze`: hands a phase what the recorded run saw,
+// in the order the live run asked for it: clock readings, each train's
+// replies, the gate's verdicts. The gate is answered from the records: a
+// "stopped" note (the live gate's verdict), else, in older records that did
+// not note it, from the recorded stop check, counters and clock (hops) or the
+// phase's end note (capacity).
+class ReplayRunner : public ProbeRunner {
  public:
+  // `max_bytes`, `t_cap`: the live run's caps (checked only where the records
+  // count the bytes and hold the clock, i.e. the hops phase's).
   ReplayRunner(const RecordedPhase& ph, const OfflineRead& r, std::uint32_t self,
-               AvailbwResult& res, const std::string& name)
-      : cur_(ph, r, self, name), ph_(ph), res_(res) {}
-
-  Nanos now() override { return cur_.next("clock").note.at("mono").get<Nanos>(); }
-
-  // The live run notes a reply burst limit only once it knows one.
-  int reply_burst() override {
-    if (!cur_.next_is("burst")) return ReplyGovernor::kNoBurstLimit;
-    return cur_.next("burst").note.value("max", ReplyGovernor::kNoBurstLimit);
-  }
-
-  bool run(const Train& train, PacedSample* out, Nanos) override {
-    if (cur_.next_is("stopped")) {
-      res_.stop_reason = cur_.next("stopped").note.value("reason", "");
-      return false;
-    }
-    if (cur_.exhausted() && ph_.end.is_null()) {
-      res_.stop_reason = "incomplete";
-      return false;
-    }
-    Train recorded;
-    const RecordedTrain* rt = nullptr;
-    const TrainOutcome outcome = cur_.train(train, &recorded, &rt);
-    *out = paced_train_sample(recorded, outcome, res_);
-    settle(out, rt->reply_limited);
-    return true;
-  }
-
- private:
-  PhaseCursor cur_;
-  const RecordedPhase& ph_;
-  AvailbwResult& res_;
-};
-
-// The hops phase's world as recorded: its clock readings, trains, drops and
-// the check at which a stop was seen, in the order the live run asked.
-class ReplayTrainIo : public TrainIo {
- public:
-  ReplayTrainIo(const RecordedPhase& ph, const OfflineRead& r, std::uint32_t self,
-                const std::string& name)
-      : cur_(ph, r, self, name) {
+               const std::string& name, std::uint64_t max_bytes = 0, Nanos t_cap = 0)
+      : cur_(ph, r, self, name), ph_(ph), max_bytes_(max_bytes), t_cap_(t_cap) {
+    counted_ = ph.run.contains("bytes0");
     bytes_ = ph.run.value("bytes0", std::uint64_t{0});
     packets_ = ph.run.value("packets0", std::uint64_t{0});
+    reply_wait_ = ph.run.value("reply_wait", Nanos{0});
     for (const auto& e : ph.events) {
       if (e.note.value("kind", "") == "stop") stop_at_ = e.note.value("check", 0);
     }
   }
 
-  TrainRun run(const Train& train, const std::vector<int>&, Nanos, bool, Nanos) override {
-    TrainRun out;
-    Train recorded;
+  StopReason admit(const Train& train, const std::function<Nanos()>& start_at,
+                   Nanos span) override {
+    if (cur_.next_is("stopped")) return take_stopped();
+    if (stopped()) return StopReason::kInterrupted;
+    if (counted_ && bytes_ + train.total_bytes() > max_bytes_) return StopReason::kMaxBytes;
+    const Nanos start = start_at();
+    if (cur_.next_is("stopped")) return take_stopped();
+    if (counted_ && start + span + reply_wait_ > t_cap_) return StopReason::kMaxTime;
+    if (stopped()) return StopReason::kInterrupted;
+    if (cur_.next_is("train")) return StopReason::kNone;
+    return recorded_end();
+  }
+
+  StopReason check_time(Nanos) override {
+    if (cur_.next_is("stopped") &&
+        cur_.peek().note.at("reason").get<StopReason>() == StopReason::kMaxTime) {
+      return take_stopped();
+    }
+    if (cur_.next_is("train") || ph_.end.is_null()) return StopReason::kNone;
+    return ph_.end.at("stop_reason").get<StopReason>() == StopReason::kMaxTime
+               ? StopReason::kMaxTime
+               : StopReason::kNone;
+  }
+
+  TrainResult run(const Train& planned, const TrainOptions&) override {
+    TrainResult out;
     const RecordedTrain* rt = nullptr;
-    out.outcome = cur_.train(train, &recorded, &rt);
+    out.outcome = cur_.train(planned, &out.train, &rt);
     for (const auto& sp : rt->sent) {
       ++packets_;
       bytes_ += sp.probe.ip_len;
     }
-    out.start_mono = rt->done_note.value("start_mono", Nanos{0});
-    out.end_mono = rt->done_note.value("end_mono", Nanos{0});
+    ++trains_;
+    if (rt->done_note.is_object()) {  // else the file ends before the train's replies did
+      out.start_mono = rt->done_note.value("start_mono", Nanos{0});
+      out.end_mono = rt->done_note.value("end_mono", Nanos{0});
+    }
+    out.replies_limited = rt->reply_limited;
     return out;
   }
+
   Nanos now() override { return cur_.next("clock").note.at("mono").get<Nanos>(); }
   void wait_until(Nanos) override {}
   bool stopped() override { return stop_at_ > 0 && ++checks_ >= stop_at_; }
+  // The live run notes a reply burst limit only once it knows one.
+  int reply_burst() override {
+    if (!cur_.next_is("burst")) return ReplyGovernor::kNoBurstLimit;
+    return cur_.next("burst").note.value("max", ReplyGovernor::kNoBurstLimit);
+  }
   std::uint64_t bytes_sent() override { return bytes_; }
   std::uint64_t packets_sent() override { return packets_; }
   unsigned capture_drops() override { return cur_.next("drops").note.value("count", 0u); }
+  Nanos reply_wait() const override { return reply_wait_; }
+
+  std::size_t trains() const { return trains_; }
 
  private:
+  StopReason take_stopped() { return cur_.next("stopped").note.at("reason").get<StopReason>(); }
+
+  // No train where the live run sent one: the end note's stop reason
+  // (capacity), "incomplete" if the file ends first, else a divergence.
+  StopReason recorded_end() {
+    if (!ph_.end.is_null() && ph_.end.contains("stop_reason")) {
+      return ph_.end.at("stop_reason").get<StopReason>();
+    }
+    if (cur_.exhausted() && ph_.end.is_null()) return StopReason::kIncomplete;
+    cur_.diverged();
+  }
+
   PhaseCursor cur_;
+  const RecordedPhase& ph_;
+  std::uint64_t max_bytes_;
+  Nanos t_cap_;
+  Nanos reply_wait_ = 0;
+  bool counted_ = false;
   int stop_at_ = 0;
   int checks_ = 0;
+  std::size_t trains_ = 0;
   std::uint64_t bytes_ = 0, packets_ = 0;
 };
+
+// The capacity phase's configuration, from the parameters its head records.
+Config capacity_config_from(const nlohmann::json& params) {
+  Config c;
+  c.load_packets = params.at("load_packets").get<int>();
+  c.markers = params.at("markers").get<int>();
+  c.drain_packets = params.at("drain_packets").get<int>();
+  c.target_dispersion_s = params.at("train_dispersion_s").get<double>();
+  c.max_load_packets = params.at("max_load_packets").get<int>();
+  c.length_ratio = params.at("length_ratio").get<double>();
+  c.min_trains = params.at("min_trains").get<int>();
+  c.max_trains = params.at("max_trains").get<int>();
+  c.precision = params.at("precision").get<double>();
+  c.max_load = params.at("max_load").get<double>();
+  c.max_time_s = params.at("max_time_s").get<double>();
+  c.max_bytes = params.at("max_bytes").get<std::uint64_t>();
+  c.max_rate_bps = params.at("max_rate_bps").get<double>();
+  return c;
+}
+
+// The capacity phase through the live run's own loop (capacity_trains).
+CapacityResult replay_capacity(const RecordedPhase& ph, const OfflineRead& r,
+                               const std::string& name, bool verbose) {
+  CapacityResult res;
+  fill_head(res, ph.run.value("head", nlohmann::json::object()));
+  const std::uint32_t self = self_of(res, name);
+  Config c = capacity_config_from(res.params);
+  c.verbose = verbose;
+  SeqAllocator seqs(0);
+  PhasePath path{
+      FlowId{self, parse_ipv4(res.target_addr), static_cast<std::uint16_t>(res.source_port),
+             static_cast<std::uint16_t>(res.port)},
+      res.params.at("packet_size").get<int>(), res.rtt_s, seqs};
+  ReplayRunner runner(ph, r, self, name);
+  CapacityTrains trains = capacity_trains(runner, c, path, res);
+  if (ph.end.is_null()) {
+    res.stop_reason = StopReason::kIncomplete;
+    res.probe_packets = runner.packets_sent();
+    res.probe_bytes = runner.bytes_sent();
+  } else {
+    res.stop_reason = ph.end.at("stop_reason").get<StopReason>();
+    res.elapsed_s = ph.end.value("elapsed_s", 0.0);
+    res.probe_packets = ph.end.at("probe_packets").get<std::uint64_t>();
+    res.probe_bytes = ph.end.at("probe_bytes").get<std::uint64_t>();
+  }
+  trains.tally.finish(res, ph.run.value("max_rate_bps", 1e9));
+  if (!ph.end.is_null() && ph.end.contains("checks")) apply_capacity_checks(res, ph.end["checks"]);
+  const unsigned drops = ph.end.is_null() ? 0 : ph.end.value("capture_drops", 0u);
+  if (drops > 0) {
+    res.warnings.push_back({WarningCode::kCaptureDrops,
+                            std::to_string(drops) + " packets dropped by the capture buffer"});
+  }
+  if (ph.end.is_null()) {
+    res.warnings.push_back({WarningCode::kCaptureIncomplete,
+                            "the capture ends before the run did; the result covers the " +
+                                std::to_string(runner.trains()) + " trains it holds"});
+  }
+  if (r.truncated) {
+    res.warnings.push_back(
+        {WarningCode::kCaptureTruncated, "the capture file ends inside a packet record"});
+  }
+  return res;
+}
 
 HopsResult replay_hops(const RecordedPhase& ph, const OfflineRead& r, const std::string& name,
                        bool verbose) {
@@ -408,10 +454,10 @@ HopsResult replay_hops(const RecordedPhase& ph, const OfflineRead& r, const std:
   const FlowId flow{self, dst, static_cast<std::uint16_t>(res.source_port),
                     static_cast<std::uint16_t>(res.port)};
   SeqAllocator seqs(0);
-  ReplayTrainIo io(ph, r, self, name);
-  HopsResult out = run_hops_on(io, std::move(res), c, flow, dst, ph.run.value("packet_size", 1500),
-                               seqs, ph.run.value("rtt_s", 0.0), ph.run.value("reply_wait", Nanos{0}),
-                               ph.run.value("t_begin", Nanos{0}));
+  const Nanos t_begin = ph.run.at("t_begin").get<Nanos>();
+  ReplayRunner io(ph, r, self, name, c.max_bytes, t_begin + from_seconds(c.max_time_s));
+  PhasePath path{flow, ph.run.at("packet_size").get<int>(), ph.run.at("rtt_s").get<double>(), seqs};
+  HopsResult out = run_hops_on(io, std::move(res), c, path, dst, t_begin);
   if (!ph.end.is_null()) {
     // The reply checks' findings, as the live run noted them.
     for (const Warning& w : warnings_from_json(ph.end.value("reply_warnings", nlohmann::json()))) {
@@ -429,7 +475,8 @@ MeasureResult replay_measure(const RecordedFile& f, const OfflineRead& r, const 
   c.verbose = verbose;
   auto finish = [&] {
     if (f.measure_end.is_null()) {
-      m.availbw.warnings.push_back({"capture_incomplete", "the capture ends before the run did"});
+      m.availbw.warnings.push_back(
+          {WarningCode::kCaptureIncomplete, "the capture ends before the run did"});
       return;
     }
     m.elapsed_s = f.measure_end.value("elapsed_s", 0.0);
@@ -452,8 +499,8 @@ MeasureResult replay_measure(const RecordedFile& f, const OfflineRead& r, const 
     if (f.hops.run.is_null()) throw bad_file(name, "the capture holds no hops phase");
     m.hops = replay_hops(f.hops, r, name, verbose);
     m.has_hops = true;
-    if (m.hops.stop_reason == "interrupted") {
-      m.availbw.stop_reason = "interrupted";
+    if (m.hops.stop_reason == StopReason::kInterrupted) {
+      m.availbw.stop_reason = StopReason::kInterrupted;
       finish();
       return m;
     }
@@ -461,19 +508,19 @@ MeasureResult replay_measure(const RecordedFile& f, const OfflineRead& r, const 
   const RecordedPhase& ph = f.availbw;
   if (ph.run.is_null()) {
     // The live run ended between the phases (interrupted): nothing to replay.
-    m.availbw.stop_reason = "incomplete";
+    m.availbw.stop_reason = StopReason::kIncomplete;
     finish();
     return m;
   }
-  Session ss;
-  ss.flow = FlowId{self_of(m.capacity, name), parse_ipv4(m.capacity.target_addr),
-                   static_cast<std::uint16_t>(m.capacity.source_port),
-                   static_cast<std::uint16_t>(m.capacity.port)};
-  ss.packet_size = ph.run.value("packet_size", 1500);
+  SeqAllocator seqs(0);
+  PhasePath path{FlowId{self_of(m.capacity, name), parse_ipv4(m.capacity.target_addr),
+                        static_cast<std::uint16_t>(m.capacity.source_port),
+                        static_cast<std::uint16_t>(m.capacity.port)},
+                 ph.run.at("packet_size").get<int>(), m.capacity.rtt_s, seqs};
   AvailbwResult a;
-  ReplayRunner runner(ph, r, ss.flow.src, a, name);
-  search_availbw(runner, ss, c, ph.run.value("capacity_bps", C), ph.run.value("t_cap", Nanos{0}),
-                 a);
+  ReplayRunner runner(ph, r, path.flow.src, name);
+  search_availbw(runner, path, c, ph.run.at("capacity_bps").get<double>(),
+                 ph.run.at("t_cap").get<Nanos>(), a);
   if (!ph.end.is_null()) {
     // The reply checks' findings, as the live run noted them.
     for (const Warning& w : warnings_from_json(ph.end.value("reply_warnings", nlohmann::json()))) {
@@ -602,8 +649,7 @@ int run_analyze_main(const std::vector<std::string>& args) {
                                : run.capacity.valid;
     return valid ? 0 : static_cast<int>(ExitCode::kRuntime);
   } catch (const Error& e) {
-    std::string msg = e.what();
-    msg = msg.substr(msg.find(": ") + 2);
+    const std::string msg = e.what();
     // A file we cannot read or re-run is exit 2; a replayed run that failed
     // live (e.g. calibration_failed) fails with the live run's code.
     const bool file_error =

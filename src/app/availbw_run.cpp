@@ -7,7 +7,7 @@
 
 #include "app/capacity_run.hpp"
 #include "app/hops_run.hpp"
-#include "app/paced_trains.hpp"
+#include "app/runner.hpp"
 #include "app/session.hpp"
 #include "estimate/availbw.hpp"
 #include "estimate/capacity.hpp"
@@ -27,50 +27,36 @@ constexpr int kLostFleetsToStop = 3;
 constexpr double kNoisyThreshold = 0.03;
 constexpr int kMaxLengthening = 2;
 
-// Sends trains with the budget checks, the reply wait and the idle rule every
-// avail-bw train shares. run() returns false (stop_reason set) when a cap,
-// the time budget or a signal ends the run before the train is sent. With
-// --save-pcap it notes every clock reading, train and stop the search sees,
-// so that `linkwidth analyze` can replay the search (app/analyze.cpp).
-class PacedRunner : public PacedTrains {
+// Paced trains through the runner: the gate (caps, time, wait), the reply
+// wait, the avail-bw idle rule, the sample of each train. run() returns false
+// (stop_reason set) when a cap, the time budget or a signal ends the run
+// before the train is sent. The same code live and in `linkwidth analyze`.
+class PacedTrains {
  public:
-  PacedRunner(Session& s, const Config& c, const std::atomic<bool>& stop, double capacity_bps,
-              Nanos t_cap, AvailbwResult& res)
-      : s_(s), c_(c), stop_(stop), capacity_(capacity_bps), t_cap_(t_cap), res_(res) {
-    next_start_ = mono_now();
-  }
+  PacedTrains(ProbeRunner& r, const Config& c, double capacity_bps, double rtt_s,
+              AvailbwResult& res)
+      : r_(r), c_(c), capacity_(capacity_bps), rtt_s_(rtt_s), res_(res) {}
 
-  Nanos now() override {
-    const Nanos t = mono_now();
-    s_.prober->note({{"kind", "clock"}, {"mono", t}});
-    return t;
-  }
+  Nanos now() { return r_.now(); }
+  int reply_burst() { return r_.reply_burst(); }
 
-  bool run(const Train& train, PacedSample* out, Nanos min_idle = 0) override {
-    if (stop_.load()) return stopped("interrupted");
-    if (s_.prober->bytes_sent() + train.total_bytes() > c_.max_bytes) return stopped("max_bytes");
+  bool run(const Train& train, PacedSample* out, Nanos min_idle = 0) {
     const Nanos span = train.probes.back().offset;
-    const Nanos wait = reply_wait(s_, c_);
-    if (std::max(next_start_, mono_now()) + span + wait > t_cap_) return stopped("max_time");
-    while (mono_now() < next_start_ && !stop_.load()) sleep_until(next_start_);
-    if (stop_.load()) return stopped("interrupted");
+    const StopReason why = r_.admit(
+        train, [&] { return next_start_; }, span);
+    if (why != StopReason::kNone) {
+      res_.stop_reason = why;
+      return false;
+    }
     // Busy-poll while the replies are due: the train's span at the path's
     // capacity plus the round trip, bounded.
-    const double expect_s = to_seconds(span) + 2 * s_.disc.rtt_s +
-                            8.0 * static_cast<double>(train.total_bytes()) / capacity_;
-    const Nanos busy = std::min<Nanos>(from_seconds(expect_s) + 2 * kMs, 50 * kMs);
-    s_.prober->note({{"kind", "train"},
-                     {"phase", "availbw"},
-                     {"train", train.id},
-                     {"probes", train.probes.size()}});
-    const GovernedRun governed =
-        run_train(s_, c_, train, train.markers, wait, t_cap_, false, busy, [&](const TrainRun&) {
-          s_.prober->note({{"kind", "train_done"}, {"train", train.id}});
-        });
-    if (governed.replies_limited) s_.prober->note({{"kind", "reply_limit"}, {"train", train.id}});
-    const TrainRun& run = governed.run;
-    *out = paced_train_sample(train, run.outcome, res_);
-    settle(out, governed.replies_limited);
+    TrainOptions o;
+    o.wait_for = train.markers;
+    o.busy_wait = busy_wait(to_seconds(span) + 2 * rtt_s_ +
+                            8.0 * static_cast<double>(train.total_bytes()) / capacity_);
+    const TrainResult run = r_.run(train, o);
+    *out = paced_train_sample(run.train, run.outcome, res_);
+    settle(out, run.replies_limited);
     // Idle: the average probing rate stays under max_load of the train's own
     // rate (pathload's rule: idle >= span·(1/max_load - 1)), and the
     // bottleneck queue the train may have built drains (>= 2·N·L/C).
@@ -80,36 +66,46 @@ class PacedRunner : public PacedTrains {
     const double idle = std::max(
         {sent_span * (1.0 / c_.max_load - 1.0), 2.0 * load_bits / capacity_, to_seconds(min_idle)});
     next_start_ = std::max(run.end_mono, run.start_mono + from_seconds(sent_span + idle));
-    if (out->stalled) {
-      // Whatever preempted us may be periodic (a timer, another process):
-      // start the next train at a random phase of it, not locked to it.
-      s_.start_jitter = std::uniform_int_distribution<Nanos>(0, 10 * kMs)(rng_);
-    }
+    if (out->stalled) r_.after_stall();
     return true;
   }
 
-  int reply_burst() override {
-    const int b = s_.replies.max_burst();
-    // Noted only once a limit is known: replay reads "no limit" otherwise.
-    if (b != ReplyGovernor::kNoBurstLimit) s_.prober->note({{"kind", "burst"}, {"max", b}});
-    return b;
-  }
-
-  bool stopped(const char* why) {
-    s_.prober->note({{"kind", "stopped"}, {"reason", why}});
-    res_.stop_reason = why;
-    return false;
+  // The send_stalls warning, if any train was stalled.
+  void warn_stalls(AvailbwResult& res) const {
+    if (stalls_ == 0) return;
+    char worst[32];
+    std::snprintf(worst, sizeof worst, "%.0f", worst_stall_s_ * 1e6);
+    res.warnings.push_back(
+        {WarningCode::kSendStalls,
+         std::to_string(stalls_) + " of " + std::to_string(res.trains_sent) +
+             " trains left this host off their schedule (worst " + worst +
+             " us: the CPU was busy or the process descheduled) and were not used"});
   }
 
  private:
-  Session& s_;
+  // A train whose replies the target's reply limit took is no sample
+  // (neither above nor below); stalls of our own host are counted.
+  void settle(PacedSample* out, bool replies_limited) {
+    if (out->stalled) {
+      ++stalls_;
+      worst_stall_s_ = std::max(worst_stall_s_, out->pacing_error_s);
+    }
+    if (replies_limited) {
+      // The target's reply limit took this train's replies (the check that
+      // found it has just adapted our trains): they say nothing of the path.
+      out->usable = false;
+      out->lost = false;
+    }
+  }
+
+  ProbeRunner& r_;
   const Config& c_;
-  const std::atomic<bool>& stop_;
   double capacity_;
-  Nanos t_cap_;
+  double rtt_s_;
   AvailbwResult& res_;
-  Nanos next_start_ = 0;
-  std::mt19937_64 rng_{std::random_device{}()};
+  Nanos next_start_ = 0;  // the first train goes at once
+  int stalls_ = 0;
+  double worst_stall_s_ = 0;
 };
 
 PacedTrainRecord record_of(const Train& t, const PacedSample& s, int packet_size,
@@ -171,9 +167,9 @@ CapacityTrainParams search_train(const Config& c, const FlowId& flow, int L, dou
   return p;
 }
 
-void run_fleet_method(PacedTrains& runner, Session& ss, const Config& c, double C,
+void run_fleet_method(PacedTrains& runner, PhasePath& path, const Config& c, double C,
                       AvailbwResult& res, Nanos t0, Nanos t_cap) {
-  const int L = ss.packet_size;
+  const int L = path.packet_size;
   const double omega = res.resolution_bps;
   // Calibration: the time structure of a search train at C/2 (same gap and
   // length, so the same absolute timing noise) with packets shrunk to offer
@@ -188,7 +184,8 @@ void run_fleet_method(PacedTrains& runner, Session& ss, const Config& c, double 
   for (int round = 0;; ++round) {
     const Nanos round_start = runner.now();
     const int burst_before = runner.reply_burst();
-    const CapacityTrainParams mid = search_train(c, ss.flow, L, C / 2, scale, runner.reply_burst());
+    const CapacityTrainParams mid =
+        search_train(c, path.flow, L, C / 2, scale, runner.reply_burst());
     CapacityTrainParams cal = mid;
     cal.packet_size = static_cast<std::uint16_t>(
         std::clamp(std::lround(L * c.calibration_rate / 0.5), 64L, static_cast<long>(L)));
@@ -202,7 +199,7 @@ void run_fleet_method(PacedTrains& runner, Session& ss, const Config& c, double 
     // place, up to twice as many again.
     int stalled = 0;
     for (int i = 0; i < c.calibration_trains + std::min(stalled, 2 * c.calibration_trains); ++i) {
-      const Train t = make_capacity_train(cal, res.trains_sent, ss.seqs);
+      const Train t = make_capacity_train(cal, res.trains_sent, path.seqs);
       PacedSample s;
       if (!runner.run(t, &s)) break;
       stalled += s.stalled ? 1 : 0;
@@ -219,7 +216,7 @@ void run_fleet_method(PacedTrains& runner, Session& ss, const Config& c, double 
     }
     summarize(calib);
     res.rates.push_back(calib);
-    if (!res.stop_reason.empty()) return;
+    if (res.stop_reason != StopReason::kNone) return;
     if (runner.reply_burst() < burst_before && burst_restarts++ < 2) {
       // The target turned out to answer fewer replies at once than these
       // trains asked: calibrate again with fewer markers.
@@ -243,23 +240,23 @@ void run_fleet_method(PacedTrains& runner, Session& ss, const Config& c, double 
     // keeps to 40% of the phase's budget.
     const Nanos at = runner.now();
     if (at + 2 * (at - round_start) > cal_start + (t_cap - cal_start) * 2 / 5) {
-      res.warnings.push_back(
-          {"noisy_path", "timing noise on this path was high (threshold " +
-                             std::to_string(noise.threshold) +
-                             ") but there was no time to calibrate with longer trains; the "
-                             "search decides with the wide threshold"});
+      res.warnings.push_back({WarningCode::kNoisyPath,
+                              "timing noise on this path was high (threshold " +
+                                  std::to_string(noise.threshold) +
+                                  ") but there was no time to calibrate with longer trains; the "
+                                  "search decides with the wide threshold"});
       break;
     }
     scale *= 2;
     res.warnings.push_back(
-        {"trains_lengthened", "timing noise on this path was high (threshold " +
-                                  std::to_string(noise.threshold) +
-                                  "); trains doubled in length and calibrated again"});
+        {WarningCode::kTrainsLengthened, "timing noise on this path was high (threshold " +
+                                             std::to_string(noise.threshold) +
+                                             "); trains doubled in length and calibrated again"});
   }
   res.noise_baseline = noise.baseline;
   res.noise_threshold = noise.threshold;
   if (noise.baseline > 1.05) {
-    res.warnings.push_back({"calibration_disturbed",
+    res.warnings.push_back({WarningCode::kCalibrationDisturbed,
                             "even trains at " + std::to_string(c.calibration_rate) +
                                 " of the capacity came back spread out: the path may be "
                                 "saturated; the avail-bw may be below the lowest rate tested"});
@@ -269,8 +266,9 @@ void run_fleet_method(PacedTrains& runner, Session& ss, const Config& c, double 
   fp.capacity_bps = C;
   fp.resolution_bps = omega;
   FleetSearch search(fp);
-  res.stop_reason.clear();
+  res.stop_reason = StopReason::kNone;
 
+  std::vector<ResponseSample> slope_points;  // issue 11: search trains above the knee
   // One fleet at `rate`: K trains, stopped early once the verdict is settled.
   // Returns false when a cap ended the run.
   auto fleet = [&](double rate, const char* phase, FleetVerdict* fv, int* lost) {
@@ -279,13 +277,14 @@ void run_fleet_method(PacedTrains& runner, Session& ss, const Config& c, double 
     rr.rate_bps = rate;
     rr.at_s = to_seconds(runner.now() - t0);
     std::vector<TrainVerdict> verdicts;
+    std::vector<ResponseSample> fleet_points;
     *lost = 0;
     bool settled = false;
     CapacityTrainParams tp;
     for (int k = 0; k < c.fleet_trains && !settled; ++k) {
       // A reply limit found on the way may cut the markers.
-      tp = search_train(c, ss.flow, L, rate, scale, runner.reply_burst());
-      const Train t = make_capacity_train(tp, res.trains_sent, ss.seqs);
+      tp = search_train(c, path.flow, L, rate, scale, runner.reply_burst());
+      const Train t = make_capacity_train(tp, res.trains_sent, path.seqs);
       PacedSample s;
       if (!runner.run(t, &s)) break;
       std::string v;
@@ -300,6 +299,7 @@ void run_fleet_method(PacedTrains& runner, Session& ss, const Config& c, double 
       } else {
         verdicts.push_back(classify_train(s.ratio, false, noise));
         v = train_verdict_name(verdicts.back());
+        fleet_points.push_back({s.offered_bps, s.ratio});  // issue 11
       }
       rr.trains.push_back(record_of(t, s, L, v));
       settled = fleet_settled(verdicts, c.fleet_trains, c.fleet_fraction, fv);
@@ -312,10 +312,15 @@ void run_fleet_method(PacedTrains& runner, Session& ss, const Config& c, double 
     // Cut short by a cap, or unusable trains: decide on what came back.
     if (!settled) *fv = decide_fleet(verdicts, c.fleet_fraction);
     rr.verdict = fleet_verdict_name(*fv);
+    // issue 11: an above fleet well past the noise band lies on the response
+    // curve's second segment; its trains help the slope (PRC-MT §II-D).
+    if (*fv == FleetVerdict::kAbove && rr.ratio > noise.baseline + 2 * noise.threshold) {
+      slope_points.insert(slope_points.end(), fleet_points.begin(), fleet_points.end());
+    }
     const bool whole_fleet_lost = !rr.trains.empty() && *lost == static_cast<int>(rr.trains.size());
     if (!whole_fleet_lost) *lost = 0;
     res.rates.push_back(std::move(rr));
-    return res.stop_reason.empty();
+    return res.stop_reason == StopReason::kNone;
   };
 
   std::vector<ResponseSample> response;
@@ -330,13 +335,13 @@ void run_fleet_method(PacedTrains& runner, Session& ss, const Config& c, double 
       rec[j].phase = "response";
       rec[j].rate_bps = rates[j];
       rec[j].at_s = to_seconds(runner.now() - t0);
-      tp[j] = search_train(c, ss.flow, L, rates[j], scale, runner.reply_burst());
+      tp[j] = search_train(c, path.flow, L, rates[j], scale, runner.reply_burst());
     }
     int lost = 0;
     const int min_n = 2 * c.fleet_trains, max_n = 5 * c.fleet_trains;
     for (int i = 0; i < max_n; ++i) {
       const int j = i % 2;
-      const Train t = make_capacity_train(tp[j], res.trains_sent, ss.seqs);
+      const Train t = make_capacity_train(tp[j], res.trains_sent, path.seqs);
       PacedSample s;
       if (!runner.run(t, &s)) break;
       std::string v = s.stalled ? "send_stall" : s.lost ? "lost" : !s.usable ? "unusable" : "";
@@ -350,16 +355,19 @@ void run_fleet_method(PacedTrains& runner, Session& ss, const Config& c, double 
         std::fprintf(stderr, "response %.4g: ratio %.5f %s\n", rates[j], s.ratio, v.c_str());
       }
       if (lost > max_n / 4) {
-        res.warnings.push_back({"response_loss",
+        res.warnings.push_back({WarningCode::kResponseLoss,
                                 "trains well above the avail-bw lost replies; the estimate "
                                 "rests on the search's bracket"});
         response.clear();
         break;
       }
       if (static_cast<int>(response.size()) >= min_n) {
-        double mean = 0, se = 0;
-        response_crossing(response, noise.baseline, C, &mean, &se);
-        if (se <= omega / 2) break;
+        // issue 11: the crossing's error with the capacity it will use (the
+        // tight link's from the slope carries the slope's error too).
+        if (response_crossing_tight(response, noise.baseline, C, slope_points).se_bps <=
+            omega / 2) {
+          break;
+        }
       }
     }
     for (auto& r : rec) {
@@ -372,7 +380,7 @@ void run_fleet_method(PacedTrains& runner, Session& ss, const Config& c, double 
   int lost_fleets = 0;
   // Keep time for the response trains: 2K of them at C, each followed by
   // its idle time, twice over.
-  const CapacityTrainParams top = search_train(c, ss.flow, L, C, scale, runner.reply_burst());
+  const CapacityTrainParams top = search_train(c, path.flow, L, C, scale, runner.reply_burst());
   const double top_span = 8.0 * top.load_packets * L / C;
   // On a slow path that reserve can be most of what is left (3 Mbit/s:
   // about 10 s): the search always gets at least half of the remaining time,
@@ -399,28 +407,31 @@ void run_fleet_method(PacedTrains& runner, Session& ss, const Config& c, double 
     // Repeated loss: shorten the trains; if that does not help, give up.
     if (lost > 0) {
       if (++lost_fleets >= kLostFleetsToStop) {
-        res.stop_reason = "loss";
-        res.warnings.push_back(
-            {"repeated_loss", "every train of " + std::to_string(kLostFleetsToStop) +
-                                  " fleets in a row lost marker replies, even shortened"});
+        res.stop_reason = StopReason::kLoss;
+        res.warnings.push_back({WarningCode::kRepeatedLoss,
+                                "every train of " + std::to_string(kLostFleetsToStop) +
+                                    " fleets in a row lost marker replies, even shortened"});
         break;
       }
       scale = std::max(0.25, scale / 2);
       res.warnings.push_back(
-          {"trains_shortened", "a whole fleet lost marker replies; trains shortened"});
+          {WarningCode::kTrainsShortened, "a whole fleet lost marker replies; trains shortened"});
     } else {
       lost_fleets = 0;
     }
   }
-  if (res.stop_reason.empty()) {
+  if (res.stop_reason == StopReason::kNone) {
     if (search.high() < 0.9 * C) run_response(search.high());
     // A cap that cuts the response trains short leaves the search's reason.
-    if (res.stop_reason.empty() || search.done()) {
-      res.stop_reason = search.done() ? "resolution" : search_cut ? "max_time" : "max_fleets";
+    if (res.stop_reason == StopReason::kNone || search.done()) {
+      res.stop_reason = search.done() ? StopReason::kResolution
+                        : search_cut  ? StopReason::kMaxTime
+                                      : StopReason::kMaxFleets;
     }
   }
 
-  const AvailbwEstimate est = estimate_availbw(response, noise, search.low(), search.high(), C);
+  const AvailbwEstimate est =
+      estimate_availbw(response, noise, search.low(), search.high(), C, slope_points);
   // The reported range adds the search's resolution ω on each side: the
   // estimate's error in the lab is of that order (benchmark median 3% of the
   // avail-bw, a few % of C), and a range narrower than the typical error would
@@ -430,6 +441,8 @@ void run_fleet_method(PacedTrains& runner, Session& ss, const Config& c, double 
   res.availbw_bps = est.availbw_bps;
   res.response_points = est.points;
   res.tight_link_capacity_bps = est.tight_capacity_bps;
+  // issue 11: which capacity the reported crossing used (none: the bracket).
+  if (est.basis == "response_curve") res.crossing_capacity_source = est.crossing_capacity_source;
   res.valid = !search.history().empty();
   if (c.verbose) {
     std::fprintf(stderr, "bracket [%.4g, %.4g] crossing %.4g +- %.3g -> %s %.4g, Ct %.4g\n",
@@ -438,25 +451,25 @@ void run_fleet_method(PacedTrains& runner, Session& ss, const Config& c, double 
   }
 }
 
-void run_linkwidth_method(PacedTrains& runner, Session& ss, const Config& c, double C,
+void run_linkwidth_method(PacedTrains& runner, PhasePath& path, const Config& c, double C,
                           AvailbwResult& res, Nanos t0) {
   LinkWidthSearchParams p;
   p.capacity_bps = C;
   p.theta_bps = res.resolution_bps;
   p.epsilon = c.epsilon;
   LinkWidthSearch search(p);
-  const int L = ss.packet_size;
+  const int L = path.packet_size;
   int steps = 0;
   while (!search.done() && steps++ < c.max_fleets) {
     const double rate = search.next_rate();
     const PairGaps g = pair_gaps_for_rate(rate, c.pairs, L, from_seconds(c.pair_gap_s));
     PairTrainParams tp;
-    tp.flow = ss.flow;
+    tp.flow = path.flow;
     tp.pairs = c.pairs;
     tp.packet_size = static_cast<std::uint16_t>(L);
     tp.intra_gap = g.intra_gap;
     tp.inter_gap = g.inter_gap;
-    const Train t = make_pair_train(tp, res.trains_sent, ss.seqs);
+    const Train t = make_pair_train(tp, res.trains_sent, path.seqs);
     RateRecord rr;
     rr.phase = "search";
     rr.rate_bps = rate;
@@ -473,15 +486,17 @@ void run_linkwidth_method(PacedTrains& runner, Session& ss, const Config& c, dou
     rr.ratio = s.ratio_head_tail;
     rr.verdict = within ? "below" : "above";
     if (!g.reachable) {
-      res.warnings.push_back({"rate_unreachable", "the fixed inter-pair gap is too long to offer " +
-                                                      std::to_string(rate) + " bit/s"});
+      res.warnings.push_back(
+          {WarningCode::kRateUnreachable,
+           "the fixed inter-pair gap is too long to offer " + std::to_string(rate) + " bit/s"});
     }
     res.rates.push_back(rr);
     if (c.verbose) {
       std::fprintf(stderr, "linkwidth rate %.4g: ratio %.5f %s\n", rate, ratio, rr.verdict.c_str());
     }
   }
-  if (res.stop_reason.empty()) res.stop_reason = search.done() ? "resolution" : "max_fleets";
+  if (res.stop_reason == StopReason::kNone)
+    res.stop_reason = search.done() ? StopReason::kResolution : StopReason::kMaxFleets;
   res.low_bps = search.low();
   res.high_bps = search.high();
   res.availbw_bps = search.estimate();
@@ -493,55 +508,45 @@ void run_linkwidth_method(PacedTrains& runner, Session& ss, const Config& c, dou
 PacedSample paced_train_sample(const Train& train, const TrainOutcome& outcome,
                                AvailbwResult& res) {
   ++res.trains_sent;
-  return evaluate_paced_train(timing_of(train, outcome));
+  const PacedSample s = evaluate_paced_train(timing_of(train, outcome));
+  // issue 11: our own qdisc spread the train out more than timing noise does.
+  if (s.shaped_locally && s.local_ratio > 1.02) ++res.locally_shaped_trains;
+  return s;
 }
 
-void search_availbw(PacedTrains& runner, Session& ss, const Config& c, double capacity_bps,
+void search_availbw(ProbeRunner& probes, PhasePath& path, const Config& c, double capacity_bps,
                     Nanos t_cap, AvailbwResult& res) {
   res.method = c.method;
   if (capacity_bps > c.max_rate_bps) {
-    res.warnings.push_back({"max_rate_limited",
+    res.warnings.push_back({WarningCode::kMaxRateLimited,
                             "the search stops at --max-rate, below the capacity; an avail-bw "
                             "above it reads as the cap"});
     capacity_bps = c.max_rate_bps;
   }
   res.search_capacity_bps = capacity_bps;
+  PacedTrains runner(probes, c, capacity_bps, path.rtt_s, res);
   const Nanos t0 = runner.now();
   res.resolution_bps = c.method == "linkwidth" && c.theta_bps > 0 ? c.theta_bps
                        : c.method == "linkwidth"                  ? c.theta * capacity_bps
                                                                   : c.resolution * capacity_bps;
   if (c.method == "linkwidth") {
-    run_linkwidth_method(runner, ss, c, capacity_bps, res, t0);
+    run_linkwidth_method(runner, path, c, capacity_bps, res, t0);
   } else {
-    run_fleet_method(runner, ss, c, capacity_bps, res, t0, t_cap);
+    run_fleet_method(runner, path, c, capacity_bps, res, t0, t_cap);
   }
   runner.warn_stalls(res);
-}
-
-void PacedTrains::settle(PacedSample* out, bool replies_limited) {
-  if (out->stalled) {
-    ++stalls_;
-    worst_stall_s_ = std::max(worst_stall_s_, out->pacing_error_s);
-  }
-  if (replies_limited) {
-    // The target's reply limit took this train's replies (the check that
-    // found it has just adapted our trains): they say nothing of the path.
-    out->usable = false;
-    out->lost = false;
+  if (res.locally_shaped_trains > 0) {  // issue 11
+    res.warnings.push_back(
+        {"local_shaping", std::to_string(res.locally_shaped_trains) + " of " +
+                              std::to_string(res.trains_sent) +
+                              " trains were spread out by this host's own queue before they "
+                              "left (an egress shaper, or this host's traffic in the same queue): "
+                              "our own interface may be the tight link; offered rates are taken "
+                              "from the send times"});
   }
 }
 
-void PacedTrains::warn_stalls(AvailbwResult& res) const {
-  if (stalls_ == 0) return;
-  char worst[32];
-  std::snprintf(worst, sizeof worst, "%.0f", worst_stall_s_ * 1e6);
-  res.warnings.push_back(
-      {"send_stalls", std::to_string(stalls_) + " of " + std::to_string(res.trains_sent) +
-                          " trains left this host off their schedule (worst " + worst +
-                          " us: the CPU was busy or the process descheduled) and were not used"});
-}
-
-AvailbwResult run_availbw_phase(Session& ss, const Config& c, const std::atomic<bool>& stop,
+AvailbwResult run_availbw_phase(Session& ss, const Config& c, const std::atomic<bool>&,
                                 double capacity_bps, Nanos t_cap) {
   AvailbwResult res;
   const Nanos t0 = mono_now();
@@ -553,8 +558,9 @@ AvailbwResult run_availbw_phase(Session& ss, const Config& c, const std::atomic<
                    {"packet_size", ss.packet_size},
                    {"t_cap", t_cap},
                    {"config", config_json(c)}});
-  PacedRunner runner(ss, c, stop, std::min(capacity_bps, c.max_rate_bps), t_cap, res);
-  search_availbw(runner, ss, c, capacity_bps, t_cap, res);
+  LiveRunner runner(ss, c, "availbw", t_cap);
+  PhasePath path{ss.flow, ss.packet_size, ss.disc.rtt_s, ss.seqs};
+  search_availbw(runner, path, c, capacity_bps, t_cap, res);
   // Not re-derived offline: noted for `linkwidth analyze`.
   std::vector<Warning> reply;
   take_reply_warnings(ss, reply);
@@ -593,22 +599,22 @@ Config availbw_config_from(const nlohmann::json& j) {
 }
 
 bool capacity_phase_done(MeasureResult& m, double* capacity_bps, bool with_hops) {
-  if (m.capacity.stop_reason == "interrupted") {
-    m.availbw.stop_reason = "interrupted";
+  if (m.capacity.stop_reason == StopReason::kInterrupted) {
+    m.availbw.stop_reason = StopReason::kInterrupted;
     return false;
   }
   if (!m.capacity.valid) {
-    m.availbw.stop_reason = "no_capacity";
-    m.availbw.warnings.push_back(
-        {"no_capacity", "no capacity estimate, so no upper end for the avail-bw search"});
+    m.availbw.stop_reason = StopReason::kNoCapacity;
+    m.availbw.warnings.push_back({WarningCode::kNoCapacity,
+                                  "no capacity estimate, so no upper end for the avail-bw search"});
     return false;
   }
   *capacity_bps = m.capacity.capacity_bps;
   if (m.capacity.load_check.dropped) {
     // Paced RST trains would meet no queue at all: nothing to search.
-    m.availbw.stop_reason = "load_dropped";
+    m.availbw.stop_reason = StopReason::kLoadDropped;
     m.availbw.warnings.push_back(
-        {"availbw_not_run",
+        {WarningCode::kAvailbwNotRun,
          std::string("the avail-bw search") + (with_hops ? " and the hops phase" : "") +
              " did not run: our RST load is dropped before the narrow link, so their "
              "trains would measure nothing"});
@@ -616,7 +622,7 @@ bool capacity_phase_done(MeasureResult& m, double* capacity_bps, bool with_hops)
   }
   if (m.capacity.lower_bound) {
     m.availbw.warnings.push_back(
-        {"capacity_lower_bound",
+        {WarningCode::kCapacityLowerBound,
          "the capacity is only a lower bound (we could not send faster), so is the search's "
          "upper end"});
   }
@@ -627,16 +633,17 @@ void given_capacity(MeasureResult& m, double capacity_bps) {
   m.capacity_given = true;
   m.capacity.valid = true;
   m.capacity.capacity_bps = m.capacity.low_bps = m.capacity.high_bps = capacity_bps;
-  m.capacity.stop_reason = "given";
+  m.capacity.stop_reason = StopReason::kGiven;
 }
 
 void add_availbw(MeasureResult& m, AvailbwResult a, unsigned capture_drops) {
   a.warnings.insert(a.warnings.begin(), m.availbw.warnings.begin(), m.availbw.warnings.end());
   m.availbw = std::move(a);
   if (capture_drops > 0) {
-    m.availbw.warnings.push_back({"capture_drops", std::to_string(capture_drops) +
-                                                       " packets dropped by the capture buffer "
-                                                       "during the avail-bw search"});
+    m.availbw.warnings.push_back(
+        {WarningCode::kCaptureDrops, std::to_string(capture_drops) +
+                                         " packets dropped by the capture buffer "
+                                         "during the avail-bw search"});
   }
 }
 
@@ -692,8 +699,8 @@ MeasureResult run_measure(const Config& c, const std::atomic<bool>& stop) {
         c.max_time_s, to_seconds(mono_now() - session->t_begin) + std::max(1.0, c.max_time_s / 4));
     m.hops = run_hops(*session, hc, stop);
     m.has_hops = true;
-    if (m.hops.stop_reason == "interrupted") {
-      m.availbw.stop_reason = "interrupted";
+    if (m.hops.stop_reason == StopReason::kInterrupted) {
+      m.availbw.stop_reason = StopReason::kInterrupted;
       finish();
       return m;
     }

@@ -28,15 +28,16 @@ MeasureResult run_measure(const Config& c, const std::atomic<bool>& stop);
 
 // ---- Shared by the live run and `linkwidth analyze` (app/analyze.cpp) ----
 
-class PacedTrains;
+class ProbeRunner;
+struct PhasePath;
 struct PacedSample;
 struct Train;
 struct TrainOutcome;
 
 // The avail-bw search (fleet or linkwidth method) up to `capacity_bps`, its
-// trains sent or replayed by `runner`; uses ss.flow, ss.packet_size and
-// ss.seqs only. Throws lw::Error("calibration_failed") as the live run does.
-void search_availbw(PacedTrains& runner, Session& ss, const Config& c, double capacity_bps,
+// trains sent or replayed by `runner`, ending by t_cap. Throws
+// lw::Error("calibration_failed") as the live run does.
+void search_availbw(ProbeRunner& runner, PhasePath& path, const Config& c, double capacity_bps,
                     Nanos t_cap, AvailbwResult& res);
 // One paced train's sample (counted in res.trains_sent).
 PacedSample paced_train_sample(const Train& train, const TrainOutcome& outcome, AvailbwResult& res);

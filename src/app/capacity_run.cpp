@@ -7,6 +7,7 @@
 
 #include "app/capacity_tally.hpp"
 #include "app/path_checks.hpp"
+#include "app/runner.hpp"
 #include "app/session.hpp"
 #include "estimate/capacity.hpp"
 #include "estimate/stats.hpp"
@@ -18,8 +19,6 @@
 namespace lw {
 
 namespace {
-
-constexpr int kSizingLoadPackets = 16;
 
 // The longest short train: the long one (ratio × N) stays within max_load_packets.
 int max_short_packets(const Config& c) {
@@ -137,85 +136,92 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
   res.params = params_json(c);
   describe_endpoints(ss, c, res);
   res.warnings = ss.warnings;
-  int L = ss.packet_size;
-  res.params["packet_size"] = L;
+  res.params["packet_size"] = ss.packet_size;
   Prober& prober = *ss.prober;
   res.params["privileges"] = prober.privileges().to_json();
-  SeqAllocator& seqs = ss.seqs;
-  const FlowId flow = ss.flow;
-  const DiscoveryResult& disc = ss.disc;
-
-  const bool auto_size = c.load_packets == 0;
-  int n = auto_size ? kSizingLoadPackets : c.load_packets;
-  bool sized = !auto_size;
-  const bool two_lengths = c.length_ratio > 1;
-  CapacityTally tally(two_lengths, c.verbose, c.precision);
-  std::vector<ReplyStamp> stamps;  // TTL and IP ID of every marker reply
-  int consecutive_silent = 0;
-  int sizing_trains = 0;
-  const Nanos reply_wait = lw::reply_wait(ss, c);
-  res.stop_reason = "max_trains";
-  Nanos next_start = mono_now();
-  double best_rate = 0;  // highest per-train rate seen: a bound for idle budgeting
-  CapacityEstimate est;
   // With --save-pcap: what `linkwidth analyze` needs beside the packets.
   prober.note({{"kind", "run"},
                {"phase", "capacity"},
                {"command", c.command},
                {"head", to_json(res)},
-               {"two_lengths", two_lengths},
+               {"two_lengths", c.length_ratio > 1},
                {"precision", c.precision},
                {"max_rate_bps", c.max_rate_bps}});
 
+  LiveRunner runner(ss, c, "capacity", t_cap);
+  PhasePath path{ss.flow, ss.packet_size, ss.disc.rtt_s, ss.seqs};
+  CapacityTrains trains = capacity_trains(runner, c, path, res);
+  trains.tally.finish(res, c.max_rate_bps);
+  // What follows is not re-derived offline: its outcome goes into the end
+  // note for `linkwidth analyze`.
+  const std::vector<Warning> before = res.warnings;
+  take_reply_warnings(ss, res.warnings);
+  check_capacity_plausible(ss, c, stop, t_cap, trains.stamps, res);
+  const nlohmann::json checks = capacity_checks_note(before, res);
+  const CaptureStats cs = prober.capture_stats();
+  if (cs.dropped > 0) {
+    res.warnings.push_back({WarningCode::kCaptureDrops,
+                            std::to_string(cs.dropped) + " packets dropped by the capture buffer"});
+  }
+  res.probe_packets = prober.packets_sent();
+  res.probe_bytes = prober.bytes_sent();
+  res.elapsed_s = to_seconds(mono_now() - t_begin);
+  prober.note({{"kind", "end"},
+               {"phase", "capacity"},
+               {"stop_reason", res.stop_reason},
+               {"elapsed_s", res.elapsed_s},
+               {"probe_packets", res.probe_packets},
+               {"probe_bytes", res.probe_bytes},
+               {"capture_drops", cs.dropped},
+               {"checks", checks}});
+  ss.packet_size = trains.packet_size;  // a path-MTU shrink holds for later phases too
+  return res;
+}
+
+CapacityTrains capacity_trains(ProbeRunner& runner, const Config& c, PhasePath& path,
+                               CapacityResult& res) {
+  CapacityTrains out(c.length_ratio > 1, c.verbose, c.precision);
+  CapacityTally& tally = out.tally;
+  int& L = out.packet_size;
+  L = path.packet_size;
+  const bool auto_size = c.load_packets == 0;
+  int n = auto_size ? kSizingLoadPackets : c.load_packets;
+  bool sized = !auto_size;
+  const bool two_lengths = c.length_ratio > 1;
+  int consecutive_silent = 0;
+  int sizing_trains = 0;
+  res.stop_reason = StopReason::kMaxTrains;
+  Nanos next_start = 0;  // the first train goes at once
+  double best_rate = 0;  // highest per-train rate seen: a bound for idle budgeting
+  CapacityEstimate est;
+
   for (int i = 0; i < c.max_trains; ++i) {
-    if (stop.load()) {
-      res.stop_reason = "interrupted";
-      break;
-    }
     const int group = sized && two_lengths ? tally.measured() % 2 : 0;
     const int n_train = group == 1 ? static_cast<int>(std::lround(n * c.length_ratio)) : n;
-    const Train train = make_capacity_train(train_params(c, flow, n_train, L), i, seqs);
-    if (prober.bytes_sent() + train.total_bytes() > c.max_bytes) {
-      res.stop_reason = "max_bytes";
-      break;
-    }
-    while (mono_now() < next_start && !stop.load()) sleep_until(next_start);
-    if (stop.load()) {
-      res.stop_reason = "interrupted";
-      break;
-    }
-    if (mono_now() + reply_wait > t_cap) {
-      res.stop_reason = "max_time";
+    const Train train = make_capacity_train(train_params(c, path.flow, n_train, L), i, path.seqs);
+    const StopReason why = runner.admit(train, [&] { return next_start; });
+    if (why != StopReason::kNone) {
+      res.stop_reason = why;
       break;
     }
     // Busy-wait while the replies are due: about the train's time at the
     // bottleneck plus the RTT, bounded.
     const double expect_s =
         8.0 * static_cast<double>(train.total_bytes()) / (est.valid ? est.capacity_bps : 1e6) +
-        2 * disc.rtt_s;
-    const Nanos busy = std::min<Nanos>(from_seconds(1.5 * expect_s) + 2 * kMs, 50 * kMs);
-    prober.note({{"kind", "train"},
-                 {"phase", "capacity"},
-                 {"train", i},
-                 {"load_packets", n_train},
-                 {"short_load_packets", n},
-                 {"group", group},
-                 {"sizing", !sized},
-                 {"packet_size", L},
-                 {"probes", train.probes.size()}});
-    const GovernedRun governed =
-        run_train(ss, c, train, train.markers, reply_wait, t_cap, false, busy,
-                  [&](const TrainRun&) {  // replies after this were not used
-                    prober.note({{"kind", "train_done"}, {"train", i}});
-                  });
-    const TrainRun& run = governed.run;
-    if (governed.replies_limited) {
-      // The target's reply limit, not the path, took this train's replies.
-      prober.note({{"kind", "reply_limit"}, {"train", i}});
-      tally.forgive_losses();
-    }
-    add_reply_stamps(train, run.outcome, stamps);
-    const TallyStep step = tally.add(train, run.outcome, n_train, n, group, !sized, L, res);
+        2 * path.rtt_s;
+    TrainOptions o;
+    o.wait_for = train.markers;
+    o.busy_wait = busy_wait(1.5 * expect_s);
+    o.note = {{"load_packets", n_train},
+              {"short_load_packets", n},
+              {"group", group},
+              {"sizing", !sized},
+              {"packet_size", L}};
+    const TrainResult run = runner.run(train, o);
+    // The target's reply limit, not the path, took this train's replies.
+    if (run.replies_limited) tally.forgive_losses();
+    add_reply_stamps(run.train, run.outcome, out.stamps);
+    const TallyStep step = tally.add(run.train, run.outcome, n_train, n, group, !sized, L, res);
     const CapacitySample& s = step.sample;
 
     if (step.path_mtu > 0) {
@@ -227,7 +233,7 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
       continue;
     }
 
-    consecutive_silent = run.outcome.markers_lost == static_cast<int>(train.markers.size())
+    consecutive_silent = run.outcome.markers_lost == static_cast<int>(run.train.markers.size())
                              ? consecutive_silent + 1
                              : 0;
     if (consecutive_silent >= 5) {
@@ -267,44 +273,20 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
     const double idle = std::max(train_time / c.max_load,
                                  budget_rate > 0 ? 2.0 * n_train * L * 8.0 / budget_rate : 0.0);
     next_start = std::max(run.end_mono, run.start_mono + from_seconds(idle));
-    if (next_start + reply_wait > t_cap) {
-      res.stop_reason = "max_time";
+    const StopReason late = runner.check_time(next_start);
+    if (late != StopReason::kNone) {
+      res.stop_reason = late;
       break;
     }
 
     est = tally.estimate();
     if (tally.enough(c.min_trains) && est.valid &&
         (est.high_bps - est.low_bps) / 2 <= c.precision * est.capacity_bps) {
-      res.stop_reason = "precision";
+      res.stop_reason = StopReason::kPrecision;
       break;
     }
   }
-
-  tally.finish(res, c.max_rate_bps);
-  // What follows is not re-derived offline: its outcome goes into the end
-  // note for `linkwidth analyze`.
-  const std::vector<Warning> before = res.warnings;
-  take_reply_warnings(ss, res.warnings);
-  check_capacity_plausible(ss, c, stop, t_cap, stamps, res);
-  const nlohmann::json checks = capacity_checks_note(before, res);
-  const CaptureStats cs = prober.capture_stats();
-  if (cs.dropped > 0) {
-    res.warnings.push_back(
-        {"capture_drops", std::to_string(cs.dropped) + " packets dropped by the capture buffer"});
-  }
-  res.probe_packets = prober.packets_sent();
-  res.probe_bytes = prober.bytes_sent();
-  res.elapsed_s = to_seconds(mono_now() - t_begin);
-  prober.note({{"kind", "end"},
-               {"phase", "capacity"},
-               {"stop_reason", res.stop_reason},
-               {"elapsed_s", res.elapsed_s},
-               {"probe_packets", res.probe_packets},
-               {"probe_bytes", res.probe_bytes},
-               {"capture_drops", cs.dropped},
-               {"checks", checks}});
-  ss.packet_size = L;  // a path-MTU shrink holds for later phases too
-  return res;
+  return out;
 }
 
 nlohmann::json plan_packets_json(const Train& t) {
@@ -338,7 +320,7 @@ nlohmann::json plan_header(const Config& c, std::uint32_t* dst, Route* route,
   try {
     *route = find_route(*dst, c.interface, c.source);
   } catch (const Error& e) {
-    warnings->push_back({"no_route", e.what()});
+    warnings->push_back({WarningCode::kNoRoute, e.report()});
     route->interface = c.interface;
   }
   return plan;

@@ -4,7 +4,10 @@
 // average probing rate under --max-load of the capacity.
 #include <atomic>
 
+#include "app/capacity_tally.hpp"
 #include "app/config.hpp"
+#include "app/runner.hpp"
+#include "estimate/middlebox.hpp"
 #include "linkwidth/time.hpp"
 #include "nlohmann/json.hpp"
 #include "report/result.hpp"
@@ -22,6 +25,20 @@ CapacityResult run_capacity(const Config& c, const std::atomic<bool>& stop);
 struct Session;
 CapacityResult run_capacity_phase(Session& s, const Config& c, const std::atomic<bool>& stop,
                                   Nanos t_cap);
+
+// The trains of the capacity phase, live or replayed: automatic sizing,
+// trains until the interval is tight enough, a cap stops it or the runner
+// says stop (res.stop_reason), idle under --max-load. Fills res.trains; the
+// caller draws the estimate (tally.finish) after setting the stop reason.
+struct CapacityTrains {
+  CapacityTrains(bool two_lengths, bool verbose, double precision)
+      : tally(two_lengths, verbose, precision) {}
+  CapacityTally tally;
+  std::vector<ReplyStamp> stamps;  // TTL and IP ID of every marker reply
+  int packet_size = 0;             // L at the end (a path-MTU shrink lowers it)
+};
+CapacityTrains capacity_trains(ProbeRunner& runner, const Config& c, PhasePath& path,
+                               CapacityResult& res);
 
 // The checks after a capacity estimate (reply limits, replies_mixed, the
 // dropped-load check with its SYN trains) are not re-run by `linkwidth

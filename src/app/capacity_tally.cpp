@@ -65,9 +65,10 @@ TallyStep CapacityTally::add(const Train& train, const TrainOutcome& outcome, in
   // shrinks the packets to the path MTU and starts over with the sizing train.
   const int path_mtu = reported_path_mtu(outcome);
   if (path_mtu > 0 && path_mtu < packet_size) {
-    res.warnings.push_back(
-        {"path_mtu", "a router reported a path MTU of " + std::to_string(path_mtu) +
-                         "; load packets shrunk from " + std::to_string(packet_size) + " bytes"});
+    res.warnings.push_back({WarningCode::kPathMtu, "a router reported a path MTU of " +
+                                                       std::to_string(path_mtu) +
+                                                       "; load packets shrunk from " +
+                                                       std::to_string(packet_size) + " bytes"});
     step.path_mtu = std::max(path_mtu, 64);
     res.params["packet_size"] = step.path_mtu;
     restart();
@@ -102,9 +103,9 @@ TallyStep CapacityTally::add(const Train& train, const TrainOutcome& outcome, in
     // them. Halve the trains and start over.
     step.shortened_to = std::max(kMinLoadPackets, n_short / 2);
     restart();
-    res.warnings.push_back(
-        {"trains_shortened", "long trains lost their tail reply repeatedly; trains shortened to " +
-                                 std::to_string(step.shortened_to) + " load packets"});
+    res.warnings.push_back({WarningCode::kTrainsShortened,
+                            "long trains lost their tail reply repeatedly; trains shortened to " +
+                                std::to_string(step.shortened_to) + " load packets"});
   }
   res.trains.push_back(rec);
   if (verbose_) {
@@ -144,9 +145,9 @@ void CapacityTally::finish(CapacityResult& res, double max_rate_bps) {
   conclude(res);
   check_quantisation(res);
   if (res.lower_bound && res.capacity_bps >= max_rate_bps / 1.15) {
-    res.warnings.push_back(
-        {"max_rate_limited", "trains were paced at --max-rate " + format_rate(max_rate_bps) +
-                                 "; the path may be faster: raise --max-rate to measure it"});
+    res.warnings.push_back({WarningCode::kMaxRateLimited,
+                            "trains were paced at --max-rate " + format_rate(max_rate_bps) +
+                                "; the path may be faster: raise --max-rate to measure it"});
   }
 }
 
@@ -170,8 +171,8 @@ void CapacityTally::conclude(CapacityResult& res) const {
   } else if (est.valid && two_lengths_ && sm.kept.size() >= 4 && sm.rejected.count("lost_reply") == 0 &&
       prefer_per_train(est, per_train, precision_)) {
     apply_estimate(res, per_train);
-    res.warnings.push_back(
-        {"slope_too_noisy", "the two-length slope was too noisy (" + format_rate(est.capacity_bps) +
+    res.warnings.push_back({WarningCode::kSlopeTooNoisy,
+                            "the two-length slope was too noisy (" + format_rate(est.capacity_bps) +
                                 ", 95% interval " + format_rate(est.low_bps) + " to " +
                                 format_rate(est.high_bps) +
                                 "); reported: the per-train estimate, which may include a small "
@@ -189,7 +190,7 @@ void CapacityTally::conclude(CapacityResult& res) const {
     apply_estimate(res, lb);
     res.lower_bound = true;
     res.warnings.push_back(
-        {"capacity_lower_bound",
+        {WarningCode::kCapacityLowerBound,
          sm.kept.empty()
              ? "the path carried every train as fast as we could send it; the capacity is at "
                "least this and possibly more"
@@ -200,21 +201,22 @@ void CapacityTally::conclude(CapacityResult& res) const {
   } else if (!est.valid && !sm.kept.empty()) {
     // Only one train length survived: fall back to the per-train estimate.
     apply_estimate(res, aggregate_capacity(sm.kept));
-    res.warnings.push_back({"single_length_estimate",
+    res.warnings.push_back({WarningCode::kSingleLengthEstimate,
                             "too few trains of one of the two lengths survived; the estimate "
                             "includes the fixed head/tail offset"});
   }
   if (!sm.uncompressed.empty() && est.valid && !mostly_uncompressed) {
-    res.warnings.push_back(
-        {"trains_not_compressed", std::to_string(sm.uncompressed.size()) +
-                                      " train(s) were not sent faster than the path and were "
-                                      "not used"});
+    res.warnings.push_back({WarningCode::kTrainsNotCompressed,
+                            std::to_string(sm.uncompressed.size()) +
+                                " train(s) were not sent faster than the path and were "
+                                "not used"});
   }
   if (const auto it = sm.rejected.find("send_stall"); it != sm.rejected.end()) {
     res.warnings.push_back(
-        {"send_stalls", std::to_string(it->second) +
-                            " train(s) left this host so late that the bottleneck could have run "
-                            "dry (the CPU was busy or the process descheduled) and were not used"});
+        {WarningCode::kSendStalls,
+         std::to_string(it->second) +
+             " train(s) left this host so late that the bottleneck could have run "
+             "dry (the CPU was busy or the process descheduled) and were not used"});
   }
   if (!sm.rejected.empty()) {
     std::ostringstream m;
@@ -223,11 +225,11 @@ void CapacityTally::conclude(CapacityResult& res) const {
       m << (total ? ", " : "") << v << " " << k;
       total += v;
     }
-    res.warnings.push_back(
-        {"trains_rejected", std::to_string(total) + " train(s) rejected (" + m.str() + ")"});
+    res.warnings.push_back({WarningCode::kTrainsRejected,
+                            std::to_string(total) + " train(s) rejected (" + m.str() + ")"});
   }
-  if (!res.valid && res.stop_reason != "interrupted") {
-    res.warnings.push_back({"no_estimate", "no train gave a usable sample"});
+  if (!res.valid && res.stop_reason != StopReason::kInterrupted) {
+    res.warnings.push_back({WarningCode::kNoEstimate, "no train gave a usable sample"});
   }
   if (!mostly_uncompressed && two_lengths_ && sm.kept_by_group[0].size() >= 2 &&
       sm.kept_by_group[1].size() >= 2 &&
@@ -236,15 +238,15 @@ void CapacityTally::conclude(CapacityResult& res) const {
     // fixed offset explains: load packets were probably lost inside the
     // network (which shortens a train unseen). Trust the short trains only.
     apply_estimate(res, aggregate_capacity(sm.kept_by_group[0]));
-    res.warnings.push_back({"load_loss_suspected",
+    res.warnings.push_back({WarningCode::kLoadLossSuspected,
                             "long trains looked much faster than short ones (lost load packets "
                             "shorten a train unseen); the estimate uses the short trains only"});
   }
   if (sm.left_ratio.size() >= 2 && median(sm.left_ratio) > 0.9) {
-    res.warnings.push_back(
-        {"local_bottleneck", "the trains were already spread to this rate when they left " +
-                                 res.interface +
-                                 ": the narrow link is this host's own interface or its qdisc"});
+    res.warnings.push_back({WarningCode::kLocalBottleneck,
+                            "the trains were already spread to this rate when they left " +
+                                res.interface +
+                                ": the narrow link is this host's own interface or its qdisc"});
   }
 }
 
@@ -279,7 +281,7 @@ void CapacityTally::check_quantisation(CapacityResult& res) const {
     res.lower_bound = true;
     msg += "; the capacity is only a lower bound";
   }
-  res.warnings.push_back({"timestamps_quantised", msg});
+  res.warnings.push_back({WarningCode::kTimestampsQuantised, msg});
 }
 
 }  // namespace lw

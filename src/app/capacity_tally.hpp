@@ -22,6 +22,8 @@ struct TrainOutcome;
 
 // The train lengths trains are cut down to, at least.
 constexpr int kMinLoadPackets = 8;
+// The load packets of the first (sizing) train when --load-packets is automatic.
+constexpr int kSizingLoadPackets = 16;
 
 // What one train did to the run, beyond its samples.
 struct TallyStep {

@@ -29,11 +29,11 @@ const char kUsage[] =
     "TARGET is an IPv4 address or host name. Needs root or\n"
     "  setcap cap_net_raw,cap_net_admin+ep linkwidth\n";
 
+}  // namespace
+
 void require(bool ok, const std::string& sentence) {
   if (!ok) throw UsageError(sentence);
 }
-
-}  // namespace
 
 double parse_si(const std::string& text, const std::string& what) {
   if (text.empty()) throw UsageError(what + " is empty.");

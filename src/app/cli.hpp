@@ -16,6 +16,9 @@ struct CliResult {
 
 CliResult parse_cli(const std::vector<std::string>& args);
 
+// Throws UsageError(sentence) unless `ok` (every front-end's checks).
+void require(bool ok, const std::string& sentence);
+
 // "50M" -> 50e6; "1.5G" -> 1.5e9; plain numbers pass. Throws UsageError.
 double parse_si(const std::string& text, const std::string& what);
 

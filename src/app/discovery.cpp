@@ -87,7 +87,7 @@ DiscoveryResult discover_closed_port(Prober& prober, const FlowId& flow,
       res.reply_ttl = o.reply_ttl;
       res.reply_ip_id = o.reply_ip_id;
       if (!res.open_ports.empty()) {
-        res.warnings.push_back({"open_ports_skipped",
+        res.warnings.push_back({WarningCode::kOpenPortsSkipped,
                                 std::to_string(res.open_ports.size()) +
                                     " candidate port(s) answered SYN/ACK (open) and were skipped"});
       }

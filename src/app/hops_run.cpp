@@ -6,25 +6,26 @@
 #include <sstream>
 
 #include "app/capacity_run.hpp"
+#include "app/capacity_tally.hpp"
 #include "app/discovery.hpp"
 #include "app/net.hpp"
 #include "app/path_checks.hpp"
 #include "app/prober.hpp"
+#include "app/runner.hpp"
 #include "app/session.hpp"
-#include "app/train_io.hpp"
 #include "estimate/hops.hpp"
 #include "linkwidth/error.hpp"
 #include "plan/hops_plan.hpp"
-#include "report/writers.hpp"
 #include "report/hops_writers.hpp"
+#include "report/writers.hpp"
 #include "send/packet_builder.hpp"
 
 namespace lw {
 
 namespace {
 
-constexpr int kSizingLoadPackets = 16;
-constexpr int kMinLoadPackets = 16;
+// Sized trains are at least this long (capacity's floor, kMinLoadPackets, is lower).
+constexpr int kHopsMinLoadPackets = 16;
 constexpr Nanos kSweepSpacing = 200 * kUs;
 // Slack on top of the modelled ICMP bucket: Linux counts tokens in jiffies.
 constexpr Nanos kBudgetSlack = 30 * kMs;
@@ -34,12 +35,6 @@ struct PathHop {
   bool tcp = false;        // answers RST/ACK to a SYN on its own address
   int icmp_ttl = 0;        // TTL of its time exceeded as received
 };
-
-std::string hop_list(const std::vector<int>& hops) {
-  std::string s;
-  for (int h : hops) s += (s.empty() ? "" : ", ") + std::to_string(h);
-  return s;
-}
 
 // Did hop k's marker draw the reply its kind should draw?
 Nanos reply_time(const ProbeOutcome& o, MarkerKind kind) {
@@ -57,7 +52,7 @@ HopsResult run_hops(const Config& c, const std::atomic<bool>& stop) {
   return run_hops(*s, c, stop);
 }
 
-HopsResult run_hops(Session& s, const Config& c, const std::atomic<bool>& stop) {
+HopsResult run_hops(Session& s, const Config& c, const std::atomic<bool>&) {
   const Nanos t_begin = s.t_begin;
   HopsResult res;
   res.target = c.target;
@@ -81,7 +76,7 @@ HopsResult run_hops(Session& s, const Config& c, const std::atomic<bool>& stop) 
   res.replier = s.replier;
   res.warnings = s.warnings;
   // Trains go through the reply budget and checks (session.hpp, run_train).
-  LiveTrainIo io(*s.prober, stop, "hops", &s, &c, t_begin + from_seconds(c.max_time_s));
+  LiveRunner io(s, c, "hops", t_begin + from_seconds(c.max_time_s));
   // With --save-pcap: what `linkwidth analyze` needs to replay this phase.
   s.prober->note({{"kind", "run"},
                   {"phase", "hops"},
@@ -94,8 +89,8 @@ HopsResult run_hops(Session& s, const Config& c, const std::atomic<bool>& stop) 
                   {"packet_size", L},
                   {"rtt_s", s.disc.rtt_s},
                   {"reply_wait", lw::reply_wait(s, c)}});
-  const HopsResult out = run_hops_on(io, std::move(res), c, s.flow, s.dst, L, s.seqs, s.disc.rtt_s,
-                                     lw::reply_wait(s, c), t_begin);
+  PhasePath path{s.flow, L, s.disc.rtt_s, s.seqs};
+  const HopsResult out = run_hops_on(io, std::move(res), c, path, s.dst, t_begin);
   HopsResult done = out;
   // Not re-derived offline: noted for `linkwidth analyze`.
   std::vector<Warning> reply;
@@ -105,10 +100,13 @@ HopsResult run_hops(Session& s, const Config& c, const std::atomic<bool>& stop) 
   return done;
 }
 
-HopsResult run_hops_on(TrainIo& io, HopsResult res, const Config& c, const FlowId& flow,
-                       std::uint32_t dst, int L, SeqAllocator& seqs, double rtt_s, Nanos reply_wait,
-                       Nanos t_begin) {
+HopsResult run_hops_on(ProbeRunner& io, HopsResult res, const Config& c, PhasePath& path_info,
+                       std::uint32_t dst, Nanos t_begin) {
   const Nanos t_cap = t_begin + from_seconds(c.max_time_s);
+  const Nanos reply_wait = io.reply_wait();
+  const FlowId& flow = path_info.flow;
+  const int L = path_info.packet_size;
+  SeqAllocator& seqs = path_info.seqs;
 
   // Path discovery: TTL 1..max_hops in the train's 5-tuple; the smallest TTL
   // the target answers is the path length H. Silent TTLs below it are asked
@@ -129,7 +127,7 @@ HopsResult run_hops_on(TrainIo& io, HopsResult res, const Config& c, const FlowI
     }
     last_sweep = io.now();
     const Train sweep = make_ttl_sweep(flow, ask, kSweepSpacing, -100 - round, seqs);
-    const TrainRun run = io.run(sweep, sweep.markers, reply_wait);
+    const TrainResult run = io.run(sweep, {sweep.markers});
     for (int ttl : ask) budget[ttl - 1].spend(1, run.start_mono);
     for (std::size_t i = 0; i < ask.size(); ++i) {
       const ProbeOutcome& o = run.outcome.probes[i];
@@ -150,7 +148,7 @@ HopsResult run_hops_on(TrainIo& io, HopsResult res, const Config& c, const FlowI
     if (io.stopped()) break;
   }
   if (io.stopped()) {
-    res.stop_reason = "interrupted";
+    res.stop_reason = StopReason::kInterrupted;
     return res;
   }
   if (H == 0) {
@@ -190,7 +188,7 @@ HopsResult run_hops_on(TrainIo& io, HopsResult res, const Config& c, const FlowI
   }
   if (!check.empty()) {
     const Train t = make_addr_check(flow, check, kSweepSpacing, -200, seqs);
-    const TrainRun run = io.run(t, t.markers, reply_wait);
+    const TrainResult run = io.run(t, {t.markers});
     for (std::size_t i = 0; i < check.size(); ++i) {
       const ProbeOutcome& o = run.outcome.probes[i];
       path[check_hop[i]].tcp = o.kind == ReplyKind::kRstAck && o.reply_from == check[i];
@@ -212,15 +210,11 @@ HopsResult run_hops_on(TrainIo& io, HopsResult res, const Config& c, const FlowI
   int n = c.load_packets > 0 ? c.load_packets : kSizingLoadPackets;
   bool sized = c.load_packets > 0;
   std::vector<HopTrainTiming> timings;
-  res.stop_reason = "max_trains";
+  res.stop_reason = StopReason::kMaxTrains;
   Nanos next_start = io.now();
   double slowest_bps = 0;  // lowest hop rate seen: budgets the idle time
   int silent_trains = 0;
   for (int i = 0; i < c.max_trains; ++i) {
-    if (io.stopped()) {
-      res.stop_reason = "interrupted";
-      break;
-    }
     RecursiveTrainParams p;
     p.flow = flow;
     for (int k = 0; k < H; ++k) p.hops.push_back({k + 1, path[k].addr, kind[k]});
@@ -229,32 +223,29 @@ HopsResult run_hops_on(TrainIo& io, HopsResult res, const Config& c, const FlowI
     p.drain_packets = c.drain_packets;
     RecursiveTrain rt = make_recursive_train(p, i, seqs);
     space_to_rate(rt.train, c.max_rate_bps);  // the pacer refuses anything faster
-    if (io.bytes_sent() + rt.train.total_bytes() > c.max_bytes) {
-      res.stop_reason = "max_bytes";
-      break;
-    }
     // Wait for the idle time and for every TTL-marked router to have the two
     // ICMP errors this train asks of it (a hop that never answered is not
     // waited for: it would only slow the others down).
-    Nanos start = std::max(next_start, io.now());
-    for (int k = 0; k < H; ++k) {
-      if (kind[k] != MarkerKind::kTtl || path[k].addr == 0) continue;
-      const Nanos ready = budget[k].ready_at(2, start);
-      if (ready > start) start = ready + kBudgetSlack;
-    }
-    if (start + reply_wait > t_cap) {
-      res.stop_reason = "max_time";
-      break;
-    }
-    io.wait_until(start);
-    if (io.stopped()) {
-      res.stop_reason = "interrupted";
+    const StopReason why = io.admit(rt.train, [&] {
+      Nanos start = std::max(next_start, io.now());
+      for (int k = 0; k < H; ++k) {
+        if (kind[k] != MarkerKind::kTtl || path[k].addr == 0) continue;
+        const Nanos ready = budget[k].ready_at(2, start);
+        if (ready > start) start = ready + kBudgetSlack;
+      }
+      return start;
+    });
+    if (why != StopReason::kNone) {
+      res.stop_reason = why;
       break;
     }
     const double train_bits = 8.0 * static_cast<double>(rt.train.total_bytes());
-    const double expect_s = train_bits / (slowest_bps > 0 ? slowest_bps : 1e6) + 2 * rtt_s;
-    const Nanos busy = std::min<Nanos>(from_seconds(1.5 * expect_s) + 2 * kMs, 50 * kMs);
-    const TrainRun run = io.run(rt.train, rt.train.markers, reply_wait, false, busy);
+    const double expect_s =
+        train_bits / (slowest_bps > 0 ? slowest_bps : 1e6) + 2 * path_info.rtt_s;
+    TrainOptions o;
+    o.wait_for = rt.train.markers;
+    o.busy_wait = busy_wait(1.5 * expect_s);
+    const TrainResult run = io.run(rt.train, o);
     ++res.trains_sent;
     for (int k = 0; k < H; ++k) {
       if (kind[k] == MarkerKind::kTtl) budget[k].spend(2, run.start_mono);
@@ -305,7 +296,7 @@ HopsResult run_hops_on(TrainIo& io, HopsResult res, const Config& c, const FlowI
     bool keep = true;
     if (!sized && train_slowest > 0) {
       const double want = std::ceil(c.target_dispersion_s * train_slowest / (8.0 * L));
-      const int n_new = static_cast<int>(std::clamp(want, static_cast<double>(kMinLoadPackets),
+      const int n_new = static_cast<int>(std::clamp(want, static_cast<double>(kHopsMinLoadPackets),
                                                     static_cast<double>(c.max_load_packets)));
       keep = n_new == n;  // a train of another length is not mixed into the medians
       n = n_new;
@@ -331,15 +322,15 @@ HopsResult run_hops_on(TrainIo& io, HopsResult res, const Config& c, const FlowI
         if (!choice[k].record(got, path[k].tcp)) continue;
         kind[k] = choice[k].kind;
         res.warnings.push_back(
-            {"marker_kind_switched",
+            {WarningCode::kMarkerKindSwitched,
              "hop " + std::to_string(k + 1) + " did not answer its " +
                  std::string(kind[k] == MarkerKind::kTtl ? "addressed" : "TTL-limited") +
                  " markers; switched to " + marker_kind_name(kind[k]) + " markers"});
       }
     }
     if (silent_trains >= 3) {
-      res.stop_reason = "no_replies";
-      res.warnings.push_back({"replies_stopped", "no hop answered 3 trains in a row"});
+      res.stop_reason = StopReason::kNoReplies;
+      res.warnings.push_back({WarningCode::kRepliesStopped, "no hop answered 3 trains in a row"});
       break;
     }
     // Idle so the average probing rate stays under max_load of the slowest hop.
@@ -390,44 +381,46 @@ HopsResult run_hops_on(TrainIo& io, HopsResult res, const Config& c, const FlowI
     res.bottleneck_earliest_hop = earliest + 1;
     if (earliest < est.bottleneck) {
       res.warnings.push_back(
-          {"bottleneck_after_silent_hop",
+          {WarningCode::kBottleneckAfterSilentHop,
            "hop(s) " + std::to_string(earliest + 1) + ".." + std::to_string(est.bottleneck) +
                " gave no usable replies, so the narrow link may be any link into hops " +
                std::to_string(earliest + 1) + ".." + std::to_string(est.bottleneck + 1)});
     }
     if (est.confidence < 0.5) {
-      res.warnings.push_back({"low_confidence",
+      res.warnings.push_back({WarningCode::kLowConfidence,
                               "the bottleneck hop was the last choke point in "
                               "fewer than half of the trains"});
     }
   } else if (est.trains_voting >= f.min_trains && est.no_choke_fraction >= 0.5) {
-    res.warnings.push_back({"no_bottleneck",
+    res.warnings.push_back({WarningCode::kNoBottleneck,
                             "no hop slowed the trains: the narrowest link is this host's own "
                             "interface, or every link is faster than we can send"});
-  } else if (res.stop_reason != "interrupted") {
-    res.warnings.push_back({"no_bottleneck", "too few trains were answered by every hop (" +
-                                                 std::to_string(est.trains_voting) + " of " +
-                                                 std::to_string(timings.size()) + ")"});
+  } else if (res.stop_reason != StopReason::kInterrupted) {
+    res.warnings.push_back(
+        {WarningCode::kNoBottleneck, "too few trains were answered by every hop (" +
+                                         std::to_string(est.trains_voting) + " of " +
+                                         std::to_string(timings.size()) + ")"});
   }
   if (!unknown.empty()) {
-    res.warnings.push_back(
-        {"silent_hops", "hop(s) " + hop_list(unknown) + " never answered; kept as unknown"});
+    res.warnings.push_back({WarningCode::kSilentHops,
+                            "hop(s) " + hop_list(unknown) + " never answered; kept as unknown"});
   }
   if (!few.empty()) {
-    res.warnings.push_back(
-        {"few_replies", "hop(s) " + hop_list(few) +
-                            " answered fewer trains than were sent (ICMP rate limit or loss); "
-                            "a hop answering under half of them is not used"});
+    res.warnings.push_back({WarningCode::kFewReplies,
+                            "hop(s) " + hop_list(few) +
+                                " answered fewer trains than were sent (ICMP rate limit or loss); "
+                                "a hop answering under half of them is not used"});
   }
   if (path_changes > 0) {
-    res.warnings.push_back({"path_changed", std::to_string(path_changes) +
-                                                " TTL-limited marker(s) were answered by another "
-                                                "router than in path discovery"});
+    res.warnings.push_back(
+        {WarningCode::kPathChanged, std::to_string(path_changes) +
+                                        " TTL-limited marker(s) were answered by another "
+                                        "router than in path discovery"});
   }
   const unsigned drops = io.capture_drops();
   if (drops > 0) {
-    res.warnings.push_back(
-        {"capture_drops", std::to_string(drops) + " packets dropped by the capture buffer"});
+    res.warnings.push_back({WarningCode::kCaptureDrops,
+                            std::to_string(drops) + " packets dropped by the capture buffer"});
   }
   res.probe_packets = io.packets_sent();
   res.probe_bytes = io.bytes_sent();

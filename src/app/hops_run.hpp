@@ -23,15 +23,13 @@ struct Session;
 HopsResult run_hops(Session& s, const Config& c, const std::atomic<bool>& stop);
 
 // ---- Shared by the live run and `linkwidth analyze` (app/analyze.cpp) ----
-class TrainIo;
-struct FlowId;
-class SeqAllocator;
+class ProbeRunner;
+struct PhasePath;
 // Everything after the result's head (endpoints, params) is filled: path
 // discovery, the router check, the recursive trains, the estimate. Sends and
 // clock readings go through `io` (live: the prober; replay: the recording).
-HopsResult run_hops_on(TrainIo& io, HopsResult res, const Config& c, const FlowId& flow,
-                       std::uint32_t dst, int packet_size, SeqAllocator& seqs, double rtt_s,
-                       Nanos reply_wait, Nanos t_begin);
+HopsResult run_hops_on(ProbeRunner& io, HopsResult res, const Config& c, PhasePath& path,
+                       std::uint32_t dst, Nanos t_begin);
 // The configuration recorded with --save-pcap (config_json), read back and
 // checked against the ranges the CLI allows for run_hops_on (exit-2 error).
 Config hops_config_from(const nlohmann::json& j);

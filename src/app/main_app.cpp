@@ -61,7 +61,7 @@ int run_hops_main(const Config& c) {
     std::cout << to_json(r).dump(2) << std::endl;
   else
     std::cout << to_text(r);
-  if (r.stop_reason == "interrupted") return 128 + stop_signal();
+  if (r.stop_reason == StopReason::kInterrupted) return 128 + stop_signal();
   if (r.bottleneck_hop == 0) return static_cast<int>(ExitCode::kRuntime);
   return 0;
 }
@@ -72,9 +72,7 @@ int run_sweep_command(const std::vector<std::string>& args) {
   try {
     return run_sweep_main(args);
   } catch (const Error& e) {
-    std::string msg = e.what();
-    if (e.component() == "usage") msg = msg.substr(msg.find(": ") + 2);
-    std::cerr << "linkwidth: " << msg << std::endl;
+    std::cerr << "linkwidth: " << e.report() << std::endl;
     return static_cast<int>(e.exit_code());
   } catch (const std::exception& e) {
     std::cerr << "linkwidth: sweep: internal error: " << e.what() << std::endl;
@@ -94,9 +92,7 @@ int run_main(const std::vector<std::string>& args) {
   try {
     cli = parse_cli(args);
   } catch (const UsageError& e) {
-    std::string msg = e.what();
-    msg = msg.substr(msg.find(": ") + 2);
-    return fail(cfg, "error", {"usage", msg}, ExitCode::kUsage);
+    return fail(cfg, "error", {"usage", e.what()}, ExitCode::kUsage);
   } catch (const std::exception& e) {
     return fail(cfg, "error", {"usage", std::string("cannot parse the command line: ") + e.what()},
                 ExitCode::kUsage);
@@ -128,7 +124,8 @@ int run_main(const std::vector<std::string>& args) {
         std::cout << dump(to_json(m)) << std::endl;
       else
         std::cout << to_text(m);
-      if (m.availbw.stop_reason == "interrupted" || m.capacity.stop_reason == "interrupted") {
+      if (m.availbw.stop_reason == StopReason::kInterrupted ||
+          m.capacity.stop_reason == StopReason::kInterrupted) {
         return 128 + stop_signal();
       }
       if (!m.availbw.valid) return static_cast<int>(ExitCode::kRuntime);
@@ -139,12 +136,11 @@ int run_main(const std::vector<std::string>& args) {
       std::cout << dump(to_json(r)) << std::endl;
     else
       std::cout << to_text(r);
-    if (r.stop_reason == "interrupted") return 128 + stop_signal();
+    if (r.stop_reason == StopReason::kInterrupted) return 128 + stop_signal();
     if (!r.valid) return static_cast<int>(ExitCode::kRuntime);
     return 0;
   } catch (const Error& e) {
-    std::string msg = e.what();
-    if (e.component() == "usage") msg = msg.substr(msg.find(": ") + 2);  // as parse_cli's
+    const std::string msg = e.report();
     if (e.exit_code() == ExitCode::kInterrupted && stop_signal() != 0) {
       fail(c, c.command, {e.code(), msg}, e.exit_code());
       return 128 + stop_signal();  // the usual code: 130 for SIGINT, 143 for SIGTERM

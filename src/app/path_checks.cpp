@@ -49,13 +49,13 @@ double interface_bps(const std::string& ifname) {
   return static_cast<double>(mbps) * 1e6;
 }
 
+}  // namespace
+
 std::string hop_list(const std::vector<int>& hops) {
   std::string out;
   for (int h : hops) out += (out.empty() ? "" : ", ") + std::to_string(h);
   return out;
 }
-
-}  // namespace
 
 void apply_replier_check(const ReplierCheck& chk, std::uint32_t target, ReplierInfo& info,
                          std::vector<Warning>& warnings) {
@@ -64,13 +64,12 @@ void apply_replier_check(const ReplierCheck& chk, std::uint32_t target, ReplierI
   const std::string h = std::to_string(chk.reply_hops);
   info.box = format_ipv4(chk.box);
   warnings.push_back(
-      {"middlebox_reply",
+      {WarningCode::kMiddleboxReply,
        "the replies in the name of " + format_ipv4(target) +
            " probably come from a middlebox at hop " + h + " (" + info.box +
            " or a box right behind it), not from the target: they travelled " + h +
-           " hop(s) back, but a SYN sent with TTL " + h + " expired at " + info.box +
-           " (itself " + h + " hop(s) back) and only a SYN with TTL " +
-           std::to_string(chk.reply_hops + 1) +
+           " hop(s) back, but a SYN sent with TTL " + h + " expired at " + info.box + " (itself " +
+           h + " hop(s) back) and only a SYN with TTL " + std::to_string(chk.reply_hops + 1) +
            " drew the RST/ACK; the capacity and avail-bw are then those of the path up to "
            "that box (a forward path one hop longer than the return path could look the "
            "same)"});
@@ -123,7 +122,7 @@ void check_capacity_plausible(Session& s, const Config& c, const std::atomic<boo
   const MixedReplies mix = mixed_repliers(stamps);
   if (mix.mixed) {
     res.warnings.push_back(
-        {"replies_mixed",
+        {WarningCode::kRepliesMixed,
          std::to_string(mix.minority) + " of " + std::to_string(mix.total) +
              " marker replies differ from the rest in hop count (" + hop_list(mix.hops) +
              " hops back) or IP ID behaviour: some probably come from a box on the path "
@@ -155,25 +154,25 @@ void check_capacity_plausible(Session& s, const Config& c, const std::atomic<boo
   if (!at_rate && !heavy_loss && !mixed) return;
   if (at_rate) {
     res.warnings.push_back(
-        {"capacity_at_send_rate",
+        {WarningCode::kCapacityAtSendRate,
          "the capacity " + format_rate(res.capacity_bps) + " is at or above what we could send (" +
              format_rate(limit) +
              "): the replies only show our own sending rate; the path may be faster than we can "
              "send, or a firewall or NAT on the way drops our RST load"});
   } else if (!heavy_loss) {
-    res.warnings.push_back(
-        {"uncompressed_trains", std::to_string(uncompressed) + " of " +
-                                    std::to_string(measured) +
-                                    " trains came back at our own sending rate while others were "
-                                    "compressed: the path is about as fast as we send, or our "
-                                    "load is lost on the way; checked with trains of full-size "
-                                    "SYNs"});
+    res.warnings.push_back({WarningCode::kUncompressedTrains,
+                            std::to_string(uncompressed) + " of " + std::to_string(measured) +
+                                " trains came back at our own sending rate while others were "
+                                "compressed: the path is about as fast as we send, or our "
+                                "load is lost on the way; checked with trains of full-size "
+                                "SYNs"});
   } else {
     res.warnings.push_back(
-        {"heavy_loss", std::to_string(lost) + " of " + std::to_string(measured) +
-                           " trains lost marker replies: the path drops our packets (a full "
-                           "queue, or loss on the way), and lost load packets make trains look "
-                           "faster than the path; checked with trains of full-size SYNs"});
+        {WarningCode::kHeavyLoss,
+         std::to_string(lost) + " of " + std::to_string(measured) +
+             " trains lost marker replies: the path drops our packets (a full "
+             "queue, or loss on the way), and lost load packets make trains look "
+             "faster than the path; checked with trains of full-size SYNs"});
   }
 
   // Verification: full-size SYN trains, through the same prober and caps.
@@ -227,7 +226,7 @@ void check_capacity_plausible(Session& s, const Config& c, const std::atomic<boo
     // send (a full queue, heavy loss). No number from this run can be trusted.
     res.valid = false;
     res.warnings.push_back(
-        {"load_check_failed",
+        {WarningCode::kLoadCheckFailed,
          "the " + std::to_string(lc.trains_sent) +
              " trains of full-size SYNs sent to check the estimate lost their replies too: the "
              "path drops much of what we send (a saturated link with a full queue, or heavy "
@@ -253,19 +252,20 @@ void check_capacity_plausible(Session& s, const Config& c, const std::atomic<boo
                                     }),
                      res.warnings.end());
   if (!at_rate) {
-    res.warnings.push_back(
-        {"load_lost", "trains of full-size SYNs show about " + format_rate(j.syn_capacity_bps) +
-                          ", far below the RST trains' " + format_rate(lc.rst_capacity_bps) +
-                          ": most of our RST load was lost on the way; the capacity reported "
-                          "is the SYN trains' (low confidence)"});
+    res.warnings.push_back({WarningCode::kLoadLost,
+                            "trains of full-size SYNs show about " +
+                                format_rate(j.syn_capacity_bps) + ", far below the RST trains' " +
+                                format_rate(lc.rst_capacity_bps) +
+                                ": most of our RST load was lost on the way; the capacity reported "
+                                "is the SYN trains' (low confidence)"});
     return;
   }
   res.warnings.push_back(
-      {"load_dropped", "the replies came back at our own sending rate (" +
-                           format_rate(lc.rst_capacity_bps) + "), but trains of full-size SYNs show about " +
-                           format_rate(j.syn_capacity_bps) +
-                           ": a stateful firewall or NAT on the path probably drops the RST "
-                           "load; the capacity reported is the SYN trains' (low confidence)"});
+      {WarningCode::kLoadDropped,
+       "the replies came back at our own sending rate (" + format_rate(lc.rst_capacity_bps) +
+           "), but trains of full-size SYNs show about " + format_rate(j.syn_capacity_bps) +
+           ": a stateful firewall or NAT on the path probably drops the RST "
+           "load; the capacity reported is the SYN trains' (low confidence)"});
 }
 
 }  // namespace lw

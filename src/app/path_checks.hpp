@@ -30,6 +30,9 @@ void apply_replier_check(const ReplierCheck& chk, std::uint32_t target, ReplierI
                          std::vector<Warning>& warnings);
 
 // The TTL and IP ID of every RST/ACK that answered one of a train's markers.
+// "1, 3, 4": hop numbers as warnings list them.
+std::string hop_list(const std::vector<int>& hops);
+
 void add_reply_stamps(const Train& t, const TrainOutcome& o, std::vector<ReplyStamp>& out);
 
 // After the capacity phase: replies_mixed (TTL/IP ID changed within the run),

@@ -25,9 +25,9 @@ std::uint32_t checked_target(const Config& c) {
 
 int effective_packet_size(const Config& c, const Route& r, std::vector<Warning>& w) {
   if (c.packet_size <= r.mtu) return c.packet_size;
-  w.push_back({"packet_size_clamped", "packet size lowered from " + std::to_string(c.packet_size) +
-                                          " to the MTU of " + r.interface + " (" +
-                                          std::to_string(r.mtu) + ")"});
+  w.push_back({WarningCode::kPacketSizeClamped,
+               "packet size lowered from " + std::to_string(c.packet_size) + " to the MTU of " +
+                   r.interface + " (" + std::to_string(r.mtu) + ")"});
   return r.mtu;
 }
 
@@ -166,7 +166,7 @@ GovernedRun run_train(Session& s, const Config& c, const Train& train,
       if (bursts.size() == 2 && s.replies.on_burst_check(bursts)) {
         g.replies_limited = true;
         s.reply_warnings.push_back(
-            {"reply_burst_limited",
+            {WarningCode::kReplyBurstLimited,
              format_ipv4(s.dst) + " answered only " + std::to_string(s.replies.max_burst()) +
                  " of " + std::to_string(k) +
                  " SYNs sent at once, after an idle: it (or a firewall before it) limits its RST "
@@ -185,23 +185,24 @@ GovernedRun run_train(Session& s, const Config& c, const Train& train,
       const std::string clean = buf;
       std::snprintf(buf, sizeof buf, "%.0f", s.replies.lossy_rate_per_s());
       s.reply_warnings.push_back(
-          {"reply_rate_limited",
+          {WarningCode::kReplyRateLimited,
            format_ipv4(s.dst) + " lost replies when asked for " + std::string(buf) +
                " per second and answered every one at " + clean +
                " per second: it (or a firewall before it) limits its RST replies; probing "
-               "slowed to " + clean + " replies per second"});
+               "slowed to " +
+               clean + " replies per second"});
     } else if (step == ReplyGovernor::Step::kPathLoss && !s.reply_loss_reported) {
       s.reply_loss_reported = true;
       char lowest[32];
       std::snprintf(buf, sizeof buf, "%.0f", start_rate);
       std::snprintf(lowest, sizeof lowest, "%.0f", at);
       s.reply_warnings.push_back(
-          {"reply_loss", "replies from " + format_ipv4(s.dst) +
-                             " went missing even without load (" + std::to_string(a - b) + " of " +
-                             std::to_string(a) + " in the last check of bare SYNs; checked at " +
-                             buf + " down to " + lowest +
-                             " replies per second): loss on the path or at the target, not a "
-                             "rate limit"});
+          {WarningCode::kReplyLoss,
+           "replies from " + format_ipv4(s.dst) + " went missing even without load (" +
+               std::to_string(a - b) + " of " + std::to_string(a) +
+               " in the last check of bare SYNs; checked at " + buf + " down to " + lowest +
+               " replies per second): loss on the path or at the target, not a "
+               "rate limit"});
     }
     return g;
   }
@@ -214,9 +215,9 @@ bool wait_for_reply_budget(Session& s, std::uint32_t host, int n, Nanos t_cap) {
 void take_reply_warnings(Session& s, std::vector<Warning>& to) {
   if (s.duplicate_replies > s.duplicates_reported) {
     s.reply_warnings.push_back(
-        {"duplicate_replies",
-         std::to_string(s.duplicate_replies - s.duplicates_reported) +
-             " repl" + (s.duplicate_replies - s.duplicates_reported == 1 ? "y" : "ies") +
+        {WarningCode::kDuplicateReplies,
+         std::to_string(s.duplicate_replies - s.duplicates_reported) + " repl" +
+             (s.duplicate_replies - s.duplicates_reported == 1 ? "y" : "ies") +
              " arrived more than once (the path or the target duplicates packets); the first "
              "copy of each was used"});
     s.duplicates_reported = s.duplicate_replies;

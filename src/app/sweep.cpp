@@ -24,10 +24,6 @@ const char kSweepUsage[] =
     "comment; '-' reads the list from stdin. Options not listed here (--max-time, --port,\n"
     "--max-rate, ...) are passed to every measurement.\n";
 
-void require(bool ok, const std::string& sentence) {
-  if (!ok) throw UsageError(sentence);
-}
-
 // The sweep's own options; `takes_value` as Boost sees them.
 struct OwnOption {
   const char* name;
@@ -181,7 +177,6 @@ Config child_config(const SweepOptions& o, const std::string& mode) {
     return parse_cli(args).config;
   } catch (const UsageError& e) {
     std::string msg = e.what();
-    msg = msg.substr(msg.find(": ") + 2);
     if (msg == "only one TARGET may be given.") {
       msg = "unexpected argument among the measurement options; targets go in --targets.";
     }

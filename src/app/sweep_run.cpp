@@ -229,8 +229,7 @@ int run_sweep_main(const std::vector<std::string>& args) {
       if (in.bad()) input_error("cannot read " + o.targets + ": " + std::strerror(errno) + ".");
     }
   } catch (const UsageError& e) {
-    std::string msg = e.what();
-    input_error(list_name + ", " + msg.substr(msg.find(": ") + 2));
+    input_error(list_name + ", " + e.what());
   }
   if (targets.empty()) input_error(list_name + " names no targets.");
   std::map<std::string, double> budget;  // per mode
@@ -251,8 +250,7 @@ int run_sweep_main(const std::vector<std::string>& args) {
     try {
       st = load_resume(in);
     } catch (const UsageError& e) {
-      std::string msg = e.what();
-      input_error(o.output + ": " + msg.substr(msg.find(": ") + 2));
+      input_error(o.output + ": " + e.what());
     }
     if (st.needs_rewrite) rewrite_output(o.output, st.records);
   }

@@ -31,7 +31,6 @@ PacedSample evaluate_paced_train(const TrainTiming& t) {
     const double limit = std::max(to_seconds(kStallFloor), kStallShare * to_seconds(planned_span));
     s.stalled = s.pacing_error_s > limit;
   }
-  bool all_left = t.left.size() == n;
   std::vector<std::size_t> idx;  // markers with a reply, in send order
   for (std::size_t i = 0; i < n; ++i) {
     if (!t.marker[i]) continue;
@@ -41,13 +40,38 @@ PacedSample evaluate_paced_train(const TrainTiming& t) {
       continue;
     }
     idx.push_back(i);
-    if (all_left && t.left[i] == 0) all_left = false;
   }
   s.replies = static_cast<int>(idx.size());
   for (std::size_t k = 1; k < idx.size(); ++k) {
     if (t.reply[idx[k]] < t.reply[idx[k - 1]]) s.reordered = true;
   }
-  const std::vector<Nanos>& sent = all_left ? t.left : t.sent;
+  // Never take post-qdisc times as offered unless they show the train left
+  // unshaped (issue 11): our own qdisc may be the tight link.
+  bool all_left = t.left.size() == n;
+  for (std::size_t i = 0; all_left && i < n; ++i) all_left = t.left[i] != 0;
+  if (all_left) {
+    Nanos dlo = t.left[0] - t.sent[0], dhi = dlo;
+    for (std::size_t i = 1; i < n; ++i) {
+      dlo = std::min(dlo, t.left[i] - t.sent[i]);
+      dhi = std::max(dhi, t.left[i] - t.sent[i]);
+    }
+    s.local_queue_s = to_seconds(dhi - dlo);
+    // The markers the ratio uses (see below): what our own link did to them.
+    const std::size_t a = idx.size() >= 3 && idx[0] == 0 ? idx[1] : idx.empty() ? 0 : idx[0];
+    const std::size_t b = idx.empty() ? n - 1 : idx.back();
+    if (t.sent[b] > t.sent[a]) {
+      s.local_ratio =
+          static_cast<double>(t.left[b] - t.left[a]) / static_cast<double>(t.sent[b] - t.sent[a]);
+    }
+    const double tol = std::max(to_seconds(kLocalQueueFloor),
+                                kLocalQueueShare * to_seconds(t.sent.back() - t.sent.front()));
+    // Shaped: our queue held packets back (beyond stack jitter) and stretched
+    // the markers' span. A stretch of at most kLocalStretch, or one made by
+    // jitter alone, hides nothing the threshold would see.
+    s.shaped_locally = s.local_queue_s > tol && s.local_ratio > 1 + kLocalStretch;
+    s.offered_from_left = !s.shaped_locally;
+  }
+  const std::vector<Nanos>& sent = s.offered_from_left ? t.left : t.sent;
   double bits_after_head = 0;
   for (std::size_t i = 1; i < n; ++i) bits_after_head += t.bits[i];
   const Nanos span = sent.back() - sent.front();
@@ -237,8 +261,68 @@ void response_crossing(const std::vector<ResponseSample>& s, double baseline, do
   *se = std::sqrt(ss / (n - 1) / n);
 }
 
+SlopeFit fit_response_slope(const std::vector<ResponseSample>& s, double C) {
+  SlopeFit f;
+  f.points = static_cast<int>(s.size());
+  if (s.size() < 3) return f;
+  const double n = static_cast<double>(s.size());
+  double mx = 0, my = 0;
+  for (const auto& x : s) {
+    mx += x.offered_bps / n;
+    my += x.ratio / n;
+  }
+  double sxx = 0, sxy = 0;
+  double lo = s.front().offered_bps, hi = lo;
+  for (const auto& x : s) {
+    sxx += (x.offered_bps - mx) * (x.offered_bps - mx);
+    sxy += (x.offered_bps - mx) * (x.ratio - my);
+    lo = std::min(lo, x.offered_bps);
+    hi = std::max(hi, x.offered_bps);
+  }
+  f.mean_offered_bps = mx;
+  f.mean_ratio = my;
+  if (!(sxx > 0)) return f;
+  f.slope = sxy / sxx;
+  double rss = 0;
+  for (const auto& x : s) {
+    const double e = x.ratio - my - f.slope * (x.offered_bps - mx);
+    rss += e * e;
+  }
+  f.slope_se = std::sqrt(rss / (n - 2) / sxx);
+  f.reliable = f.points >= kMinSlopeTrains && hi - lo >= 0.05 * C && f.slope > 0 &&
+               f.slope_se <= kMaxSlopeRelSe * f.slope;
+  return f;
+}
+
+const char* crossing_capacity_name(CrossingCapacity c) {
+  return c == CrossingCapacity::kResponseSlope ? "response_slope" : "narrow_link";
+}
+
+Crossing response_crossing_tight(const std::vector<ResponseSample>& s, double baseline, double C,
+                                 const std::vector<ResponseSample>& extra) {
+  Crossing x;
+  x.capacity_bps = C;
+  std::vector<ResponseSample> all = s;
+  all.insert(all.end(), extra.begin(), extra.end());
+  x.fit = fit_response_slope(all, C);
+  const SlopeFit& f = x.fit;
+  if (f.reliable && C > 0 && 1.0 / f.slope >= 0.8 * C &&
+      std::fabs(f.slope - 1.0 / C) > kSlopeRejectSigmas * f.slope_se) {
+    x.capacity_bps = 1.0 / f.slope;
+    x.source = CrossingCapacity::kResponseSlope;
+  }
+  response_crossing(s, baseline, x.capacity_bps, &x.mean_bps, &x.se_bps);
+  if (x.source == CrossingCapacity::kResponseSlope) {
+    // The slope's error moves every crossing together: by (Ō - A)·se_b/b.
+    const double carried = std::fabs(f.mean_offered_bps - x.mean_bps) * f.slope_se / f.slope;
+    x.se_bps = std::sqrt(x.se_bps * x.se_bps + carried * carried);
+  }
+  return x;
+}
+
 AvailbwEstimate estimate_availbw(const std::vector<ResponseSample>& resp, const NoiseModel& noise,
-                                 double low, double high, double C) {
+                                 double low, double high, double C,
+                                 const std::vector<ResponseSample>& extra) {
   AvailbwEstimate e;
   e.low_bps = std::max(0.0, low - noise.threshold * C / 2);
   e.high_bps = high;
@@ -263,16 +347,27 @@ AvailbwEstimate estimate_availbw(const std::vector<ResponseSample>& resp, const 
     // 1/C is C within noise; far under it, the slope is not trusted at all.
     if (b > 0 && 1.0 / b >= 0.8 * C) e.tight_capacity_bps = std::max(1.0 / b, C);
   }
-  response_crossing(resp, noise.baseline, C, &e.crossing_bps, &e.crossing_se_bps);
-  const double a = std::clamp(e.crossing_bps, 0.0, C);
+  // The crossing with the tight link's capacity (issue 11): the narrow C
+  // unless a reliable response slope rejects it.
+  const Crossing x = response_crossing_tight(resp, noise.baseline, C, extra);
+  e.crossing_bps = x.mean_bps;
+  e.crossing_se_bps = x.se_bps;
+  e.crossing_capacity_bps = x.capacity_bps;
+  e.crossing_capacity_source = crossing_capacity_name(x.source);
+  if (x.source == CrossingCapacity::kResponseSlope) e.tight_capacity_bps = x.capacity_bps;
+  const double a = std::clamp(e.crossing_bps, 0.0, std::max(C, x.capacity_bps));
   // The crossing averages the cross traffic over every response train; the
   // bracket reads the avail-bw on one train's time scale, through a noise
   // threshold. Burstiness and a noisy path (wide thresholds) only ever move
   // the bracket away from the mean, so the crossing is the point estimate
   // wherever it is consistent with the bracket's lower end. Below that end
   // the response trains were disturbed (loss, a tight link that is not the
-  // narrow one) and the bracket's middle stands.
-  if (a >= e.low_bps) {
+  // narrow one) and the bracket's middle stands. "Below" is within the
+  // crossing's own error (issue 11): at 80-90% load the bracket's lower end
+  // sits above A by up to the threshold times C_t (a fleet just above A
+  // reads below through the noise band), and the crossing, with its
+  // standard error counted, is the better estimate there.
+  if (a + 2 * e.crossing_se_bps >= e.low_bps) {
     e.availbw_bps = a;
     e.basis = "response_curve";
     e.low_bps = std::max(0.0, std::min(e.low_bps, a - 2 * e.crossing_se_bps));

@@ -45,13 +45,37 @@ struct PacedSample {
   // is `stalled` and not usable: it measured our host, not the path.
   double pacing_error_s = 0;
   bool stalled = false;
+  // Our own interface (issue 11). `left` (captured after our own qdisc) is
+  // the offered schedule only where it shows the train left unshaped.
+  // Shaped (`shaped_locally`): the delay left - sent of its packets spread
+  // by more than the tolerance below AND the markers left more spread out
+  // than they were sent (local_ratio > 1 + kLocalStretch): our own qdisc
+  // held packets back (a shaped uplink, an egress limit, cross traffic of
+  // this host in the same queue). The offered schedule is then the
+  // user-space send times, and `local_ratio` (left span / sent span over the
+  // ratio's markers) is what our own link did to the train, the first
+  // factor of `ratio`.
+  bool offered_from_left = false;
+  bool shaped_locally = false;
+  double local_queue_s = 0;  // spread of left - sent over the train (0: not captured)
+  double local_ratio = 0;    // 0: not captured
 };
 
 constexpr Nanos kStallFloor = 100 * kUs;
 constexpr double kStallShare = 0.10;
+// A train left unshaped when left - sent spread by at most
+// max(kLocalQueueFloor, kLocalQueueShare x its send span): the stack's own
+// jitter, far below one queued packet on any link a shaper slows to where
+// it matters (one 1500-byte packet at 100 Mbit/s takes 120 us).
+constexpr Nanos kLocalQueueFloor = 50 * kUs;
+constexpr double kLocalQueueShare = 0.01;
+// ... and the train's markers left our interface no more than this much
+// more spread out than they were sent.
+constexpr double kLocalStretch = 0.005;
 
-// Send times: the captured departures (`left`) when every marker has one,
-// else the user-space send times. Pure.
+// Offered schedule: the user-space send times, or the captured departures
+// (`left`) when every packet has one and they show the train left unshaped
+// (they are then the more precise stamps). Pure.
 PacedSample evaluate_paced_train(const TrainTiming& t);
 
 // ---- The paper's method, as published: LinkWidth §3.4 steps 1-6 ----------
@@ -163,6 +187,9 @@ class FleetSearch {
 // beside the narrow-link C: at least C (a slope a little steeper than 1/C is C
 // within noise), and not at all when it implies less than 0.8·C. The range's
 // lower end is low - threshold·C/2: a "below" fleet only bounds A that far.
+// The crossing itself uses response_crossing_tight's capacity (issue 11):
+// C unless a reliable least-squares slope over `response` and `slope_extra`
+// rejects it, then 1/slope (also reported as the tight-link capacity).
 struct ResponseSample {
   double offered_bps = 0;
   double ratio = 0;
@@ -175,16 +202,69 @@ struct AvailbwEstimate {
   double tight_capacity_bps = 0;  // 0 when not estimated from a slope
   double crossing_bps = 0;        // mean response crossing (0 = none)
   double crossing_se_bps = 0;     // its standard error
-  int points = 0;                 // response trains used
-  std::string basis;              // "response_curve" or "bracket"
+  double crossing_capacity_bps = 0;      // the capacity the crossing used (0 = no crossing)
+  std::string crossing_capacity_source;  // "narrow_link" / "response_slope" ("" = none)
+  int points = 0;                        // response trains used
+  std::string basis;                     // "response_curve" or "bracket"
 };
 
 // Mean and standard error of the crossings O - C·(ratio - baseline).
 void response_crossing(const std::vector<ResponseSample>& s, double baseline, double capacity_bps,
                        double* mean, double* se);
 
+// The slope of the response curve above the avail-bw, ratio = a + b·O, by
+// least squares over the response trains (PRC-MT §II-A: b = 1/C_t, eq. 4 for
+// two points). `reliable` when there are >= kMinSlopeTrains trains spread
+// over >= 5% of C and the slope's relative standard error is at most
+// kMaxSlopeRelSe.
+struct SlopeFit {
+  double slope = 0;     // b, per bit/s
+  double slope_se = 0;  // its standard error
+  double mean_offered_bps = 0;
+  double mean_ratio = 0;
+  int points = 0;
+  bool reliable = false;
+};
+constexpr int kMinSlopeTrains = 6;
+// C is rejected when 1/C lies more than this many standard errors from the
+// slope. Low on purpose: keeping a C that is off by k·se costs a bias of
+// about (Ō - A)·k·se_b/b, switching costs a random error of (Ō - A)·se_b/b,
+// and at 80-90% load Ō - A is 3-4 times A (issue 11).
+constexpr double kSlopeRejectSigmas = 1.0;
+constexpr double kMaxSlopeRelSe = 0.15;
+SlopeFit fit_response_slope(const std::vector<ResponseSample>& s, double capacity_bps);
+
+// Which capacity turns a response ratio into a crossing (issue 11). The
+// tight link's capacity C_t belongs there; the narrow link's C is the same
+// number when the tight link is the narrow one, and the more precise one (a
+// capacity measurement, not a slope). So C is used unless a reliable slope
+// rejects it: 1/C lies more than kSlopeRejectSigmas standard errors from it
+// (tight != narrow, or a C that the capacity phase got wrong), and 1/b is
+// at least 0.8·C (a far flatter slope is a curve that is not yet straight).
+enum class CrossingCapacity { kNarrowLink, kResponseSlope };
+const char* crossing_capacity_name(CrossingCapacity c);
+
+struct Crossing {
+  double mean_bps = 0;  // mean of O - C_x·(ratio - baseline)
+  // Its standard error: the spread of the crossings and, with the slope's
+  // capacity, the slope's own error carried to the mean (|Ō - A|·se_b/b).
+  double se_bps = 0;
+  double capacity_bps = 0;  // C_x, the capacity used
+  CrossingCapacity source = CrossingCapacity::kNarrowLink;
+  SlopeFit fit;
+};
+// `slope_extra`: more points on the response curve's second segment for the
+// slope only (PRC-MT §II-D keeps the search's points above the avail-bw:
+// with a tight link faster than the narrow one, the response trains between
+// the bracket and C span too little to show the slope); the crossing's mean
+// is over `s` alone.
+Crossing response_crossing_tight(const std::vector<ResponseSample>& s, double baseline,
+                                 double capacity_bps,
+                                 const std::vector<ResponseSample>& slope_extra = {});
+
 AvailbwEstimate estimate_availbw(const std::vector<ResponseSample>& response,
                                  const NoiseModel& noise, double low, double high,
-                                 double capacity_bps);
+                                 double capacity_bps,
+                                 const std::vector<ResponseSample>& slope_extra = {});
 
 }  // namespace lw

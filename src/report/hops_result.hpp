@@ -8,6 +8,7 @@
 
 #include "nlohmann/json.hpp"
 #include "report/result.hpp"
+#include "report/stop_reason.hpp"
 
 namespace lw {
 
@@ -53,7 +54,7 @@ struct HopsResult {
   double elapsed_s = 0;
   std::uint64_t probe_packets = 0;
   std::uint64_t probe_bytes = 0;
-  std::string stop_reason;
+  StopReason stop_reason = StopReason::kNone;
   std::vector<Warning> warnings;
   nlohmann::json params;
 };

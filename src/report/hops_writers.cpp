@@ -96,7 +96,8 @@ std::string to_text(const HopsResult& r) {
   std::snprintf(buf, sizeof buf,
                 "  probing    %d trains of %d load packets, %llu packets, %.2f MB in %.2f s (%s)\n",
                 r.trains_sent, r.load_packets, static_cast<unsigned long long>(r.probe_packets),
-                static_cast<double>(r.probe_bytes) / 1e6, r.elapsed_s, r.stop_reason.c_str());
+                static_cast<double>(r.probe_bytes) / 1e6, r.elapsed_s,
+                stop_reason_name(r.stop_reason));
   o << buf;
   for (const auto& w : r.warnings) o << "  warning    " << w.code << ": " << w.message << "\n";
   return o.str();

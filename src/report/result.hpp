@@ -5,12 +5,23 @@
 #include <vector>
 
 #include "nlohmann/json.hpp"
+#include "report/stop_reason.hpp"
+#include "report/warning_codes.hpp"
 
 namespace lw {
 
 constexpr int kSchemaVersion = 1;
 
+// A warning is built from its catalogued code (report/warning_codes.hpp):
+//   res.warnings.push_back({WarningCode::kCaptureDrops, "3 packets dropped"});
+// recorded() reads one back from a document, as written.
 struct Warning {
+  Warning(WarningCode c, std::string m) : code(warning_name(c)), message(std::move(m)) {}
+  static Warning recorded(std::string code, std::string message) {
+    Warning w(WarningCode::kNoEstimate, std::move(message));
+    w.code = std::move(code);
+    return w;
+  }
   std::string code;     // stable name, e.g. "capacity_lower_bound"
   std::string message;  // one sentence for people
 };
@@ -78,7 +89,7 @@ struct CapacityResult {
   double elapsed_s = 0;
   std::uint64_t probe_packets = 0;
   std::uint64_t probe_bytes = 0;
-  std::string stop_reason;
+  StopReason stop_reason = StopReason::kNone;
   std::vector<TrainRecord> trains;
   std::vector<Warning> warnings;
 
@@ -120,11 +131,13 @@ struct AvailbwResult {
   double high_bps = 0;
   double search_capacity_bps = 0;      // upper end of the search (narrow-link capacity)
   double tight_link_capacity_bps = 0;  // from the response curve; 0 = not estimated
+  std::string crossing_capacity_source;  // narrow_link / response_slope, "" = no crossing
+  int locally_shaped_trains = 0;         // trains our own qdisc spread out (issue 11)
   int response_points = 0;
   double resolution_bps = 0;
   double noise_baseline = 0;   // calibration: median ratio
   double noise_threshold = 0;  // calibration: "above" when ratio > baseline + threshold
-  std::string stop_reason;
+  StopReason stop_reason = StopReason::kNone;
   int trains_sent = 0;
   double elapsed_s = 0;
   std::uint64_t probe_packets = 0;

@@ -29,7 +29,10 @@ nlohmann::json warnings_json(const std::vector<Warning>& ws) {
 std::vector<Warning> warnings_from_json(const nlohmann::json& a) {
   std::vector<Warning> ws;
   if (!a.is_array()) return ws;
-  for (const auto& w : a) ws.push_back({w.value("code", ""), w.value("message", "")});
+  for (const auto& w : a) {
+    ws.push_back(
+        Warning::recorded(w.at("code").get<std::string>(), w.at("message").get<std::string>()));
+  }
   return ws;
 }
 
@@ -152,6 +155,10 @@ nlohmann::json to_json(const MeasureResult& m) {
   j["tight_link_capacity_bps"] = nullable(a.tight_link_capacity_bps > 0, a.tight_link_capacity_bps);
   j["narrow_link_capacity_bps"] = nullable(a.search_capacity_bps > 0, a.search_capacity_bps);
   j["response_points"] = a.response_points;
+  j["crossing_capacity_source"] = a.crossing_capacity_source.empty()
+                                      ? nlohmann::json(nullptr)
+                                      : nlohmann::json(a.crossing_capacity_source);
+  j["locally_shaped_trains"] = a.locally_shaped_trains;
   j["resolution_bps"] = a.resolution_bps;
   j["noise"] = {{"baseline", a.noise_baseline}, {"threshold", a.noise_threshold}};
   j["stop_reason"] = a.stop_reason;
@@ -219,9 +226,9 @@ std::string to_text(const MeasureResult& m) {
   if (a.valid) {
     o << "  avail-bw   " << format_rate(a.availbw_bps) << "  (range " << format_rate(a.low_bps)
       << " .. " << format_rate(a.high_bps) << "; method " << a.method
-      << ", stopped: " << a.stop_reason << ")\n";
+      << ", stopped: " << stop_reason_name(a.stop_reason) << ")\n";
   } else {
-    o << "  avail-bw   no estimate (" << a.stop_reason << ")\n";
+    o << "  avail-bw   no estimate (" << stop_reason_name(a.stop_reason) << ")\n";
   }
   if (a.tight_link_capacity_bps > 0) {
     o << "  tight link " << format_rate(a.tight_link_capacity_bps)
@@ -280,7 +287,7 @@ std::string to_text(const CapacityResult& r) {
   o << ", closed port " << r.port << ", via " << r.interface << " from " << r.source << "\n";
   o << capacity_line(r);
   std::snprintf(buf, sizeof buf, "  trains     %d sent, %d used (%s)\n", r.trains_sent,
-                r.trains_used, r.stop_reason.c_str());
+                r.trains_used, stop_reason_name(r.stop_reason));
   o << buf;
   const double avg = r.elapsed_s > 0 ? 8.0 * static_cast<double>(r.probe_bytes) / r.elapsed_s : 0;
   std::snprintf(

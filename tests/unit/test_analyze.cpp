@@ -166,7 +166,7 @@ TEST_CASE("a capture cut short is analysed as far as it goes, and says so", "[an
   // the run note and the sizing train, no end record.
   const CapacityResult res =
       analyze_capacity(read_seed_pcap("pcap_run_records"), "head.pcap", false);
-  CHECK(res.stop_reason == "incomplete");
+  CHECK(res.stop_reason == StopReason::kIncomplete);
   CHECK(res.trains_sent >= 1);
   CHECK_FALSE(res.valid);  // the sizing train alone gives no estimate
   bool incomplete = false;

@@ -56,7 +56,7 @@ TEST_CASE("bad hops command lines are rejected", "[cli][hops]") {
 TEST_CASE("hops result: JSON fields and the text table", "[hops]") {
   HopsResult r;
   r.target = r.target_addr = "198.18.3.2";
-  r.stop_reason = "max_trains";
+  r.stop_reason = StopReason::kMaxTrains;
   HopRecord a;
   a.ttl = 1;  // silent: unknown address, no numbers
   a.marker_kind = "ttl";

@@ -1,0 +1,132 @@
+#pragma once
+// The one seam between a measurement phase and the world. Every phase
+// (capacity, hops, avail-bw, and the ones to come) plans its trains and reads
+// their outcomes through a ProbeRunner; it never touches the prober, the
+// session or a clock itself. Two implementations:
+//   LiveRunner   (app/runner.cpp)   sends through the session's prober and
+//                                   reply budget, and with --save-pcap notes
+//                                   every train, clock reading and stop;
+//   ReplayRunner (app/analyze.cpp)  hands back what a recorded run saw, in
+//                                   the order the live run asked for it.
+// So `linkwidth analyze` runs the live phase code, not a copy of it.
+//
+//   const StopReason why = runner.admit(train, [&] { return next_start; });
+//   if (why != StopReason::kNone) { res.stop_reason = why; break; }  // a cap or a signal
+//   TrainResult r = runner.run(train, {train.markers, false, busy_wait(expect_s)});
+#include <cstdint>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "linkwidth/time.hpp"
+#include "match/match.hpp"
+#include "nlohmann/json.hpp"
+#include "plan/capacity_plan.hpp"
+#include "plan/probe.hpp"
+#include "report/stop_reason.hpp"
+
+namespace lw {
+
+// How one train is sent and waited for.
+struct TrainOptions {
+  std::vector<int> wait_for;  // probes whose replies end the wait (with `any`: one of them)
+  bool any = false;
+  Nanos busy_wait = 0;  // poll without sleeping this long after the last send
+  // Extra fields of the train's run record (capacity: its length group, ...).
+  nlohmann::json note = nlohmann::json::object();
+};
+
+// One train as it went out (replay: as recorded) and what came back.
+struct TrainResult {
+  Train train;
+  TrainOutcome outcome;
+  Nanos start_mono = 0;  // when the pacer started (replay: 0 in older records)
+  Nanos end_mono = 0;    // when we stopped waiting for replies
+  // A reply check right after it found that the target limits its replies:
+  // the train's lost replies were the limit's, not the path's (session.hpp).
+  bool replies_limited = false;
+};
+
+class ProbeRunner {
+ public:
+  virtual ~ProbeRunner() = default;
+
+  // The per-train gate, the same for every phase, in this order: the stop
+  // flag, --max-bytes, then `start_at()` (the phase's idle rule; it may read
+  // now()), the time cap (start + span + reply wait past t_cap), the wait
+  // until start, the stop flag again. Returns kNone when the train may go,
+  // else the stop reason (interrupted, max_bytes, max_time, incomplete).
+  virtual StopReason admit(const Train& train, const std::function<Nanos()>& start_at,
+                           Nanos span = 0) = 0;
+  // The time cap alone, for a phase that plans its next start after a train
+  // (capacity): kNone or kMaxTime.
+  virtual StopReason check_time(Nanos start) = 0;
+  // Sends the train (within the reply budget) and collects its replies.
+  virtual TrainResult run(const Train& train, const TrainOptions& o) = 0;
+
+  virtual Nanos now() = 0;                  // CLOCK_MONOTONIC (noted / as recorded)
+  virtual void wait_until(Nanos mono) = 0;  // or until stopped
+  virtual bool stopped() = 0;
+  // Replies a train may ask of the target at once (ReplyGovernor::max_burst).
+  virtual int reply_burst() = 0;
+  // After a train our host sent off schedule: the next one starts at a
+  // random phase of whatever preempted us.
+  virtual void after_stall() {}
+  virtual std::uint64_t bytes_sent() = 0;
+  virtual std::uint64_t packets_sent() = 0;
+  virtual unsigned capture_drops() = 0;
+  // How long to wait for a train's replies (session.hpp, reply_wait).
+  virtual Nanos reply_wait() const = 0;
+};
+
+// The one busy-wait rule: poll while the replies are due (`expect_s` after
+// the train's start), plus 2 ms, at most 50 ms.
+Nanos busy_wait(double expect_s);
+
+// What a phase knows of the path it probes, live (from the session) or
+// replayed (from the run records).
+struct PhasePath {
+  FlowId flow;          // the measurement's 5-tuple (dport: the closed port)
+  int packet_size = 0;  // load packet size L after the MTU clamp
+  double rtt_s = 0;     // from discovery
+  SeqAllocator& seqs;   // sequence numbers of the phase's probes
+};
+
+struct Session;
+struct Config;
+
+// The live runner of one phase of a session: trains go through the session's
+// reply budget and reply checks (session.hpp, run_train), ending by t_cap.
+class LiveRunner : public ProbeRunner {
+ public:
+  LiveRunner(Session& s, const Config& c, const char* phase, Nanos t_cap);
+
+  StopReason admit(const Train& train, const std::function<Nanos()>& start_at,
+                   Nanos span = 0) override;
+  StopReason check_time(Nanos start) override;
+  TrainResult run(const Train& train, const TrainOptions& o) override;
+  Nanos now() override;
+  void wait_until(Nanos mono) override;
+  bool stopped() override;
+  int reply_burst() override;
+  void after_stall() override;
+  std::uint64_t bytes_sent() override;
+  std::uint64_t packets_sent() override;
+  unsigned capture_drops() override;
+  Nanos reply_wait() const override { return reply_wait_; }
+
+ private:
+  StopReason refuse(StopReason why);
+
+  Session& s_;
+  const Config& c_;
+  const char* phase_;
+  Nanos t_cap_;
+  Nanos reply_wait_;
+  int checks_ = 0;
+  bool stop_noted_ = false;
+  std::mt19937_64 rng_{std::random_device{}()};
+};
+
+}  // namespace lw

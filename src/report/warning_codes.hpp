@@ -1,0 +1,114 @@
+#pragma once
+// The catalogue of warning codes: every warning a result document can carry,
+// declared once (code, JSON name, meaning). Results hold Warning{code, message}
+// built from a WarningCode; the README's "Warnings" table is checked against
+// this list by tests/unit/test_warning_codes.cpp.
+#include <string>
+#include <vector>
+
+namespace lw {
+
+// X(enum name, JSON name, meaning)
+#define LW_WARNING_CODES(X)                                                                       \
+  X(kAvailbwNotRun, "availbw_not_run",                                                            \
+    "the avail-bw search (and the hops phase) did not run: the RST load is dropped before the "   \
+    "narrow link")                                                                                \
+  X(kBottleneckAfterSilentHop, "bottleneck_after_silent_hop",                                     \
+    "hops right before the bottleneck gave no usable replies: the narrow link may be any link "   \
+    "into them")                                                                                  \
+  X(kCalibrationDisturbed, "calibration_disturbed",                                               \
+    "even the low-rate calibration trains came back spread out: the path may be saturated")       \
+  X(kCapacityAtSendRate, "capacity_at_send_rate",                                                 \
+    "the capacity is at or above what we could send: the replies may only show our own rate")     \
+  X(kCapacityLowerBound, "capacity_lower_bound",                                                  \
+    "the capacity is only a lower bound, so is the avail-bw search's upper end")                  \
+  X(kCaptureDrops, "capture_drops", "the capture buffer dropped packets")                         \
+  X(kCaptureIncomplete, "capture_incomplete",                                                     \
+    "analyze: the capture ends before the run did; the result covers what it holds")              \
+  X(kCaptureTruncated, "capture_truncated", "analyze: the capture file ends inside a packet")     \
+  X(kDuplicateReplies, "duplicate_replies",                                                       \
+    "replies arrived more than once; the first copy of each was used")                            \
+  X(kFewReplies, "few_replies",                                                                   \
+    "hops answered fewer trains than were sent (ICMP rate limit or loss)")                        \
+  X(kHeavyLoss, "heavy_loss",                                                                     \
+    "many trains lost marker replies: the path drops our packets; checked with SYN trains")       \
+  X(kLoadCheckFailed, "load_check_failed",                                                        \
+    "the full-size SYN trains that check the estimate lost their replies too: no estimate")       \
+  X(kLoadDropped, "load_dropped",                                                                 \
+    "our RST load is dropped before the narrow link; the capacity is the SYN trains'")            \
+  X(kLoadLossSuspected, "load_loss_suspected",                                                    \
+    "long trains looked much faster than short ones; the estimate uses the short trains only")    \
+  X(kLoadLost, "load_lost",                                                                       \
+    "most of the RST load was lost on the way; the capacity is the SYN trains' (low confidence)") \
+  X(kLocalBottleneck, "local_bottleneck",                                                         \
+    "the trains left this host already spread to the measured rate: the narrow link is local")    \
+  X(kLowConfidence, "low_confidence",                                                             \
+    "the bottleneck hop was the last choke point in fewer than half of the trains")               \
+  X(kMarkerKindSwitched, "marker_kind_switched",                                                  \
+    "a hop did not answer one kind of marker and was switched to the other")                      \
+  X(kMaxRateLimited, "max_rate_limited",                                                          \
+    "--max-rate held the trains below the path's rate: the result is a lower bound")              \
+  X(kMiddleboxReply, "middlebox_reply",                                                           \
+    "the replies come from a middlebox before the target, not from the target")                   \
+  X(kNoBottleneck, "no_bottleneck", "no hop could be named as the narrow link")                   \
+  X(kNoCapacity, "no_capacity", "no capacity estimate, so no upper end for the avail-bw search")  \
+  X(kNoEstimate, "no_estimate", "no train gave a usable sample")                                  \
+  X(kNoRoute, "no_route", "--dry-run: no route to the target")                                    \
+  X(kNoisyPath, "noisy_path",                                                                     \
+    "high timing noise and no time to calibrate with longer trains: a wide threshold")            \
+  X(kOpenPortsSkipped, "open_ports_skipped",                                                      \
+    "candidate ports answered SYN/ACK (open) and were skipped")                                   \
+  X(kPacketSizeClamped, "packet_size_clamped", "the packet size was lowered to the MTU")          \
+  X(kPathChanged, "path_changed",                                                                 \
+    "TTL-limited markers were answered by another router than in path discovery")                 \
+  X(kPathMtu, "path_mtu", "a router reported a smaller path MTU; the packets shrank to it")       \
+  X(kRateUnreachable, "rate_unreachable",                                                         \
+    "linkwidth method: the fixed inter-pair gap is too long to offer the rate")                   \
+  X(kRepeatedLoss, "repeated_loss",                                                               \
+    "whole fleets lost marker replies several times in a row, even shortened: search stopped")    \
+  X(kRepliesMixed, "replies_mixed",                                                               \
+    "the replies came from hosts at different distances (a middlebox answers some)")              \
+  X(kRepliesStopped, "replies_stopped", "no hop answered 3 trains in a row")                      \
+  X(kReplyBurstLimited, "reply_burst_limited",                                                    \
+    "the target limits its replies in bursts; trains ask fewer replies at once")                  \
+  X(kReplyLoss, "reply_loss",                                                                     \
+    "replies went missing even without load: loss on the path or at the target")                  \
+  X(kReplyRateLimited, "reply_rate_limited",                                                      \
+    "the target limits its reply rate; probing slowed to a rate it answers fully")                \
+  X(kResponseLoss, "response_loss",                                                               \
+    "trains well above the avail-bw lost replies; the estimate rests on the search's bracket")    \
+  X(kSendStalls, "send_stalls",                                                                   \
+    "trains left this host off their schedule (busy CPU) and were not used")                      \
+  X(kSilentHops, "silent_hops", "hops never answered and are kept as unknown")                    \
+  X(kSingleLengthEstimate, "single_length_estimate",                                              \
+    "too few trains of one of the two lengths: the estimate includes the head/tail offset")       \
+  X(kSlopeTooNoisy, "slope_too_noisy",                                                            \
+    "the two-length slope was too wide; the per-train estimate is used")                          \
+  X(kTimestampsQuantised, "timestamps_quantised",                                                 \
+    "reply times are quantised: the capacity is reported as a lower bound")                       \
+  X(kTrainsLengthened, "trains_lengthened",                                                       \
+    "high timing noise: trains doubled in length and calibrated again")                           \
+  X(kTrainsNotCompressed, "trains_not_compressed",                                                \
+    "trains were not sent faster than the path and were not used")                                \
+  X(kTrainsRejected, "trains_rejected", "trains were rejected, with the reasons counted")         \
+  X(kTrainsShortened, "trains_shortened", "trains lost marker replies; they were shortened")      \
+  X(kUncompressedTrains, "uncompressed_trains",                                                   \
+    "some trains came back at our own sending rate while others were compressed")
+
+enum class WarningCode {
+#define LW_X(e, name, meaning) e,
+  LW_WARNING_CODES(LW_X)
+#undef LW_X
+};
+
+struct WarningInfo {
+  WarningCode code;
+  const char* name;     // in the JSON documents
+  const char* meaning;  // one line for the README's table
+};
+
+// Every code, in the order above.
+const std::vector<WarningInfo>& warning_catalogue();
+const char* warning_name(WarningCode code);
+
+}  // namespace lw

@@ -1,0 +1,176 @@
+"""Lab tests for the avail-bw on paths of other shapes than prober
+--(unshaped)-- r1 --(shaped)-- target (issue 11, parts 2 and 4):
+
+* the tight link is the prober's own interface (link 1 shaped by htb on the
+  prober's `dn`, cross traffic from xs1, which enters the prober node and
+  leaves through the same qdisc as our probes);
+* tight != narrow: a loaded 100 Mbit/s link before an idle 40 Mbit/s one;
+* 80% load on the (remote) narrow link.
+
+Ground truth: the tight link's IP-layer capacity (rate x 1500/1514 for
+tbf/htb) minus the cross traffic measured on that link's counters during the
+run. The tool runs pinned to CPU 0, the generators to CPU 1.
+
+Run as a script for more runs and more classes (numbers for the report):
+    flock /tmp/lw-lab.lock python3 tests/lab/test_availbw_paths.py --runs 5 [SCENARIO ...]
+"""
+import json
+import os
+import statistics
+import sys
+import time
+
+import pytest
+
+from labtest import BIN, LAB_MARKS, ROOT, lab  # noqa: E402,F401
+
+pytestmark = LAB_MARKS
+
+PIN = (os.cpu_count() or 1) >= 2
+TOOL_CPU, CROSS_CPU = (0, 1) if PIN else (None, None)
+
+# name -> (links, {link: cross utilisation of that link's capacity}, shaper note)
+SCENARIOS = {
+    # Our own interface is the tight (and narrow) link: htb/tbf on the
+    # prober's egress, cross traffic through the same qdisc.
+    "local_htb": ([lab.Link(rate=50e6, shaper="htb"), lab.Link(rate=None)], {1: 0.4}),
+    "local_tbf": ([lab.Link(rate=50e6, shaper="tbf"), lab.Link(rate=None)], {1: 0.4}),
+    "local_htb_heavy": ([lab.Link(rate=50e6, shaper="htb"), lab.Link(rate=None)], {1: 0.8}),
+    # The first remote hop, 80% loaded.
+    "remote_80": ([lab.Link(rate=None), lab.Link(rate=50e6)], {2: 0.8}),
+    "remote_90": ([lab.Link(rate=None), lab.Link(rate=50e6)], {2: 0.9}),
+    # Tight != narrow: a loaded 100 Mbit/s link before an idle 40 Mbit/s one.
+    "tight_not_narrow": ([lab.Link(rate=None), lab.Link(rate=100e6), lab.Link(rate=40e6)],
+                         {2: 0.7}),
+    # The middle of a long path, cross traffic on several links.
+    "long_path": ([lab.Link(rate=None), lab.Link(rate=200e6), lab.Link(rate=60e6),
+                   lab.Link(rate=100e6), lab.Link(rate=80e6)], {2: 0.3, 3: 0.5, 4: 0.3}),
+}
+
+
+def truth_of(L, cross_bps):
+    """min over shaped links of (IP capacity - cross traffic measured on it)."""
+    best = None
+    for i in range(1, L.n + 1):
+        cap = L.link_capacity(i, ip_len=1500)
+        if cap is None:
+            continue
+        a = cap - cross_bps.get(i, 0.0)
+        best = a if best is None else min(best, a)
+    return best
+
+
+def run_scenario(name, runs, binary=BIN, extra=()):
+    links, load = SCENARIOS[name]
+    out = []
+    with lab.Lab(lab.Spec(links=[lab.Link(**vars(l)) for l in links])) as L:
+        gens = []
+        try:
+            for i, u in load.items():
+                # iperf3 -b counts UDP payload: 1472 of every 1500 IP bytes.
+                gens.append(L.cross(i, "udp", rate=u * L.link_capacity(i) * 1472 / 1500,
+                                    cpu=CROSS_CPU))
+            time.sleep(0.5)
+            for _ in range(runs):
+                wins = {i: L.cross_window(i) for i in load}
+                t0 = time.monotonic()
+                cmd = [binary, "measure", L.target_ip, "--json", "--no-hops", *extra]
+                if TOOL_CPU is not None:
+                    cmd = ["taskset", "-c", str(TOOL_CPU)] + cmd
+                p = L.run_in_prober(cmd, timeout=120)
+                elapsed = time.monotonic() - t0
+                cross = {i: w.stop().bps for i, w in wins.items()}
+                doc = json.loads(p.stdout)
+                out.append((p.returncode, doc, truth_of(L, cross), elapsed))
+        finally:
+            for g in gens:
+                g.stop()
+    return out
+
+
+def summary(results):
+    errs, held = [], 0
+    for code, doc, truth, _ in results:
+        a = doc.get("availbw_bps")
+        if code != 0 or a is None:
+            errs.append(float("inf"))
+            continue
+        errs.append(a / truth - 1)
+        held += doc["availbw_low_bps"] <= truth <= doc["availbw_high_bps"]
+    return errs, held
+
+
+def check(name, runs=3):
+    results = run_scenario(name, runs)
+    errs, held = summary(results)
+    text = [f"{e:+.1%}" for e in errs]
+    for code, doc, _, _ in results:
+        assert code == 0, doc
+        assert doc["crossing_capacity_source"] in ("narrow_link", "response_slope", None), doc
+    assert statistics.median(abs(e) for e in errs) <= 0.10, text
+    assert held >= runs - 1, f"range held the truth in {held} of {runs} runs; errors {text}"
+    return results
+
+
+def test_local_tight_link_htb_with_cross_traffic_through_the_same_qdisc():
+    results = check("local_htb")
+    # Our own qdisc spaced the trains above the avail-bw: the run says so.
+    codes = [{w["code"] for w in doc["warnings"]} for _, doc, _, _ in results]
+    assert sum("local_shaping" in c for c in codes) >= 2, codes
+
+
+@pytest.mark.xfail(strict=False, reason=(
+    "issue 11: on a busy machine (noise threshold 0.06-0.10) the shallow slope 1/C_t puts the "
+    "bracket's 'above' at A + threshold x C_t, above 0.9 C, so no response trains run and the "
+    "bracket's middle reads +8% to +22% (median +12%); the slope fix only acts when response "
+    "trains run"))
+def test_tight_link_is_not_the_narrow_one():
+    results = check("tight_not_narrow")
+    # Never the narrow link's C in a crossing that the slope rejects.
+    for _, doc, truth, _ in results:
+        if doc["crossing_capacity_source"] == "narrow_link":
+            assert doc["availbw_bps"] <= 1.1 * truth, doc["availbw_bps"]
+
+
+def test_80_percent_load_on_a_remote_narrow_link():
+    check("remote_80")
+
+
+def main():
+    import argparse
+    ap = argparse.ArgumentParser(description="avail-bw per path class")
+    ap.add_argument("scenarios", nargs="*", default=list(SCENARIOS))
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--bin", default=BIN)
+    ap.add_argument("--dump", default="", help="write each run's JSON document into this folder")
+    args = ap.parse_args()
+    allerr = []
+    for name in args.scenarios:
+        res = run_scenario(name, args.runs, args.bin)
+        errs, held = summary(res)
+        allerr += errs
+        for k, (code, doc, truth, el) in enumerate(res):
+            if args.dump:
+                os.makedirs(args.dump, exist_ok=True)
+                with open(os.path.join(args.dump, f"{name}_{k}.json"), "w") as f:
+                    json.dump({"truth_bps": truth, "doc": doc}, f)
+            a = doc.get("availbw_bps")
+            print(f"{name}: exit {code} truth {truth / 1e6:.2f} est "
+                  f"{(a or 0) / 1e6:.2f} [{(doc.get('availbw_low_bps') or 0) / 1e6:.2f}, "
+                  f"{(doc.get('availbw_high_bps') or 0) / 1e6:.2f}] C {(doc.get('capacity_bps') or 0) / 1e6:.2f} "
+                  f"Ct {(doc.get('tight_link_capacity_bps') or 0) / 1e6:.2f} "
+                  f"src {doc.get('crossing_capacity_source')} {el:.1f} s "
+                  f"warn {' '.join(w['code'] for w in doc.get('warnings', []))}"
+                  f"{' error ' + json.dumps(doc['error']) if doc.get('error') else ''}", flush=True)
+        fin = [abs(e) for e in errs if e != float("inf")]
+        print(f"== {name}: errors {' '.join(f'{e:+.1%}' for e in errs)}; held {held}/{len(errs)}; "
+              f"median |err| {statistics.median(fin) if fin else float('nan'):.1%}; "
+              f"median time {statistics.median(r[3] for r in res):.1f} s", flush=True)
+    fin = sorted(abs(e) for e in allerr)
+    if fin:
+        p90 = fin[min(len(fin) - 1, int(round(0.9 * (len(fin) - 1))))]
+        print(f"== all: median |err| {statistics.median(fin):.1%}, p90 {p90:.1%}")
+
+
+if __name__ == "__main__":
+    main()

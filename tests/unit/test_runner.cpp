@@ -1,0 +1,185 @@
+// The capacity phase's trains (capacity_trains) driven by a scripted fake
+// runner: no sockets, no clock. The fake plays a path with one bottleneck of
+// capacity C: every packet is served in turn at C, a marker's reply comes back
+// one RTT after its service ends. The runner seam (app/runner.hpp) is what
+// lets the same phase code run live, from a capture and here.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "app/availbw_run.hpp"
+#include "app/capacity_run.hpp"
+#include "app/config.hpp"
+#include "app/runner.hpp"
+#include "linkwidth/error.hpp"
+
+using namespace lw;
+
+namespace {
+
+constexpr std::uint32_t kSelf = 0xC6120101;    // 198.18.1.1
+constexpr std::uint32_t kTarget = 0xC6120202;  // 198.18.2.2
+
+class FakeRunner : public ProbeRunner {
+ public:
+  explicit FakeRunner(double capacity_bps) : c_bps_(capacity_bps) {}
+
+  // Script: refuse the train after `n` admitted ones with `why`.
+  void refuse_after(int n, StopReason why) {
+    refuse_at_ = n;
+    why_ = why;
+  }
+  // Script: markers of trains from the `n`-th on draw no reply.
+  void silent_from(int n) { silent_from_ = n; }
+
+  StopReason admit(const Train&, const std::function<Nanos()>& start_at, Nanos) override {
+    if (refuse_at_ >= 0 && admitted_ >= refuse_at_) return why_;
+    clock_ = std::max(clock_, start_at());
+    ++admitted_;
+    return StopReason::kNone;
+  }
+  StopReason check_time(Nanos) override { return StopReason::kNone; }
+
+  TrainResult run(const Train& train, const TrainOptions& o) override {
+    CHECK(o.wait_for == train.markers);
+    CHECK(o.busy_wait > 0);
+    CHECK(o.busy_wait <= 50 * kMs);
+    TrainResult r;
+    r.train = train;
+    r.start_mono = clock_;
+    const Nanos t0 = 1'000'000'000'000 + clock_;  // realtime of the train's start
+    Nanos served = 0;
+    r.outcome.probes.resize(train.probes.size());
+    for (std::size_t i = 0; i < train.probes.size(); ++i) {
+      const Probe& p = train.probes[i];
+      ProbeOutcome& out = r.outcome.probes[i];
+      out.sent = t0 + p.offset;
+      out.left = out.sent;
+      served = std::max(served, out.sent) +
+               static_cast<Nanos>(std::llround(8.0 * p.ip_len / c_bps_ * 1e9));
+      bytes_ += p.ip_len;
+      ++packets_;
+      if (p.role != Role::kMarker) continue;
+      if (silent_from_ >= 0 && runs_ >= silent_from_) {
+        ++r.outcome.markers_lost;
+        continue;
+      }
+      out.reply = served + kRtt;
+      out.replies = 1;
+      out.kind = ReplyKind::kRstAck;
+      out.reply_from = p.dst;
+      out.reply_ttl = 64;
+    }
+    ++runs_;
+    clock_ += served - t0 + kRtt + kMs;
+    r.end_mono = clock_;
+    return r;
+  }
+
+  Nanos now() override { return clock_; }
+  void wait_until(Nanos t) override { clock_ = std::max(clock_, t); }
+  bool stopped() override { return false; }
+  int reply_burst() override { return 1 << 30; }
+  std::uint64_t bytes_sent() override { return bytes_; }
+  std::uint64_t packets_sent() override { return packets_; }
+  unsigned capture_drops() override { return 0; }
+  Nanos reply_wait() const override { return 100 * kMs; }
+
+  int admitted() const { return admitted_; }
+
+ private:
+  static constexpr Nanos kRtt = 2 * kMs;
+  double c_bps_;
+  Nanos clock_ = 0;
+  int admitted_ = 0, runs_ = 0;
+  int refuse_at_ = -1, silent_from_ = -1;
+  StopReason why_ = StopReason::kNone;
+  std::uint64_t bytes_ = 0, packets_ = 0;
+};
+
+Config capacity_config() {
+  Config c;
+  c.command = "capacity";
+  c.max_trains = 40;
+  c.min_trains = 5;
+  return c;
+}
+
+struct Run {
+  CapacityResult res;
+  int packet_size = 0;
+};
+
+Run run_fake(FakeRunner& fake, const Config& c) {
+  SeqAllocator seqs(1);
+  PhasePath path{FlowId{kSelf, kTarget, 40000, 33435}, 1500, 0.002, seqs};
+  Run r;
+  CapacityTrains trains = capacity_trains(fake, c, path, r.res);
+  trains.tally.finish(r.res, c.max_rate_bps);
+  r.packet_size = trains.packet_size;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("the capacity trains find a scripted bottleneck through the runner", "[runner]") {
+  for (double C : {10e6, 100e6}) {
+    INFO(C);
+    FakeRunner fake(C);
+    const Run r = run_fake(fake, capacity_config());
+    CHECK(r.res.valid);
+    CHECK(r.res.capacity_bps == Approx(C).epsilon(0.02));
+    CHECK(r.res.stop_reason == StopReason::kPrecision);
+    CHECK(r.res.trains_sent == fake.admitted());
+    CHECK(r.packet_size == 1500);
+    // The first train sizes the rest: the sized trains are longer.
+    REQUIRE(r.res.trains.size() >= 2);
+    CHECK(r.res.trains.front().verdict == "sizing");
+  }
+}
+
+TEST_CASE("the runner's gate ends the capacity trains with its reason", "[runner]") {
+  FakeRunner fake(50e6);
+  fake.refuse_after(3, StopReason::kMaxBytes);
+  const Run r = run_fake(fake, capacity_config());
+  CHECK(r.res.stop_reason == StopReason::kMaxBytes);
+  CHECK(r.res.trains_sent == 3);
+}
+
+TEST_CASE("a target that stops answering ends the capacity phase with an error", "[runner]") {
+  FakeRunner fake(50e6);
+  fake.silent_from(2);
+  try {
+    run_fake(fake, capacity_config());
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(e.code() == "replies_stopped");
+    CHECK(fake.admitted() == 7);  // 2 answered, then 5 silent
+  }
+}
+
+TEST_CASE("the busy wait is bounded", "[runner]") {
+  CHECK(busy_wait(0) == 2 * kMs);
+  CHECK(busy_wait(0.010) == 12 * kMs);
+  CHECK(busy_wait(10) == 50 * kMs);
+}
+
+TEST_CASE("the avail-bw search finds a scripted knee through the same runner", "[runner]") {
+  // A FIFO that serves at 60 Mbit/s behind a 100 Mbit/s capacity: paced
+  // trains slower than that come back as sent, faster ones spread to it, so
+  // the response curve's knee, the avail-bw, is at 60 Mbit/s.
+  FakeRunner fake(60e6);
+  Config c = capacity_config();
+  c.command = "availbw";
+  SeqAllocator seqs(1);
+  PhasePath path{FlowId{kSelf, kTarget, 40000, 33435}, 1500, 0.002, seqs};
+  AvailbwResult res;
+  search_availbw(fake, path, c, 100e6, 3600 * kSec, res);
+  CHECK(res.valid);
+  CHECK(res.availbw_bps == Approx(60e6).epsilon(0.1));
+  CHECK(res.low_bps <= 60e6);
+  CHECK(res.high_bps >= 60e6);
+  CHECK(res.stop_reason == StopReason::kResolution);
+  CHECK(res.trains_sent == fake.admitted());
+}
