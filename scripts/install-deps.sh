@@ -17,6 +17,10 @@
 #           everything else in scripts/lab.py uses tc only)
 #           httperf (short-lived HTTP cross traffic in scripts/compare.py; the
 #           web server is Python's http.server)
+#   package and vantage points: help2man (the man page), dpkg-dev (cpack's
+#           dpkg-shlibdeps), lintian, man-db (man -l), file, ansible-core,
+#           openssh-server/-client (per-namespace sshd of the vantage lab; the
+#           package's own daemon is kept from starting by policy-rc.d)
 #   tests:  python3 python3-pytest python3-matplotlib (plots of compare.py and
 #           plot_measure.py; also installed with pip for a python3 first on
 #           PATH that cannot import the Debian one)
@@ -28,6 +32,7 @@ PACKAGES=(
   nlohmann-json3-dev libcap-dev clang-format clang libclang-rt-dev
   iproute2 ethtool iperf3 tcpdump iputils-ping procps nftables httperf
   python3 python3-pytest python3-matplotlib
+  help2man dpkg-dev lintian man-db file ansible-core openssh-server openssh-client
 )
 
 if [[ $(id -u) -ne 0 ]]; then
@@ -53,7 +58,17 @@ if ((${#missing[@]})); then
   # iperf3's debconf question ("start as a daemon?") defaults to false.
   echo "iperf3 iperf3/start_daemon boolean false" | debconf-set-selections 2>/dev/null || true
   apt-get update -q
-  apt-get install -y -q --no-install-recommends "${missing[@]}"
+  # openssh-server would start a system-wide sshd: the lab starts its own,
+  # per namespace, so no service may start during this install.
+  policy=/usr/sbin/policy-rc.d
+  made_policy=0
+  if [[ ! -e $policy ]]; then
+    printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod +x "$policy" && made_policy=1
+  fi
+  rc=0
+  apt-get install -y -q --no-install-recommends "${missing[@]}" || rc=$?
+  if ((made_policy)); then rm -f "$policy"; fi
+  ((rc == 0)) || exit "$rc"
 else
   echo "install-deps.sh: all Debian packages present"
 fi

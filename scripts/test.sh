@@ -15,7 +15,7 @@ rc=0
 ctest --test-dir build --output-on-failure --timeout 1500 -R '^unit$' || rc=$?
 record $rc
 rc=0
-ctest --test-dir build --output-on-failure --timeout 1500 -R '^lab$' || rc=$?
+ctest --test-dir build --output-on-failure --timeout 3000 -R '^lab$' || rc=$?
 record $rc
 python3 scripts/lab.py cleanup >/dev/null 2>&1 || true
 

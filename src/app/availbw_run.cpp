@@ -537,7 +537,7 @@ void search_availbw(ProbeRunner& probes, PhasePath& path, const Config& c, doubl
   runner.warn_stalls(res);
   if (res.locally_shaped_trains > 0) {  // issue 11
     res.warnings.push_back(
-        {"local_shaping", std::to_string(res.locally_shaped_trains) + " of " +
+        {WarningCode::kLocalShaping, std::to_string(res.locally_shaped_trains) + " of " +
                               std::to_string(res.trains_sent) +
                               " trains were spread out by this host's own queue before they "
                               "left (an egress shaper, or this host's traffic in the same queue): "

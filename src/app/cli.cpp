@@ -147,6 +147,11 @@ CliResult parse_cli(const std::vector<std::string>& args) {
   }
   if (cmd == "version" || cmd == "--version" || cmd == "-V") {
     r.show_version = true;
+    for (std::size_t i = 1; i < args.size(); ++i) {
+      require(args[i] == "--json" || args[i] == "-J",
+              "'version' takes only --json, not '" + args[i] + "'.");
+      r.config.json = true;
+    }
     return r;
   }
   require(cmd.empty() || cmd[0] != '-',

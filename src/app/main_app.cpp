@@ -102,7 +102,16 @@ int run_main(const std::vector<std::string>& args) {
     return 0;
   }
   if (cli.show_version) {
-    std::cout << "linkwidth " << LINKWIDTH_VERSION << std::endl;
+    if (cli.config.json) {
+      std::cout << nlohmann::json{{"type", "version"},
+                                  {"version", LINKWIDTH_VERSION},
+                                  {"commit", LINKWIDTH_COMMIT}}
+                       .dump()
+                << std::endl;
+    } else {
+      std::cout << "linkwidth " << LINKWIDTH_VERSION << " (" << LINKWIDTH_COMMIT << ")"
+                << std::endl;
+    }
     return 0;
   }
   const Config& c = cli.config;

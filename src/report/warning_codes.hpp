@@ -42,6 +42,9 @@ namespace lw {
     "most of the RST load was lost on the way; the capacity is the SYN trains' (low confidence)") \
   X(kLocalBottleneck, "local_bottleneck",                                                         \
     "the trains left this host already spread to the measured rate: the narrow link is local")    \
+  X(kLocalShaping, "local_shaping",                                                               \
+    "this host's own queue spread avail-bw trains out before they left: our interface may be "    \
+    "the tight link")                                                                             \
   X(kLowConfidence, "low_confidence",                                                             \
     "the bottleneck hop was the last choke point in fewer than half of the trains")               \
   X(kMarkerKindSwitched, "marker_kind_switched",                                                  \
