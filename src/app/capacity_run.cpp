@@ -161,9 +161,18 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
   // The shaper probe (app/shaper_run) is live only: its streams are not
   // replayed; what it found goes into the end note, and analyze hands the
   // loop the same finding at the same train.
+  // Its streams have their own caps (bytes, rate, time: app/shaper_run.cpp)
+  // and are left out of the --max-load ledger, bytes and time: they do not
+  // make later trains wait, nor give them credit (estimate/load_budget.hpp).
   auto probe = [&](const ShaperHints& h) {
     if (c.verbose) std::fprintf(stderr, "shaper probe: %s\n", h.trigger.c_str());
-    return run_shaper_probe(ss, c, stop, t_cap, h);
+    const Nanos t = mono_now();
+    const std::uint64_t b = prober.bytes_sent();
+    ShaperRecord rec = run_shaper_probe(ss, c, stop, t_cap, h);
+    const Nanos span = mono_now() - t;
+    exclude_from_ledger(ss.load, span, prober.bytes_sent() - b);
+    rec.elapsed_s = to_seconds(span);
+    return rec;
   };
   CapacityTrains trains = capacity_trains(runner, c, path, res, probe);
   trains.tally.finish(res, c.max_rate_bps);
@@ -188,6 +197,12 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
     }
   }
   if (trains.shaper_tried) apply_shaper(trains.shaper, res);
+  if (trains.shaper.found && res.capacity_bps > 0) {
+    // The trains' rates were the burst's: the phases after this one (hops)
+    // budget with the sustained rate.
+    const double cb = runner.load_capacity();
+    runner.set_load_capacity(cb > 0 ? std::min(cb, res.capacity_bps) : res.capacity_bps);
+  }
   take_reply_warnings(ss, res.warnings);
   check_capacity_plausible(ss, c, stop, t_cap, trains.stamps, res);
   const nlohmann::json checks = capacity_checks_note(before, res);

@@ -224,8 +224,7 @@ bool wait_for_reply_budget(Session& s, const IpAddr& host, int n, Nanos t_cap) {
 }
 
 Nanos load_ready(const Session& s, const Config& c, std::uint64_t next_bytes) {
-  return load_ready_at(s.load.t0, s.prober->bytes_sent() - s.load.bytes0, next_bytes,
-                       s.load.capacity_bps, c.max_load);
+  return ledger_ready_at(s.load, s.prober->bytes_sent(), next_bytes, c.max_load);
 }
 
 void begin_load_phase(Session& s) {

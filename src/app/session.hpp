@@ -12,19 +12,12 @@
 #include "app/discovery.hpp"
 #include "app/net.hpp"
 #include "app/prober.hpp"
+#include "estimate/load_budget.hpp"
 #include "estimate/reply_rate.hpp"
 #include "plan/capacity_plan.hpp"
 #include "report/result.hpp"
 
 namespace lw {
-
-// The --max-load budget of the current phase (estimate/load_budget.hpp):
-// bytes sent since t0 over the time since stay under max_load x capacity_bps.
-struct LoadLedger {
-  Nanos t0 = 0;              // when the phase began
-  std::uint64_t bytes0 = 0;  // bytes sent before it (not counted)
-  double capacity_bps = 0;   // the conservative capacity; 0 = nothing measured yet
-};
 
 struct Session {
   IpAddr dst;
@@ -47,7 +40,10 @@ struct Session {
   // a send stall the next train starts at a random phase of whatever
   // preempted us (the budget alone would keep a fixed cadence).
   Nanos start_jitter = 0;
-  LoadLedger load;  // kept across phases; t0 and bytes0 restart with each (begin_load_phase)
+  // The --max-load ledger (estimate/load_budget.hpp): capacity_bps is kept
+  // across phases; t0 and bytes0 restart with each (begin_load_phase) and
+  // skip the shaper probe (exclude_from_ledger).
+  LoadLedger load;
   int duplicate_replies = 0;  // replies that came twice or more (extra copies)
   int duplicates_reported = 0;
 };

@@ -56,4 +56,15 @@ double average_rate_bps(Nanos t0, Nanos t, std::uint64_t bytes) {
   return 8.0 * static_cast<double>(bytes) / to_seconds(t - t0);
 }
 
+void exclude_from_ledger(LoadLedger& l, Nanos span, std::uint64_t bytes) {
+  l.t0 += std::max<Nanos>(0, span);
+  l.bytes0 += bytes;
+}
+
+Nanos ledger_ready_at(const LoadLedger& l, std::uint64_t bytes_now, std::uint64_t next_bytes,
+                      double max_load) {
+  const std::uint64_t sent = bytes_now > l.bytes0 ? bytes_now - l.bytes0 : 0;
+  return load_ready_at(l.t0, sent, next_bytes, l.capacity_bps, max_load);
+}
+
 }  // namespace lw

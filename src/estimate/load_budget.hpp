@@ -81,4 +81,24 @@ Nanos load_ready_at(Nanos t0, std::uint64_t sent_bytes, std::uint64_t next_bytes
 // Average probing rate of `bytes` over [t0, t] in bit/s (0 if t <= t0).
 double average_rate_bps(Nanos t0, Nanos t, std::uint64_t bytes);
 
+// The account the gate reads in a phase: what was sent since t0 (the
+// sender's byte count less bytes0) over the time since, held under
+// max_load x capacity_bps.
+struct LoadLedger {
+  Nanos t0 = 0;              // when the phase began, moved on by excluded spans
+  std::uint64_t bytes0 = 0;  // bytes not counted: before the phase, and excluded spans'
+  double capacity_bps = 0;   // the conservative capacity; 0 = nothing measured yet
+};
+
+// Leaves out of the ledger a span of `span` during which `bytes` were sent
+// under their own caps (the shaper probe's streams and the idle before
+// them: plan/shaper_plan.hpp, app/shaper_run.cpp). Its bytes do not make
+// later trains wait, and its time gives them no credit either: the trains'
+// bytes over the time outside such spans stay under max_load x capacity.
+void exclude_from_ledger(LoadLedger& l, Nanos span, std::uint64_t bytes);
+
+// load_ready_at() on a ledger, the sender having sent `bytes_now` in all.
+Nanos ledger_ready_at(const LoadLedger& l, std::uint64_t bytes_now, std::uint64_t next_bytes,
+                      double max_load);
+
 }  // namespace lw

@@ -256,6 +256,52 @@ TEST_CASE("bytes sent outside the trains count too", "[load_budget]") {
   CHECK(b - a == from_seconds(8.0 * 5000 / (max_load * C)));
 }
 
+TEST_CASE("the shaper stream is left out of the ledger: bytes and time", "[load_budget]") {
+  // Capacity trains gated by the ledger on a 20 Mbit/s path at 10%, then the
+  // shaper probe (its own caps): 5 s of idle, a 32 MB stream at 1 Gbit/s and
+  // 1 s of reply wait, then more trains. Counted, the stream alone would keep
+  // the next train waiting over two minutes; left out, the trains go on as if
+  // it had not been sent, and their bytes over the time outside the probe
+  // stay under max_load x C.
+  const double C = 20e6, max_load = 0.1;
+  const std::uint64_t b = 27000;  // one train
+  const Nanos train_time = from_seconds(8.0 * b / C);
+  LoadLedger l{0, 0, C};
+  std::uint64_t sent = 0;    // everything our sender counted
+  std::uint64_t trains = 0;  // the trains' bytes alone
+  Nanos now = 0;
+  auto send_train = [&] {
+    now = std::max(now, ledger_ready_at(l, sent, b, max_load));
+    sent += b;
+    trains += b;
+    now += train_time + 2 * kMs;  // crosses the link, its replies come back
+  };
+  for (int i = 0; i < 10; ++i) send_train();
+  // Where the next train would go with no probe at all, relative to now.
+  const Nanos wait_without = ledger_ready_at(l, sent, b, max_load) - now;
+  const Nanos probe_start = now;
+  const std::uint64_t stream = 32000000;
+  now += 5 * kSec + from_seconds(8.0 * stream / 1e9) + 1 * kSec;
+  sent += stream;
+  const Nanos span = now - probe_start;
+  {
+    LoadLedger counted = l;  // the rule before: every byte of the phase
+    CHECK(to_seconds(ledger_ready_at(counted, sent, b, max_load) - now) > 120);
+  }
+  exclude_from_ledger(l, span, stream);
+  // The next train waits after the probe exactly what it would have waited
+  // had there been no probe (its time is no idle for the trains either).
+  CHECK(ledger_ready_at(l, sent, b, max_load) - now == wait_without);
+  CHECK(wait_without > 0);
+  for (int i = 0; i < 10; ++i) send_train();
+  CHECK(average_rate_bps(0, now - span, trains) <= max_load * C * 1.000001);
+  // And no credit from the probe's time: the trains right after it run at
+  // the cap over the time outside it, not at a fraction of it.
+  CHECK(average_rate_bps(0, now - span, trains) >= 0.9 * max_load * C);
+  // A sender count below the excluded bytes (it never is) reads as nothing sent.
+  CHECK(ledger_ready_at(LoadLedger{kSec, 100, C}, 50, 0, max_load) == kSec);
+}
+
 TEST_CASE("every train loses load: the loss factor keeps the budget under C", "[load_budget]") {
   // When even the short trains lose load (a 12 KB queue), nothing they show
   // is uninflated: the lower quartile reads C x (bits sent / bits carried) of
