@@ -195,6 +195,12 @@ void check_capacity_plausible(Session& s, const Config& c, const std::atomic<boo
   const CapacityFilter filter;
   const Nanos wait = reply_wait(s, c);
   std::vector<double> kept;
+  // The --max-load gate counts the check's own bytes from here: the RST
+  // trains' bytes re-priced at the SYN trains' lower rate would keep the
+  // check from ever running on the very path it is for (a firewall drops our
+  // RST load, the trains read our own sending rate, C_b with them: 21 MB in
+  // 1.9 s, 35 s of debt at 50 Mbit/s under --max-time 5, in the lab).
+  begin_load_phase(s);
   Nanos next_start = mono_now();
   for (int i = 0; i < kMaxSynTrains && !stop.load(); ++i) {
     const Train t = make_syn_train(p, 1000 + i, s.seqs);
