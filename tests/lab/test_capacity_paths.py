@@ -153,7 +153,12 @@ def test_capacity_median_within_3_percent(name):
         assert not doc.get("capacity_is_lower_bound"), doc
         # The phase stays short and non-intrusive.
         assert doc["elapsed_s"] < 20, doc["elapsed_s"]
-        assert 8 * doc["probe_bytes"] / doc["elapsed_s"] < 0.15 * truth
+        # The shaper probe, when cross traffic triggers it, has its own caps
+        # and is left out of the --max-load average (README, Safety).
+        sc = doc.get("shaper_check") or {}
+        rate = 8 * (doc["probe_bytes"] - sc.get("stream_bytes", 0)) / \
+            (doc["elapsed_s"] - sc.get("elapsed_s", 0.0))
+        assert rate < 0.15 * truth, (doc["probe_bytes"], doc["elapsed_s"], sc)
     errs, _ = summarise(results)
     truth = results[0][2]
     assert len(errs) == len(results)
