@@ -7,6 +7,7 @@
 #include "app/availbw_run.hpp"
 #include "app/capacity_run.hpp"
 #include "app/capacity_tally.hpp"
+#include "app/cli.hpp"
 #include "app/hops_run.hpp"
 #include "app/runner.hpp"
 #include "estimate/availbw.hpp"
@@ -381,23 +382,10 @@ class ReplayRunner : public ProbeRunner {
   std::uint64_t bytes_ = 0, packets_ = 0;
 };
 
-// The capacity phase's configuration, from the parameters its head records.
+// The capacity phase's configuration, from the parameters its head records
+// (the option table's "params" keys), in the ranges parse_cli allows.
 Config capacity_config_from(const nlohmann::json& params) {
-  Config c;
-  c.load_packets = params.at("load_packets").get<int>();
-  c.markers = params.at("markers").get<int>();
-  c.drain_packets = params.at("drain_packets").get<int>();
-  c.target_dispersion_s = params.at("train_dispersion_s").get<double>();
-  c.max_load_packets = params.at("max_load_packets").get<int>();
-  c.length_ratio = params.at("length_ratio").get<double>();
-  c.min_trains = params.at("min_trains").get<int>();
-  c.max_trains = params.at("max_trains").get<int>();
-  c.precision = params.at("precision").get<double>();
-  c.max_load = params.at("max_load").get<double>();
-  c.max_time_s = params.at("max_time_s").get<double>();
-  c.max_bytes = params.at("max_bytes").get<std::uint64_t>();
-  c.max_rate_bps = params.at("max_rate_bps").get<double>();
-  return c;
+  return recorded_config(config_from_params(params), "capacity");
 }
 
 // The capacity phase through the live run's own loop (capacity_trains).
@@ -483,7 +471,7 @@ HopsResult replay_hops(const RecordedPhase& ph, const OfflineRead& r, const std:
 MeasureResult replay_measure(const RecordedFile& f, const OfflineRead& r, const std::string& name,
                              bool verbose) {
   MeasureResult m;
-  m.command = f.measure.value("command", "");
+  m.command = f.measure.at("command").get<Command>();
   Config c = availbw_config_from(f.measure.at("config"));
   c.verbose = verbose;
   auto finish = [&] {
@@ -608,30 +596,19 @@ AnalyzedRun analyze_run(const OfflineRead& r, const std::string& name, bool verb
 }
 
 int run_analyze_main(const std::vector<std::string>& args) {
-  bool json = false, verbose = false;
-  std::string file;
-  for (std::size_t i = 1; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--json" || a == "-J") {
-      json = true;
-    } else if (a == "-v" || a == "--verbose") {
-      verbose = true;
-    } else if (a == "-h" || a == "--help") {
-      std::cout << "usage: linkwidth analyze FILE [--json] [-v]\n"
-                   "Re-runs the estimators on a capture written by --save-pcap (capacity,\n"
-                   "availbw, measure and hops runs) and prints the live command's document.\n";
-      return 0;
-    } else if (!a.empty() && a[0] == '-') {
-      std::cerr << "linkwidth: analyze: unknown option '" << a
-                << "'; usage: linkwidth analyze FILE [--json] [-v]." << std::endl;
-      return static_cast<int>(ExitCode::kUsage);
-    } else if (file.empty()) {
-      file = a;
-    } else {
-      std::cerr << "linkwidth: analyze takes one FILE." << std::endl;
-      return static_cast<int>(ExitCode::kUsage);
-    }
+  AnalyzeOptions opts;
+  try {
+    opts = parse_analyze_cli(args);
+  } catch (const UsageError& e) {
+    std::cerr << "linkwidth: " << e.what() << std::endl;
+    return static_cast<int>(ExitCode::kUsage);
   }
+  if (opts.show_help) {
+    std::cout << kAnalyzeHelp;
+    return 0;
+  }
+  const bool json = opts.json, verbose = opts.verbose;
+  const std::string& file = opts.file;
   auto fail = [&](const std::string& code, const std::string& msg, ExitCode exit) {
     if (json) {
       std::cout << error_json("analyze", file, {code, msg}, nullptr).dump(2) << std::endl;
@@ -640,8 +617,7 @@ int run_analyze_main(const std::vector<std::string>& args) {
     return static_cast<int>(exit);
   };
   if (file.empty()) {
-    return fail("usage", "no FILE given; usage: linkwidth analyze FILE [--json] [-v].",
-                ExitCode::kUsage);
+    return fail("usage", std::string("no FILE given; ") + kAnalyzeUsage + ".", ExitCode::kUsage);
   }
   try {
     const AnalyzedRun run = analyze_run(read_pcap_file(file), file, verbose);

@@ -514,7 +514,7 @@ PacedSample paced_train_sample(const Train& train, const TrainOutcome& outcome,
 
 void search_availbw(ProbeRunner& probes, PhasePath& path, const Config& c, double capacity_bps,
                     Nanos t_cap, AvailbwResult& res) {
-  res.method = c.method;
+  res.method = name(c.method);
   if (capacity_bps > c.max_rate_bps) {
     res.warnings.push_back({WarningCode::kMaxRateLimited,
                             "the search stops at --max-rate, below the capacity; an avail-bw "
@@ -524,10 +524,10 @@ void search_availbw(ProbeRunner& probes, PhasePath& path, const Config& c, doubl
   res.search_capacity_bps = capacity_bps;
   PacedTrains runner(probes, c, capacity_bps, res);
   const Nanos t0 = runner.now();
-  res.resolution_bps = c.method == "linkwidth" && c.theta_bps > 0 ? c.theta_bps
-                       : c.method == "linkwidth"                  ? c.theta * capacity_bps
+  res.resolution_bps = c.method == Method::kLinkwidth && c.theta_bps > 0 ? c.theta_bps
+                       : c.method == Method::kLinkwidth                  ? c.theta * capacity_bps
                                                                   : c.resolution * capacity_bps;
-  if (c.method == "linkwidth") {
+  if (c.method == Method::kLinkwidth) {
     run_linkwidth_method(runner, path, c, capacity_bps, res, t0);
   } else {
     run_fleet_method(runner, path, c, capacity_bps, res, t0, t_cap);
@@ -576,24 +576,8 @@ AvailbwResult run_availbw_phase(Session& ss, const Config& c, const std::atomic<
 }
 
 Config availbw_config_from(const nlohmann::json& j) {
-  const Config c = config_from_json(j);
-  // The ranges parse_cli allows: a damaged record must not size the search.
-  const bool ok = (c.method == "fleet" || c.method == "linkwidth") && c.resolution >= 0.001 &&
-                  c.resolution <= 0.5 && c.fleet_trains >= 1 && c.fleet_trains <= 50 &&
-                  c.fleet_fraction > 0.5 && c.fleet_fraction <= 1 && c.train_time_s >= 0.0005 &&
-                  c.train_time_s <= 1 && c.min_train_packets >= 2 && c.min_train_packets <= 10000 &&
-                  c.avail_markers >= 2 && c.avail_markers <= 16 && c.calibration_trains >= 3 &&
-                  c.calibration_trains <= 100 && c.calibration_rate > 0 &&
-                  c.calibration_rate <= 1 && c.max_fleets >= 1 && c.max_fleets <= 1000 &&
-                  c.pairs >= 1 && c.pairs <= 5000 && c.pair_gap_s >= 0 && c.pair_gap_s <= 0.1 &&
-                  c.max_load > 0 && c.max_load <= 0.5 && c.max_load_packets >= 1 &&
-                  c.max_load_packets <= 10000 && c.drain_packets >= 0 && c.drain_packets <= 16 &&
-                  c.max_rate_bps >= 100e3 && c.epsilon > 0 && c.epsilon < 1;
-  if (!ok) {
-    throw Error("analyze", "the recorded avail-bw configuration is out of range", "bad_capture",
-                ExitCode::kUsage);
-  }
-  return c;
+  // The ranges parse_cli allows (validate()): a damaged record must not size the search.
+  return recorded_config(config_from_json(j), "avail-bw");
 }
 
 bool capacity_phase_done(MeasureResult& m, double* capacity_bps, bool with_hops) {
@@ -648,7 +632,7 @@ void add_availbw(MeasureResult& m, AvailbwResult a, unsigned capture_drops) {
 MeasureResult run_measure(const Config& c, const std::atomic<bool>& stop) {
   MeasureResult m;
   m.command = c.command;
-  const bool with_hops = c.command == "measure" && c.measure_hops;
+  const bool with_hops = c.command == Command::kMeasure && c.measure_hops;
   // Router-addressed hop markers draw replies from routers: capture any peer.
   auto session = open_session(c, stop, with_hops);
   const Nanos t_end = session->t_begin + from_seconds(c.max_time_s);

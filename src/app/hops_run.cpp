@@ -60,12 +60,8 @@ HopsResult run_hops(Session& s, const Config& c, const std::atomic<bool>&) {
   HopsResult res;
   res.target = c.target;
   res.hop_markers = c.hop_markers;
-  res.params = params_json(c);
-  res.params["hop_markers"] = c.hop_markers;
-  res.params["max_hops"] = c.max_hops;
-  res.params["icmp_rate"] = icmp_rate_for(c, s.dst);
-  res.params["icmp_burst"] = c.icmp_burst;
-  res.params["min_step"] = c.min_step;
+  res.params = params_json(c, ParamSet::kHops);
+  res.params["icmp_rate"] = icmp_rate_for(c, s.dst);  // the family's default unless given
 
   const IpAddr dst = s.dst;
   res.target_addr = format_ipv4(dst);
@@ -195,7 +191,7 @@ HopsResult run_hops_on(ProbeRunner& io, HopsResult res, const Config& c, PhasePa
   // Which routers answer TCP on their own address (the paper's markers).
   std::vector<IpAddr> check;
   std::vector<int> check_hop;
-  if (c.hop_markers != "ttl") {
+  if (c.hop_markers != HopMarkers::kTtl) {
     for (int k = 0; k + 1 < H; ++k) {
       // Only addresses we would accept as a target (an ICMP source can be anything).
       if (path[k].addr != 0 && path[k].addr != dst &&
@@ -336,7 +332,7 @@ HopsResult run_hops_on(ProbeRunner& io, HopsResult res, const Config& c, PhasePa
 
     // Auto: a hop whose markers of one kind drew nothing in two trains gets
     // the other kind, once.
-    if (c.hop_markers == "auto") {
+    if (c.hop_markers == HopMarkers::kAuto) {
       for (int k = 0; k + 1 < H; ++k) {
         const bool got = tm.head_reply[k] != 0 || tm.tail_reply[k] != 0;
         if (!choice[k].record(got, path[k].tcp)) continue;
@@ -449,20 +445,8 @@ HopsResult run_hops_on(ProbeRunner& io, HopsResult res, const Config& c, PhasePa
 }
 
 Config hops_config_from(const nlohmann::json& j) {
-  const Config c = config_from_json(j);
-  // The ranges parse_cli allows: a damaged record must not size the run.
-  const bool ok = c.max_hops >= 1 && c.max_hops <= 64 && c.max_trains >= 1 &&
-                  c.max_trains <= 1000 && c.min_trains >= 1 && c.discovery_tries >= 1 &&
-                  c.discovery_tries <= 10 && c.icmp_rate > 0 && c.icmp_burst >= 2 &&
-                  c.max_load > 0 && c.max_load <= 0.5 && c.load_packets >= 0 &&
-                  c.load_packets <= 10000 && c.max_load_packets >= 1 &&
-                  c.max_load_packets <= 10000 && c.drain_packets >= 0 && c.drain_packets <= 16 &&
-                  c.max_rate_bps >= 100e3 && c.target_dispersion_s > 0;
-  if (!ok) {
-    throw Error("analyze", "the recorded hops configuration is out of range", "bad_capture",
-                ExitCode::kUsage);
-  }
-  return c;
+  // The ranges parse_cli allows (validate()): a damaged record must not size the run.
+  return recorded_config(config_from_json(j), "hops");
 }
 
 nlohmann::json plan_hops(const Config& c) {
@@ -500,7 +484,7 @@ nlohmann::json plan_hops(const Config& c) {
   plan["schedule"] = {
       {"discovery", "marker discovery as for capacity, then one SYN per TTL 1.." +
                         std::to_string(c.max_hops) + " in the same 5-tuple"},
-      {"markers", "hop-markers " + c.hop_markers +
+      {"markers", "hop-markers " + std::string(name(c.hop_markers)) +
                       ": ttl = TTL-limited SYNs (ICMP time exceeded), addr = SYNs to the "
                       "router's own address (RST/ACK)"},
       {"pacing",
