@@ -7,6 +7,7 @@
 
 #include "app/capacity_run.hpp"
 #include "app/hops_run.hpp"
+#include "app/run_notes.hpp"
 #include "app/runner.hpp"
 #include "app/session.hpp"
 #include "estimate/availbw.hpp"
@@ -711,7 +712,7 @@ MeasureResult run_measure(const Config& c, const std::atomic<bool>& stop) {
   const unsigned drops_before = session->prober->capture_stats().dropped;
   AvailbwResult a = run_availbw_phase(*session, c, stop, C, t_end);
   const unsigned drops = session->prober->capture_stats().dropped - drops_before;
-  session->prober->note({{"kind", "drops"}, {"phase", "availbw"}, {"count", drops}});
+  session->prober->note(note_json(DropsNote{"availbw", drops}));
   add_availbw(m, std::move(a), drops);
   finish();
   return m;
