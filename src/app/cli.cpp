@@ -139,6 +139,23 @@ void command_defaults(Config& c, const po::variables_map& vm) {
     c.min_trains = std::min(3, c.max_trains);
 }
 
+// The option table as Boost's description, in its three help sections, each
+// value bound to its field of `c`.
+po::options_description table_options(Config& c) {
+  po::options_description opts("Options");
+  po::options_description avail("Available bandwidth (availbw, measure)");
+  po::options_description hops_opts("Bottleneck hop (hops)");
+  for (const OptionSpec& o : option_table()) {
+    po::options_description& group = o.group == OptionGroup::kGeneral   ? opts
+                                     : o.group == OptionGroup::kAvailbw ? avail
+                                                                        : hops_opts;
+    group.add_options()(o.flags, semantic(o, c), o.help);
+  }
+  opts.add(avail);
+  opts.add(hops_opts);
+  return opts;
+}
+
 }  // namespace
 
 FrontEnd front_end(const std::vector<std::string>& args) {
@@ -179,18 +196,7 @@ CliResult parse_cli(const std::vector<std::string>& args) {
   CliResult r;
   Config& c = r.config;
 
-  // The three help sections, from the option table.
-  po::options_description opts("Options");
-  po::options_description avail("Available bandwidth (availbw, measure)");
-  po::options_description hops_opts("Bottleneck hop (hops)");
-  for (const OptionSpec& o : option_table()) {
-    po::options_description& group = o.group == OptionGroup::kGeneral   ? opts
-                                     : o.group == OptionGroup::kAvailbw ? avail
-                                                                        : hops_opts;
-    group.add_options()(o.flags, semantic(o, c), o.help);
-  }
-  opts.add(avail);
-  opts.add(hops_opts);
+  const po::options_description opts = table_options(c);
   std::ostringstream help;
   help << kUsage << "\n" << opts;
   r.help_text = help.str();
