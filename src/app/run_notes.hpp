@@ -99,6 +99,14 @@ struct DropsNote {
   unsigned count = 0;
 };
 
+// A stream of the shaper probe is about to be sent (not replayed: the
+// capacity phase's end note holds what the probe found).
+struct ShaperStreamNote {
+  static constexpr RecordKind kKind = RecordKind::kShaperStream;
+  int train = 0;
+  std::uint64_t bytes = 0;
+};
+
 // Strict: from_json reads every field with at() (the macro without _WITH_DEFAULT).
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TrainNote, phase, train, probes)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ReplyLimitNote, train)
@@ -107,6 +115,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StopNote, check)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StoppedNote, reason)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(BurstNote, max)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DropsNote, phase, count)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ShaperStreamNote, train, bytes)
 
 // The note as written: `extra` (a phase's own fields), the struct's fields
 // and its "kind".

@@ -15,6 +15,8 @@ TEST_CASE("run notes are written in the recorded format", "[run_notes]") {
   CHECK(note_json(BurstNote{7}) == json({{"kind", "burst"}, {"max", 7}}));
   CHECK(note_json(DropsNote{"hops", 2u}) ==
         json({{"kind", "drops"}, {"phase", "hops"}, {"count", 2u}}));
+  CHECK(note_json(ShaperStreamNote{2, 32000000}) ==
+        json({{"kind", "shaper_stream"}, {"train", 2}, {"bytes", 32000000}}));
   CHECK(note_json(ReplyLimitNote{3}) == json({{"kind", "reply_limit"}, {"train", 3}}));
   CHECK(note_json(TrainDoneNote{3, 10, 20}) ==
         json({{"kind", "train_done"}, {"train", 3}, {"start_mono", 10}, {"end_mono", 20}}));
