@@ -51,30 +51,6 @@ CapacityTrainParams train_params(const Config& c, const FlowId& flow, int n, int
 
 }  // namespace
 
-nlohmann::json params_json(const Config& c) {
-  return {{"interface", c.interface},
-          {"source", c.source},
-          {"port", c.port},
-          {"source_port", c.sport},
-          {"packet_size", c.packet_size},
-          {"load_packets", c.load_packets},
-          {"markers", c.markers},
-          {"drain_packets", c.drain_packets},
-          {"train_dispersion_s", c.target_dispersion_s},
-          {"max_load_packets", c.max_load_packets},
-          {"length_ratio", c.length_ratio},
-          {"min_trains", c.min_trains},
-          {"max_trains", c.max_trains},
-          {"precision", c.precision},
-          {"max_load", c.max_load},
-          {"max_time_s", c.max_time_s},
-          {"max_bytes", c.max_bytes},
-          {"max_rate_bps", c.max_rate_bps},
-          {"max_replies_per_s", c.max_replies},
-          {"discovery_tries", c.discovery_tries},
-          {"reply_timeout_s", c.reply_timeout_s}};
-}
-
 nlohmann::json capacity_checks_note(const std::vector<Warning>& before,
                                     const CapacityResult& res) {
   nlohmann::json removed = nlohmann::json::array();

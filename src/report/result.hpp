@@ -153,7 +153,7 @@ struct RateRecord {
 
 struct AvailbwResult {
   bool valid = false;
-  std::string method;
+  std::string method;  // name(Method) of the search; "" when it did not run
   double availbw_bps = 0;
   double low_bps = 0;
   double high_bps = 0;

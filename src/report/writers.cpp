@@ -285,7 +285,7 @@ std::string to_text(const MeasureResult& m) {
   const AvailbwResult& a = m.availbw;
   std::ostringstream o;
   char buf[256];
-  o << "linkwidth " << m.command << " to " << r.target;
+  o << "linkwidth " << name(m.command) << " to " << r.target;
   if (r.target != r.target_addr) o << " (" << r.target_addr << ")";
   o << ", " << port_phrase(r.marker_kind, r.port) << ", via " << r.interface << " from "
     << r.source << "\n";

@@ -112,7 +112,7 @@ class FakeRunner : public ProbeRunner {
 
 Config capacity_config() {
   Config c;
-  c.command = "capacity";
+  c.command = Command::kCapacity;
   c.max_trains = 40;
   c.min_trains = 5;
   return c;
@@ -211,7 +211,7 @@ TEST_CASE("the avail-bw search finds a scripted knee through the same runner", "
   // the response curve's knee, the avail-bw, is at 60 Mbit/s.
   FakeRunner fake(60e6);
   Config c = capacity_config();
-  c.command = "availbw";
+  c.command = Command::kAvailbw;
   SeqAllocator seqs(1);
   PhasePath path{FlowId{kSelf, kTarget, 40000, 33435}, 1500, 0.002, seqs};
   AvailbwResult res;
