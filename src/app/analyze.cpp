@@ -301,6 +301,8 @@ class ReplayRunner : public ProbeRunner {
     bytes_ = ph.run.value("bytes0", std::uint64_t{0});
     packets_ = ph.run.value("packets0", std::uint64_t{0});
     reply_wait_ = ph.run.value("reply_wait", Nanos{0});
+    // The --max-load budget an earlier phase left (hops: its idle reads it).
+    set_load_capacity(ph.run.value("load_capacity_bps", 0.0));
     for (const auto& e : ph.events) {
       if (e.kind == RecordKind::kStop) stop_at_ = read_note<StopNote>(e.note).check;
     }

@@ -58,13 +58,18 @@ class PacedTrains {
     *out = paced_train_sample(run.train, run.outcome, res_);
     settle(out, run.replies_limited);
     // Idle: the average probing rate stays under max_load of the train's own
-    // rate (pathload's rule: idle >= span·(1/max_load - 1)), and the
-    // bottleneck queue the train may have built drains (>= 2·N·L/C).
+    // rate (pathload's rule: idle >= span·(1/max_load - 1)) and of the
+    // capacity the runner budgets with (estimate/load_budget.hpp: a train
+    // offered above it, e.g. a response train at a capacity estimate inflated
+    // by lost load, counts as if it took its bits' time at that capacity),
+    // and the bottleneck queue the train may have built drains (>= 2·N·L/C).
     double load_bits = 0;
     for (const auto& p : train.probes) load_bits += 8.0 * p.ip_len;
     const double sent_span = std::max(out->send_span_s, to_seconds(span));
+    const double budget = r_.load_capacity() > 0 ? r_.load_capacity() : capacity_;
+    const double at_budget = std::max(sent_span, load_bits / budget);
     const double idle = std::max(
-        {sent_span * (1.0 / c_.max_load - 1.0), 2.0 * load_bits / capacity_, to_seconds(min_idle)});
+        {at_budget / c_.max_load - sent_span, 2.0 * load_bits / capacity_, to_seconds(min_idle)});
     next_start_ = std::max(run.end_mono, run.start_mono + from_seconds(sent_span + idle));
     if (out->stalled) r_.after_stall();
     return true;
@@ -579,6 +584,11 @@ AvailbwResult run_availbw_phase(Session& ss, const Config& c, const std::atomic<
                    {"t_cap", t_cap},
                    {"config", config_json(c)}});
   LiveRunner runner(ss, c, "availbw", t_cap);
+  // The --max-load budget: the capacity searched under, or the lower rate an
+  // earlier phase budgeted with (a capacity estimate inflated by lost load is
+  // not the one to trust here either).
+  runner.set_load_capacity(ss.load.capacity_bps > 0 ? std::min(ss.load.capacity_bps, capacity_bps)
+                                                    : capacity_bps);
   PhasePath path{ss.flow, ss.packet_size, ss.disc.rtt_s, ss.seqs};
   search_availbw(runner, path, c, capacity_bps, t_cap, res);
   // Not re-derived offline: noted for `linkwidth analyze`.

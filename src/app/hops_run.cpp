@@ -14,6 +14,7 @@
 #include "app/runner.hpp"
 #include "app/session.hpp"
 #include "estimate/hops.hpp"
+#include "estimate/load_budget.hpp"
 #include "linkwidth/error.hpp"
 #include "plan/hops_plan.hpp"
 #include "plan/target_marker.hpp"
@@ -88,7 +89,8 @@ HopsResult run_hops(Session& s, const Config& c, const std::atomic<bool>&) {
                   {"packets0", s.prober->packets_sent()},
                   {"packet_size", L},
                   {"rtt_s", s.disc.rtt_s},
-                  {"reply_wait", lw::reply_wait(s, c)}});
+                  {"reply_wait", lw::reply_wait(s, c)},
+                  {"load_capacity_bps", io.load_capacity()}});
   PhasePath path{s.flow, L, s.disc.rtt_s, s.seqs};
   // Replies from the nearest router are due first: the busy windows follow
   // the smallest reply time the hops trains see, not the target's RTT.
@@ -344,6 +346,7 @@ void run_hop_trains(ProbeRunner& io, const Config& c, PhasePath& path_info, Nano
   const int H = p.H;
   res.stop_reason = StopReason::kMaxTrains;
   Nanos next_start = io.now();
+  const double known_capacity = io.load_capacity();  // an earlier phase's budget (0: none)
   for (int i = 0; i < c.max_trains; ++i) {
     RecursiveTrainParams rp;
     rp.flow = path_info.flow;
@@ -394,11 +397,18 @@ void run_hop_trains(ProbeRunner& io, const Config& c, PhasePath& path_info, Nano
       res.warnings.push_back({WarningCode::kRepliesStopped, "no hop answered 3 trains in a row"});
       break;
     }
-    // Idle so the average probing rate stays under max_load of the slowest hop.
-    const double rate = s.slowest_bps > 0 ? s.slowest_bps : 0;
-    const double train_time =
-        rate > 0 ? train_bits / rate : to_seconds(run.end_mono - run.start_mono);
-    next_start = std::max(run.end_mono, run.start_mono + from_seconds(train_time / c.max_load));
+    // Idle so the average probing rate stays under max_load of the slowest
+    // hop, and of the capacity an earlier phase budgeted with (measure), the
+    // lower of the two (estimate/load_budget.hpp). No hop rate yet: that
+    // capacity, else kUnknownPathBps (not the time the train took to leave
+    // us: that is our own interface's rate, not the path's).
+    double rate = s.slowest_bps > 0    ? s.slowest_bps
+                  : known_capacity > 0 ? known_capacity
+                                       : kUnknownPathBps;
+    if (known_capacity > 0) rate = std::min(rate, known_capacity);
+    io.set_load_capacity(rate);
+    next_start =
+        std::max(run.end_mono, run.start_mono + from_seconds(train_bits / rate / c.max_load));
   }
   res.load_packets = s.n;
 }

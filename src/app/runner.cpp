@@ -14,7 +14,12 @@ Nanos busy_wait(double expect_s) {
 }
 
 LiveRunner::LiveRunner(Session& s, const Config& c, const char* phase, Nanos t_cap)
-    : s_(s), c_(c), phase_(phase), t_cap_(t_cap), reply_wait_(lw::reply_wait(s, c)) {}
+    : s_(s), c_(c), phase_(phase), t_cap_(t_cap), reply_wait_(lw::reply_wait(s, c)) {
+  begin_load_phase(s_);
+}
+
+void LiveRunner::set_load_capacity(double capacity_bps) { s_.load.capacity_bps = capacity_bps; }
+double LiveRunner::load_capacity() const { return s_.load.capacity_bps; }
 
 StopReason LiveRunner::refuse(StopReason why) {
   // The replay reads the gate's verdict from here (app/analyze.cpp).
@@ -27,7 +32,8 @@ StopReason LiveRunner::admit(const Train& train, const std::function<Nanos()>& s
   if (stopped()) return refuse(StopReason::kInterrupted);
   if (s_.prober->bytes_sent() + train.total_bytes() > c_.max_bytes)
     return refuse(StopReason::kMaxBytes);
-  const Nanos start = start_at();
+  // The phase's own idle rule, and the --max-load gate on what was really sent.
+  const Nanos start = std::max(start_at(), load_ready(s_, c_, train.total_bytes()));
   if (std::max(start, mono_now()) + span + reply_wait_ > t_cap_)
     return refuse(StopReason::kMaxTime);
   wait_until(start);
