@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "app/run_notes.hpp"
 #include "app/session.hpp"
 #include "estimate/shaper.hpp"
 #include "match/match.hpp"
@@ -98,7 +99,7 @@ ShaperRecord run_shaper_probe(Session& s, const Config& c, const std::atomic<boo
     // its tail when the shaper's queue overflows.
     if (!wait_for_reply_budget(s, s.dst, static_cast<int>(t.markers.size()), t_cap - wait_replies))
       break;
-    s.prober->note({{"kind", "shaper_stream"}, {"train", t.id}, {"bytes", t.total_bytes()}});
+    s.prober->note(note_json(ShaperStreamNote{t.id, t.total_bytes()}));
     const TrainRun run = s.prober->run(t, t.markers, wait_replies, false, 2 * kMs, 0, quiet);
     ++rec.streams;
     rec.probed = true;
