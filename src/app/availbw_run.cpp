@@ -129,10 +129,22 @@ PacedTrainRecord record_of(const Train& t, const PacedSample& s, int packet_size
   return r;
 }
 
-// Median of the trains' numbers that have them (0 if none).
+// Median of the trains' numbers that have them (0 if none), over the trains
+// that say something about the path. A train our host sent off schedule
+// (send_stall) or whose replies do not count (unusable) is left out: a stall
+// and its catch-up burst move the train's offered rate by tens of % either
+// way (a 3.5 ms time slice inside a 3 ms train) and its ratio to 10 or more;
+// on a busy host, where most trains of a fleet can stall, their median put
+// the search's bracket where the fleet's decided trains were never sent
+// (issue 11: the 100M/40M regression).
+bool counts(const PacedTrainRecord& t) {
+  return t.verdict != "send_stall" && t.verdict != "unusable";
+}
+
 void summarize(RateRecord& rr) {
   std::vector<double> off, rec, rat;
   for (const auto& t : rr.trains) {
+    if (!counts(t)) continue;
     if (t.offered_bps > 0) off.push_back(t.offered_bps);
     if (t.received_bps > 0) rec.push_back(t.received_bps);
     if (t.ratio > 0) rat.push_back(t.ratio);
@@ -178,8 +190,13 @@ void report_fleet_estimate(const FleetSearch& search, const std::vector<Response
                            const std::vector<ResponseSample>& slope_points, double C,
                            const Config& c, AvailbwResult& res) {
   const double omega = res.resolution_bps;
-  const AvailbwEstimate est =
+  AvailbwEstimate est =
       estimate_availbw(response, noise, search.low(), search.high(), C, slope_points);
+  // issue 11 (tight != narrow): no response trains ran; the fleets' own
+  // medians may still show the line above the knee.
+  if (response.empty()) {
+    apply_fleet_hinge(est, search.history(), noise, search.low(), search.high(), C);
+  }
   // The reported range adds the search's resolution ω on each side: the
   // estimate's error in the lab is of that order (benchmark median 3% of the
   // avail-bw, a few % of C), and a range narrower than the typical error would
@@ -324,7 +341,11 @@ void run_fleet_method(PacedTrains& runner, PhasePath& path, const Config& c, dou
     *lost = 0;
     bool settled = false;
     CapacityTrainParams tp;
-    for (int k = 0; k < c.fleet_trains && !settled; ++k) {
+    // Trains our host sent off schedule get no verdict: send others in their
+    // place (at most K more), so a fleet on a busy host still decides on K
+    // trains instead of the one or two that were not stalled.
+    int stalled = 0;
+    for (int k = 0; k < c.fleet_trains + std::min(stalled, c.fleet_trains) && !settled; ++k) {
       // A reply limit found on the way may cut the markers.
       tp = search_train(c, path.flow, L, rate, scale, runner.reply_burst());
       const Train t = make_capacity_train(tp, res.trains_sent, path.seqs);
@@ -332,6 +353,7 @@ void run_fleet_method(PacedTrains& runner, PhasePath& path, const Config& c, dou
       if (!runner.run(t, &s)) break;
       std::string v;
       if (s.stalled) {
+        ++stalled;
         v = "send_stall";  // our host, not the path: no verdict
       } else if (s.lost) {
         ++*lost;
@@ -380,16 +402,18 @@ void run_fleet_method(PacedTrains& runner, PhasePath& path, const Config& c, dou
       rec[j].at_s = to_seconds(runner.now() - t0);
       tp[j] = search_train(c, path.flow, L, rates[j], scale, runner.reply_burst());
     }
-    int lost = 0;
+    int lost = 0, stalled = 0;
     const int min_n = 2 * c.fleet_trains, max_n = 5 * c.fleet_trains;
-    for (int i = 0; i < max_n; ++i) {
+    // Stalled trains are replaced, at most max_n of them (see the fleets).
+    for (int i = 0; i < max_n + std::min(stalled, max_n); ++i) {
       const int j = i % 2;
       const Train t = make_capacity_train(tp[j], res.trains_sent, path.seqs);
       PacedSample s;
       if (!runner.run(t, &s)) break;
+      stalled += s.stalled ? 1 : 0;
       std::string v = s.stalled ? "send_stall" : s.lost ? "lost" : !s.usable ? "unusable" : "";
       if (v.empty()) {
-        response.push_back({s.offered_bps, s.ratio});
+        response.push_back({s.offered_bps, s.ratio, j});
         v = train_verdict_name(classify_train(s.ratio, false, noise));
       }
       lost += s.lost && !s.stalled ? 1 : 0;
@@ -407,8 +431,10 @@ void run_fleet_method(PacedTrains& runner, PhasePath& path, const Config& c, dou
       if (static_cast<int>(response.size()) >= min_n) {
         // issue 11: the crossing's error with the capacity it will use (the
         // tight link's from the slope carries the slope's error too).
-        if (response_crossing_tight(response, noise.baseline, C, slope_points).se_bps <=
-            omega / 2) {
+        // Over the rates that lie above the knee (response_above_knee).
+        const auto above = response_above_knee(response, noise);
+        if (above.size() >= 2 &&
+            response_crossing_tight(above, noise.baseline, C, slope_points).se_bps <= omega / 2) {
           break;
         }
       }
@@ -443,6 +469,9 @@ void run_fleet_method(PacedTrains& runner, PhasePath& path, const Config& c, dou
     int lost = 0;
     if (!fleet(rate, "search", &fv, &lost)) break;
     const RateRecord& rr = res.rates.back();
+    // A fleet whose every train stalled (or said nothing) has no verdict,
+    // not a grey one: it must not narrow the grey band.
+    if (std::none_of(rr.trains.begin(), rr.trains.end(), counts)) continue;
     // The bracket holds the rates we really offered (the markers add a little
     // to the rate asked for).
     const double offered = rr.offered_bps > 0 ? rr.offered_bps : rate;
