@@ -241,10 +241,28 @@ CapacityTrains capacity_trains(ProbeRunner& runner, const Config& c, PhasePath& 
   double best_rate = 0;  // highest per-train rate seen: a bound for idle budgeting
   CapacityEstimate est;
 
+  // Two offered rates (estimate/capacity.hpp, fit_rate_dependence): the
+  // trains cycle short/long at our fastest rate, then short/long paced at
+  // slow_train_rate() of the fast trains' measured rate (median of the last
+  // five) and the estimate so far. `fast_rates` holds the measured offered
+  // rates of fast trains, sizing trains included.
+  std::vector<double> fast_rates;
+  bool any_slow = false;
   for (int i = 0; i < c.max_trains; ++i) {
     const int group = sized && two_lengths ? tally.measured() % 2 : 0;
     const int n_train = group == 1 ? static_cast<int>(std::lround(n * c.length_ratio)) : n;
-    const Train train = make_capacity_train(train_params(c, path.flow, n_train, L), i, path.seqs);
+    double slow_bps = 0;
+    if (sized && two_lengths && (tally.measured() / 2) % 2 == 1 && !fast_rates.empty()) {
+      const std::vector<double> recent(
+          fast_rates.end() - std::min<std::ptrdiff_t>(5, static_cast<std::ptrdiff_t>(fast_rates.size())),
+          fast_rates.end());
+      slow_bps = slow_train_rate(median(recent), est.valid ? est.capacity_bps : best_rate);
+    }
+    CapacityTrainParams tp = train_params(c, path.flow, n_train, L);
+    // Slower than the fast trains (and so than every cap): only the gap grows.
+    if (slow_bps > 0) tp.gap = std::max(tp.gap, gap_for_rate(slow_bps, L));
+    any_slow = any_slow || slow_bps > 0;
+    const Train train = make_capacity_train(tp, i, path.seqs);
     const StopReason why = runner.admit(train, [&] { return next_start; });
     if (why != StopReason::kNone) {
       res.stop_reason = why;
@@ -261,6 +279,7 @@ CapacityTrains capacity_trains(ProbeRunner& runner, const Config& c, PhasePath& 
               {"short_load_packets", n},
               {"group", group},
               {"sizing", !sized},
+              {"slow_bps", slow_bps},
               {"packet_size", L}};
     const TrainResult run = runner.run(train, o);
     // The target's reply limit, not the path, took this train's replies.
@@ -268,6 +287,9 @@ CapacityTrains capacity_trains(ProbeRunner& runner, const Config& c, PhasePath& 
     add_reply_stamps(run.train, run.outcome, out.stamps);
     const TallyStep step = tally.add(run.train, run.outcome, n_train, n, group, !sized, L, res);
     const CapacitySample& s = step.sample;
+    if (slow_bps == 0 && s.offered_bps > 0 && s.verdict != SampleVerdict::kUnsent) {
+      fast_rates.push_back(s.offered_bps);
+    }
 
     if (step.path_mtu > 0) {
       // The packets shrink to the path MTU; sizing starts over.
@@ -352,7 +374,9 @@ CapacityTrains capacity_trains(ProbeRunner& runner, const Config& c, PhasePath& 
     }
 
     est = tally.estimate();
-    if (tally.enough(c.min_trains) && est.valid &&
+    // With slow trains in the cycle, not before the two-rate fit can see
+    // them (3 trains a cell at least, after losses): 16 measured trains.
+    if (tally.enough(c.min_trains) && est.valid && (!any_slow || tally.measured() >= 16) &&
         (est.high_bps - est.low_bps) / 2 <= c.precision * est.capacity_bps) {
       res.stop_reason = StopReason::kPrecision;
       break;

@@ -146,6 +146,12 @@ Nanos min_gap_for_rate(double rate_bps, int packet_size) {
   return static_cast<Nanos>(std::ceil(8.0 * packet_size * 1e9 / rate_bps));
 }
 
+double slow_train_rate(double fast_bps, double capacity_bps) {
+  if (!(fast_bps > 0) || !(capacity_bps > 0)) return 0;
+  const double slow = std::max(fast_bps / 2.5, 2 * capacity_bps);
+  return slow * 1.5 <= fast_bps ? slow : 0;
+}
+
 void apply_rate_cap(CapacityTrainParams& p, double max_rate_bps) {
   const int bare = bare_tcp_len(p.flow.dst);  // a marker: 40 bytes over IPv4, 60 over IPv6
   p.gap = std::max(p.gap, min_gap_for_rate(max_rate_bps, p.packet_size + bare));

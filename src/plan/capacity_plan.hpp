@@ -72,6 +72,17 @@ void apply_rate_cap(CapacityTrainParams& p, double max_rate_bps);
 // of the schedule) just enough that first_over_rate(t, rate_bps, burst) is -1.
 void space_to_rate(Train& t, double rate_bps, double burst_bytes = kRateBurstBytes);
 
+// The second offered rate of the capacity trains (estimate/capacity.hpp,
+// fit_rate_dependence): `fast_bps` is the rate our back-to-back (or
+// --max-rate paced) trains were measured to leave at, `capacity_bps` the
+// estimate so far (which cross traffic biases low). The slow trains go at
+// fast / 2.5, but at least 2 x the estimate so that the path still
+// compresses them (and the narrow link stays busy through the whole train),
+// and only when that is still 1.5x apart from the fast rate: 0 otherwise
+// (one rate, as before). Being slower than trains we already send, they
+// stay within every rate cap.
+double slow_train_rate(double fast_bps, double capacity_bps);
+
 // Hands out unique marker sequence numbers for one run (step 2 keeps them
 // distinct even if a middlebox adds 1 to what it acknowledges).
 class SeqAllocator {
