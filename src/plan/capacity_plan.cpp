@@ -27,6 +27,19 @@ Probe base_probe(const FlowId& flow, std::uint8_t ttl, int train_id) {
 
 }  // namespace
 
+void push_flow_probe(Train& t, const FlowId& flow, std::uint8_t ttl, std::uint8_t flags,
+                     std::uint32_t seq, std::uint16_t ip_len, Role role, Nanos offset) {
+  Probe q = base_probe(flow, ttl, t.id);
+  q.flags = flags;
+  q.seq = seq;
+  q.ip_len = ip_len;
+  q.role = role;
+  q.offset = offset;
+  q.index = static_cast<int>(t.probes.size());
+  q.ip_id = static_cast<std::uint16_t>(q.index);
+  t.probes.push_back(q);
+}
+
 Train make_capacity_train(const CapacityTrainParams& p, int train_id, SeqAllocator& seqs) {
   Train t;
   t.id = train_id;
@@ -91,15 +104,7 @@ Train make_pair_train(const PairTrainParams& p, int train_id, SeqAllocator& seqs
   Train t;
   t.id = train_id;
   auto probe = [&](std::uint8_t flags, std::uint16_t len, Role role, Nanos offset) {
-    Probe q = base_probe(p.flow, p.ttl, train_id);
-    q.flags = flags;
-    q.seq = seqs.next();
-    q.ip_len = len;
-    q.role = role;
-    q.offset = offset;
-    q.index = static_cast<int>(t.probes.size());
-    q.ip_id = static_cast<std::uint16_t>(q.index);
-    t.probes.push_back(q);
+    push_flow_probe(t, p.flow, p.ttl, flags, seqs.next(), len, role, offset);
   };
   // Head SYN with the first load packet right behind it; pair j's packets
   // Δr_i apart, pairs Δr_t apart; the tail SYN right behind the last load

@@ -22,6 +22,12 @@ struct FlowId {
   TargetMarker marker = TargetMarker::kClosedSyn;
 };
 
+// Appends to `t` a probe of `flow` (addresses, ports, IPv6 flow label) with
+// these fields, its index and IP ID its position in the train. The one place
+// a train's probe is filled in (capacity, pair and shaper trains).
+void push_flow_probe(Train& t, const FlowId& flow, std::uint8_t ttl, std::uint8_t flags,
+                     std::uint32_t seq, std::uint16_t ip_len, Role role, Nanos offset);
+
 struct CapacityTrainParams {
   FlowId flow;
   int load_packets = 32;             // N
