@@ -310,7 +310,10 @@ CapacityTrains capacity_trains(ProbeRunner& runner, const Config& c, PhasePath& 
     if (!sized && s.capacity_bps > 0 && s.verdict != SampleVerdict::kLostReply) {
       shaper_hints.fast_bps = std::max(shaper_hints.fast_bps, s.capacity_bps);
     }
-    const bool slower = s.kept() && rate_drop_suggests_bucket(shaper_hints.fast_bps, s.capacity_bps);
+    // (Not a slow train: paced trains meet more cross traffic and read lower
+    // without any bucket.)
+    const bool slower = slow_bps == 0 && s.kept() &&
+                        rate_drop_suggests_bucket(shaper_hints.fast_bps, s.capacity_bps);
     // A compressed train far slower than an earlier (shorter) one, or a train
     // that lost replies after one that came back fast: only an uncompressed
     // train would show our own sending rate, which a busy host lowers.
