@@ -252,7 +252,7 @@ CapacityTrains capacity_trains(ProbeRunner& runner, const Config& c, PhasePath& 
     const int group = sized && two_lengths ? tally.measured() % 2 : 0;
     const int n_train = group == 1 ? static_cast<int>(std::lround(n * c.length_ratio)) : n;
     double slow_bps = 0;
-    if (sized && two_lengths && (tally.measured() / 2) % 2 == 1 && !fast_rates.empty()) {
+    if (sized && two_lengths && slow_train_turn(tally.measured()) && !fast_rates.empty()) {
       const std::vector<double> recent(
           fast_rates.end() - std::min<std::ptrdiff_t>(5, static_cast<std::ptrdiff_t>(fast_rates.size())),
           fast_rates.end());

@@ -99,8 +99,12 @@ struct SlopeEstimate {
   CapacityEstimate capacity;
   double offset_s = 0;  // a: dispersion not explained by the bits
 };
+// `q`: the quantile used as each group's location (dispersion_location's
+// 0.25 unless the caller knows better).
 SlopeEstimate estimate_capacity_slope(const std::vector<double>& short_disp_s, double short_bits,
-                                      const std::vector<double>& long_disp_s, double long_bits);
+                                      const std::vector<double>& long_disp_s, double long_bits,
+                                      double q = 0.25);
+constexpr double kCrossTrafficQuantile = 0.10;
 
 // Cross traffic that reaches the narrow link while a train is arriving there
 // queues between its packets: a train of `bits` arriving over a span S meets

@@ -157,6 +157,10 @@ double slow_train_rate(double fast_bps, double capacity_bps) {
   return slow * 1.5 <= fast_bps ? slow : 0;
 }
 
+bool slow_train_turn(int measured) {
+  return (measured / 2) % kSlowTrainCycle == kSlowTrainCycle - 1;
+}
+
 void apply_rate_cap(CapacityTrainParams& p, double max_rate_bps) {
   const int bare = bare_tcp_len(p.flow.dst);  // a marker: 40 bytes over IPv4, 60 over IPv6
   p.gap = std::max(p.gap, min_gap_for_rate(max_rate_bps, p.packet_size + bare));

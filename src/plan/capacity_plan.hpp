@@ -88,6 +88,10 @@ void space_to_rate(Train& t, double rate_bps, double burst_bytes = kRateBurstByt
 // (one rate, as before). Being slower than trains we already send, they
 // stay within every rate cap.
 double slow_train_rate(double fast_bps, double capacity_bps);
+// Whether the `measured`-th measured train (0-based; lengths alternate short,
+// long) goes at the slow rate: pairs of trains cycle fast, ..., slow.
+bool slow_train_turn(int measured);
+constexpr int kSlowTrainCycle = 2;  // every kSlowTrainCycle-th pair is slow
 
 // Hands out unique marker sequence numbers for one run (step 2 keeps them
 // distinct even if a middlebox adds 1 to what it acknowledges).

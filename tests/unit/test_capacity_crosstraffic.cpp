@@ -314,7 +314,7 @@ TwoRateEstimate two_rate_run(LinkSim& sim, double fast_bps, double lost = 0) {
   std::vector<TrainDispersion> v;
   for (int k = 0; k < 40; ++k) {
     const int group = k % 2;
-    const bool is_slow = slow > 0 && (k / 2) % 2 == 1;
+    const bool is_slow = slow > 0 && slow_train_turn(k);
     const double rate =
         is_slow ? slow * (0.9 + 0.1 * u(sim.rng)) : fast_bps * (0.75 + 0.3 * u(sim.rng));
     const LinkSim::Out o = sim.train(group ? 2 * n : n, rate);
