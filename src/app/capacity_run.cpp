@@ -248,6 +248,8 @@ CapacityTrains capacity_trains(ProbeRunner& runner, const Config& c, PhasePath& 
   // rates of fast trains, sizing trains included.
   std::vector<double> fast_rates;
   bool any_slow = false;
+  double slow_rate = 0;  // the slow trains' rate, once chosen
+  std::vector<double> kept_rate[2];  // per-train rates of kept measured trains: fast, slow
   for (int i = 0; i < c.max_trains; ++i) {
     const int group = sized && two_lengths ? tally.measured() % 2 : 0;
     const int n_train = group == 1 ? static_cast<int>(std::lround(n * c.length_ratio)) : n;
@@ -256,7 +258,12 @@ CapacityTrains capacity_trains(ProbeRunner& runner, const Config& c, PhasePath& 
       const std::vector<double> recent(
           fast_rates.end() - std::min<std::ptrdiff_t>(5, static_cast<std::ptrdiff_t>(fast_rates.size())),
           fast_rates.end());
-      slow_bps = slow_train_rate(median(recent), est.valid ? est.capacity_bps : best_rate);
+      // Chosen once per run: a corrected (higher) estimate later would close
+      // the gap to the fast rate and stop the very trains the fit needs.
+      if (slow_rate <= 0) {
+        slow_rate = slow_train_rate(median(recent), est.valid ? est.capacity_bps : best_rate);
+      }
+      slow_bps = slow_rate;
     }
     CapacityTrainParams tp = train_params(c, path.flow, n_train, L);
     // Slower than the fast trains (and so than every cap): only the gap grows.
@@ -290,6 +297,7 @@ CapacityTrains capacity_trains(ProbeRunner& runner, const Config& c, PhasePath& 
     if (slow_bps == 0 && s.offered_bps > 0 && s.verdict != SampleVerdict::kUnsent) {
       fast_rates.push_back(s.offered_bps);
     }
+    if (sized && s.kept()) kept_rate[slow_bps > 0].push_back(s.capacity_bps);
 
     if (step.path_mtu > 0) {
       // The packets shrink to the path MTU; sizing starts over.
@@ -378,8 +386,14 @@ CapacityTrains capacity_trains(ProbeRunner& runner, const Config& c, PhasePath& 
 
     est = tally.estimate();
     // With slow trains in the cycle, not before the two-rate fit can see
-    // them (3 trains a cell at least, after losses): 16 measured trains.
-    if (tally.enough(c.min_trains) && est.valid && (!any_slow || tally.measured() >= 16) &&
+    // them (3 trains a cell at least, after losses: 16 measured trains),
+    // unless two cycles in, the slow trains read as fast as the fast ones
+    // (no cross traffic to correct for: a clean path stops as early as it did).
+    const bool slow_agree =
+        kept_rate[1].size() >= 2 && kept_rate[0].size() >= 2 &&
+        median(kept_rate[1]) >= (1 - std::max(0.02, 2 * c.precision)) * median(kept_rate[0]);
+    const bool fit_ready = !any_slow || tally.measured() >= 16 || slow_agree;
+    if (tally.enough(c.min_trains) && est.valid && fit_ready &&
         (est.high_bps - est.low_bps) / 2 <= c.precision * est.capacity_bps) {
       res.stop_reason = StopReason::kPrecision;
       break;

