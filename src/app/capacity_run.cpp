@@ -234,10 +234,36 @@ CapacityTrains capacity_trains(ProbeRunner& runner, const Config& c, PhasePath& 
   std::vector<double> group_rates[2];  // kept measured trains' rates: short, long
   CapacityEstimate est;
 
+  // Two offered rates (estimate/capacity.hpp, fit_rate_dependence): the
+  // trains cycle short/long at our fastest rate, then short/long paced at
+  // slow_train_rate() of the fast trains' measured rate (median of the last
+  // five) and the estimate so far. `fast_rates` holds the measured offered
+  // rates of fast trains, sizing trains included.
+  std::vector<double> fast_rates;
+  bool any_slow = false;
+  double slow_rate = 0;  // the slow trains' rate, once chosen
+  std::vector<double> kept_rate[2];  // per-train rates of kept measured trains: fast, slow
   for (int i = 0; i < c.max_trains; ++i) {
     const int group = sized && two_lengths ? tally.measured() % 2 : 0;
     const int n_train = group == 1 ? static_cast<int>(std::lround(n * c.length_ratio)) : n;
-    const Train train = make_capacity_train(train_params(c, path.flow, n_train, L), i, path.seqs);
+    double slow_bps = 0;
+    if (sized && two_lengths && slow_train_turn(tally.measured()) && !fast_rates.empty()) {
+      const std::vector<double> recent(
+          fast_rates.end() - std::min<std::ptrdiff_t>(5, static_cast<std::ptrdiff_t>(fast_rates.size())),
+          fast_rates.end());
+      // Chosen once per run: a corrected (higher) estimate later would close
+      // the gap to the fast rate and stop the very trains the fit needs.
+      if (slow_rate <= 0) {
+        const double best = rates.empty() ? 0 : *std::max_element(rates.begin(), rates.end());
+        slow_rate = slow_train_rate(median(recent), est.valid ? est.capacity_bps : best);
+      }
+      slow_bps = slow_rate;
+    }
+    CapacityTrainParams tp = train_params(c, path.flow, n_train, L);
+    // Slower than the fast trains (and so than every cap): only the gap grows.
+    if (slow_bps > 0) tp.gap = std::max(tp.gap, gap_for_rate(slow_bps, L));
+    any_slow = any_slow || slow_bps > 0;
+    const Train train = make_capacity_train(tp, i, path.seqs);
     const StopReason why = runner.admit(train, [&] { return next_start; });
     if (why != StopReason::kNone) {
       res.stop_reason = why;
@@ -254,6 +280,7 @@ CapacityTrains capacity_trains(ProbeRunner& runner, const Config& c, PhasePath& 
               {"short_load_packets", n},
               {"group", group},
               {"sizing", !sized},
+              {"slow_bps", slow_bps},
               {"packet_size", L}};
     const TrainResult run = runner.run(train, o);
     // The target's reply limit, not the path, took this train's replies.
@@ -262,6 +289,10 @@ CapacityTrains capacity_trains(ProbeRunner& runner, const Config& c, PhasePath& 
     const TallyStep step = tally.add(run.train, run.outcome, n_train, n, group, !sized, L, res);
     const CapacitySample& s = step.sample;
     if (sized && s.kept()) group_rates[group].push_back(s.capacity_bps);
+    if (slow_bps == 0 && s.offered_bps > 0 && s.verdict != SampleVerdict::kUnsent) {
+      fast_rates.push_back(s.offered_bps);
+    }
+    if (sized && s.kept()) kept_rate[slow_bps > 0].push_back(s.capacity_bps);
 
     if (step.path_mtu > 0) {
       // The packets shrink to the path MTU; sizing starts over.
@@ -284,7 +315,10 @@ CapacityTrains capacity_trains(ProbeRunner& runner, const Config& c, PhasePath& 
     if (!sized && s.capacity_bps > 0 && s.verdict != SampleVerdict::kLostReply) {
       shaper_hints.fast_bps = std::max(shaper_hints.fast_bps, s.capacity_bps);
     }
-    const bool slower = s.kept() && rate_drop_suggests_bucket(shaper_hints.fast_bps, s.capacity_bps);
+    // (Not a slow train: paced trains meet more cross traffic and read lower
+    // without any bucket.)
+    const bool slower = slow_bps == 0 && s.kept() &&
+                        rate_drop_suggests_bucket(shaper_hints.fast_bps, s.capacity_bps);
     // A compressed train far slower than an earlier (shorter) one, or a train
     // that lost replies after one that came back fast: only an uncompressed
     // train would show our own sending rate, which a busy host lowers.
@@ -354,7 +388,15 @@ CapacityTrains capacity_trains(ProbeRunner& runner, const Config& c, PhasePath& 
       break;
     }
 
-    if (tally.enough(c.min_trains) && est.valid &&
+    // With slow trains in the cycle, not before the two-rate fit can see
+    // them (3 trains a cell at least, after losses: 16 measured trains),
+    // unless two cycles in, the slow trains read as fast as the fast ones
+    // (no cross traffic to correct for: a clean path stops as early as it did).
+    const bool slow_agree =
+        kept_rate[1].size() >= 2 && kept_rate[0].size() >= 2 &&
+        median(kept_rate[1]) >= (1 - std::max(0.02, 2 * c.precision)) * median(kept_rate[0]);
+    const bool fit_ready = !any_slow || tally.measured() >= 16 || slow_agree;
+    if (tally.enough(c.min_trains) && est.valid && fit_ready &&
         (est.high_bps - est.low_bps) / 2 <= c.precision * est.capacity_bps) {
       res.stop_reason = StopReason::kPrecision;
       break;

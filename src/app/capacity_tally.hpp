@@ -56,6 +56,10 @@ class CapacityTally {
   // The estimate from the samples so far (slope of two lengths, else KDE).
   const CapacityEstimate& estimate();
   bool enough(int min_trains) const;
+  // The last estimate() extrapolated over two offered rates (cross traffic
+  // on the narrow link showed in the dispersions; estimate/capacity.hpp).
+  bool rate_corrected() const { return two_rate_.rate_corrected; }
+  const TwoRateEstimate& two_rate() const { return two_rate_; }
   // Trains counted since sizing ended (or the last restart): picks the group.
   int measured() const { return measured_; }
 
@@ -74,6 +78,7 @@ class CapacityTally {
     std::vector<double> left_ratio;  // left dispersion / reply dispersion, kept trains
     std::vector<double> kept_bits;   // bits after the head of each kept train
     std::vector<double> kept_disp;   // and its reply dispersion
+    std::vector<TrainDispersion> trains;  // kept trains, for the two-rate fit
   };
   void conclude(CapacityResult& res) const;
   void check_quantisation(CapacityResult& res) const;
@@ -85,6 +90,7 @@ class CapacityTally {
   int measured_ = 0;
   int long_losses_ = 0;
   CapacityEstimate est_;
+  TwoRateEstimate two_rate_;
   double offset_s_ = 0;
   // Every reply's arrival, per train (all trains of the run): the timestamp
   // quantisation check looks at their gaps.

@@ -99,8 +99,71 @@ struct SlopeEstimate {
   CapacityEstimate capacity;
   double offset_s = 0;  // a: dispersion not explained by the bits
 };
+// `q`: the quantile used as each group's location (dispersion_location's
+// 0.25 unless the caller knows better).
 SlopeEstimate estimate_capacity_slope(const std::vector<double>& short_disp_s, double short_bits,
-                                      const std::vector<double>& long_disp_s, double long_bits);
+                                      const std::vector<double>& long_disp_s, double long_bits,
+                                      double q = 0.25);
+constexpr double kCrossTrafficQuantile = 0.10;
+
+// Cross traffic that reaches the narrow link while a train is arriving there
+// queues between its packets: a train of `bits` arriving over a span S meets
+// on average X*S bits of it, so its dispersion is, on average,
+//   D = a + bits/C + (X/C) S
+// (TOPP's and PRC-MT's linear response above the available bandwidth, 003
+// §3.5 and 004: per bit, 1/C (1 + X/R) at arrival rate R = bits/S). The
+// two-length slope alone reads C / (1 + X/R). Trains of two lengths sent at
+// two clearly different rates make bits and S separable: a least-squares fit
+// of D on (bits, S) over the trains gives 1/C as the coefficient of bits, the
+// value extrapolated to R -> infinity. It is a fit of the *mean* dispersion
+// (the mean, unlike a quantile, is linear in the cross traffic a train meets,
+// which is why the quartile slope cannot be corrected this way), so gross
+// outliers (a host wake-up) are trimmed first with a deliberately loose rule.
+// S is the train's measured send span (our send times, head to tail), which
+// equals its arrival span at the narrow link only when no link before it
+// spreads the train; a spread train arrives at the same rate whatever we
+// send, its dispersion does not depend on S, and the fit's X/C shrinks
+// towards 0: the correction then does no harm but no good either.
+struct TrainDispersion {
+  double bits = 0;     // bits after the head marker
+  double send_s = 0;   // measured send dispersion, head to tail
+  double reply_s = 0;  // reply dispersion, head to tail
+  int group = 0;       // train length: 0 short, 1 long
+};
+struct RateFit {
+  // The trains were offered at two rates far enough apart (per length group,
+  // at least 3 trains at each, median 1/R apart by >= kMinPaceRatio).
+  bool possible = false;
+  // The dispersion grows with the send span beyond noise (the 95% bootstrap
+  // interval of X/C excludes 0): `capacity` is the extrapolation and should
+  // be reported; otherwise the caller keeps the pooled slope.
+  bool applied = false;
+  CapacityEstimate capacity;  // C = 1 / (coefficient of bits), bootstrap 95% interval
+  double cross_ratio = 0;     // X/C, the coefficient of S
+  double cross_ratio_low = 0, cross_ratio_high = 0;
+  double offset_s = 0;
+  int trimmed = 0;            // trains left out as outliers
+};
+constexpr double kMinPaceRatio = 1.4;
+RateFit fit_rate_dependence(const std::vector<TrainDispersion>& trains);
+
+// The estimate from trains of two lengths, sent at one or two rates: the
+// pooled two-length slope (estimate_capacity_slope over all trains of each
+// length), unless fit_rate_dependence() finds the dispersion growing with the
+// send span beyond noise; then its extrapolation, with the fit's own
+// bootstrap interval (wider than the pooled slope's: extrapolating amplifies
+// the noise, which is why it is used only when the rate dependence shows).
+struct TwoRateEstimate {
+  CapacityEstimate capacity;
+  SlopeEstimate pooled;
+  RateFit rate;
+  bool rate_corrected = false;
+  // The fit saw the dispersions grow with the send span (cross traffic on
+  // the narrow link), whether or not it replaced the fast trains' slope:
+  // every per-train sample then carries the bias.
+  bool cross_traffic_seen() const { return rate.possible && rate.cross_ratio_low > 0; }
+};
+TwoRateEstimate estimate_capacity_two_rates(const std::vector<TrainDispersion>& trains);
 
 // The slope removes the fixed offset but is a difference of two dispersions:
 // with bursty cross traffic and few trains its interval can be very wide (a

@@ -27,6 +27,19 @@ Probe base_probe(const FlowId& flow, std::uint8_t ttl, int train_id) {
 
 }  // namespace
 
+void push_flow_probe(Train& t, const FlowId& flow, std::uint8_t ttl, std::uint8_t flags,
+                     std::uint32_t seq, std::uint16_t ip_len, Role role, Nanos offset) {
+  Probe q = base_probe(flow, ttl, t.id);
+  q.flags = flags;
+  q.seq = seq;
+  q.ip_len = ip_len;
+  q.role = role;
+  q.offset = offset;
+  q.index = static_cast<int>(t.probes.size());
+  q.ip_id = static_cast<std::uint16_t>(q.index);
+  t.probes.push_back(q);
+}
+
 Train make_capacity_train(const CapacityTrainParams& p, int train_id, SeqAllocator& seqs) {
   Train t;
   t.id = train_id;
@@ -91,15 +104,7 @@ Train make_pair_train(const PairTrainParams& p, int train_id, SeqAllocator& seqs
   Train t;
   t.id = train_id;
   auto probe = [&](std::uint8_t flags, std::uint16_t len, Role role, Nanos offset) {
-    Probe q = base_probe(p.flow, p.ttl, train_id);
-    q.flags = flags;
-    q.seq = seqs.next();
-    q.ip_len = len;
-    q.role = role;
-    q.offset = offset;
-    q.index = static_cast<int>(t.probes.size());
-    q.ip_id = static_cast<std::uint16_t>(q.index);
-    t.probes.push_back(q);
+    push_flow_probe(t, p.flow, p.ttl, flags, seqs.next(), len, role, offset);
   };
   // Head SYN with the first load packet right behind it; pair j's packets
   // Δr_i apart, pairs Δr_t apart; the tail SYN right behind the last load
@@ -144,6 +149,16 @@ Nanos gap_for_rate(double rate_bps, int packet_size) {
 
 Nanos min_gap_for_rate(double rate_bps, int packet_size) {
   return static_cast<Nanos>(std::ceil(8.0 * packet_size * 1e9 / rate_bps));
+}
+
+double slow_train_rate(double fast_bps, double capacity_bps) {
+  if (!(fast_bps > 0) || !(capacity_bps > 0)) return 0;
+  const double slow = std::max(fast_bps / 2.5, 2 * capacity_bps);
+  return slow * 1.5 <= fast_bps ? slow : 0;
+}
+
+bool slow_train_turn(int measured) {
+  return (measured / 2) % kSlowTrainCycle == kSlowTrainCycle - 1;
 }
 
 void apply_rate_cap(CapacityTrainParams& p, double max_rate_bps) {

@@ -22,6 +22,12 @@ struct FlowId {
   TargetMarker marker = TargetMarker::kClosedSyn;
 };
 
+// Appends to `t` a probe of `flow` (addresses, ports, IPv6 flow label) with
+// these fields, its index and IP ID its position in the train. The one place
+// a train's probe is filled in (capacity, pair and shaper trains).
+void push_flow_probe(Train& t, const FlowId& flow, std::uint8_t ttl, std::uint8_t flags,
+                     std::uint32_t seq, std::uint16_t ip_len, Role role, Nanos offset);
+
 struct CapacityTrainParams {
   FlowId flow;
   int load_packets = 32;             // N
@@ -71,6 +77,21 @@ void apply_rate_cap(CapacityTrainParams& p, double max_rate_bps);
 // For any train: delays packets (and everything after them, keeping the rest
 // of the schedule) just enough that first_over_rate(t, rate_bps, burst) is -1.
 void space_to_rate(Train& t, double rate_bps, double burst_bytes = kRateBurstBytes);
+
+// The second offered rate of the capacity trains (estimate/capacity.hpp,
+// fit_rate_dependence): `fast_bps` is the rate our back-to-back (or
+// --max-rate paced) trains were measured to leave at, `capacity_bps` the
+// estimate so far (which cross traffic biases low). The slow trains go at
+// fast / 2.5, but at least 2 x the estimate so that the path still
+// compresses them (and the narrow link stays busy through the whole train),
+// and only when that is still 1.5x apart from the fast rate: 0 otherwise
+// (one rate, as before). Being slower than trains we already send, they
+// stay within every rate cap.
+double slow_train_rate(double fast_bps, double capacity_bps);
+// Whether the `measured`-th measured train (0-based; lengths alternate short,
+// long) goes at the slow rate: pairs of trains cycle fast, ..., slow.
+bool slow_train_turn(int measured);
+constexpr int kSlowTrainCycle = 2;  // every kSlowTrainCycle-th pair is slow
 
 // Hands out unique marker sequence numbers for one run (step 2 keeps them
 // distinct even if a middlebox adds 1 to what it acknowledges).

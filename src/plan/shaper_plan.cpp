@@ -37,22 +37,7 @@ Train make_shaper_train(const ShaperStreamParams& p, int train_id, SeqAllocator&
   Train t;
   t.id = train_id;
   auto push = [&](std::uint8_t flags, std::uint16_t len, Role role, Nanos offset) {
-    Probe q;
-    q.src = p.flow.src;
-    q.dst = p.flow.dst;
-    q.sport = p.flow.sport;
-    q.dport = p.flow.dport;
-    q.flow_label = p.flow.flow_label;  // IPv6: the run's one label (ECMP)
-    q.ttl = p.ttl;
-    q.train = train_id;
-    q.flags = flags;
-    q.seq = seqs.next();
-    q.ip_len = len;
-    q.role = role;
-    q.offset = offset;
-    q.index = static_cast<int>(t.probes.size());
-    q.ip_id = static_cast<std::uint16_t>(q.index);
-    t.probes.push_back(q);
+    push_flow_probe(t, p.flow, p.ttl, flags, seqs.next(), len, role, offset);
   };
   const Nanos lead = 50 * kUs;  // warm-up SYN ahead of the head, as capacity trains
   // Bare SYNs: 40 bytes over IPv4, 60 over IPv6 (the builder refuses less).

@@ -26,6 +26,8 @@ namespace lw {
   X(kCaptureIncomplete, "capture_incomplete",                                                     \
     "analyze: the capture ends before the run did; the result covers what it holds")              \
   X(kCaptureTruncated, "capture_truncated", "analyze: the capture file ends inside a packet")     \
+  X(kCrossTrafficCorrected, "cross_traffic_corrected",                                            \
+    "dispersions grew with the send span: capacity extrapolated over two offered rates")          \
   X(kDuplicateReplies, "duplicate_replies",                                                       \
     "replies arrived more than once; the first copy of each was used")                            \
   X(kFewReplies, "few_replies",                                                                   \

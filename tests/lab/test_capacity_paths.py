@@ -70,10 +70,17 @@ CLASSES = {
                          lab.Link(rate=120e6)], _every_link),
     # 15 KB queue on a 20 Mbit/s link, light (10 %) bursty cross traffic
     "small_queue_20m": ([lab.Link(rate=None), lab.Link(rate=20e6, limit=15000)], _small_queue),
+    # the cbr80 path probed by a slow sender: trains offered at 300 Mbit/s at most
+    # (--max-rate 300M), as a busy host or a loaded CI VM sends them
+    "cbr80_slow_sender": ([lab.Link(rate=None), lab.Link(rate=100e6)], _cbr80),
     # our own interface is the narrow link: htb 50 Mbit/s, 25 % from a cross
     # host on link 1 (through the same qdisc)
     "local_htb25": ([lab.Link(rate=50e6, shaper="htb"), lab.Link(rate=None)], _local_htb),
 }
+
+
+# extra capacity options per class
+EXTRA_ARGS = {"cbr80_slow_sender": ["--max-rate", "300M"]}
 
 
 def run_class(name, runs=3):
@@ -87,7 +94,7 @@ def run_class(name, runs=3):
             time.sleep(0.5)
             for _ in range(runs):
                 cmd = (["taskset", "-c", "0"] if PIN else []) + [BIN, "capacity", L.target_ip,
-                                                                 "--json"]
+                                                                 "--json"] + EXTRA_ARGS.get(name, [])
                 p = L.run_in_prober(cmd, timeout=90)
                 out.append((p.returncode, json.loads(p.stdout), truth))
         finally:
@@ -137,7 +144,19 @@ def _results(name):
 # ones), so its 40 trains take about 7.7 s, under the 20 s every class gets.
 
 
+# The slow sender (--max-rate 300M): the two-rate fit removes the bias (one
+# rate read 70.8, 71.0, 77.2 here) and its interval held the truth in every
+# run measured, but with 40 trains under iperf3's 1 ms bursts its point
+# estimate scatters by up to -8%/+13% (README, "Cross traffic and the
+# capacity"): the median of 3 is within 3% in about half the rounds.
+KNOWN_NOISY = {"cbr80_slow_sender"}
+
+
 def _param(n):
+    if n in KNOWN_NOISY:
+        return pytest.param(n, marks=pytest.mark.xfail(
+            reason="issue 11: two-rate extrapolation scatters by -8%/+13% with 40 trains",
+            strict=False))
     if n in KNOWN_LOW:
         return pytest.param(n, marks=pytest.mark.xfail(reason="issue 11: reads 14-18% low",
                                                        strict=False))

@@ -19,12 +19,15 @@
 
 #include "estimate/capacity.hpp"
 #include "estimate/stats.hpp"
+#include "plan/capacity_plan.hpp"
 
 using namespace lw;
 
 namespace {
 
-enum class Cross { kNone, kCbr, kPoisson, kOnOff };
+// kIperf: constant rate as iperf3 sends it, in bursts every 1 ms (its pacing
+// timer): 80 Mbit/s is 7 full-size packets per millisecond.
+enum class Cross { kNone, kCbr, kPoisson, kOnOff, kIperf };
 
 struct LinkSim {
   double C = 100e6;  // narrow link, bit/s
@@ -32,6 +35,8 @@ struct LinkSim {
   Cross kind = Cross::kNone;
   double noise_lo = 20e-6, noise_hi = 200e-6;  // reply timestamp noise, s
   double line_bps = 1e9;                       // our own interface (back-to-back spacing)
+  // A link before the narrow one that spreads the train to this rate (0: none).
+  double upstream_bps = 0;
   std::mt19937 rng{7};
 
   // Cross-traffic arrivals (time, bits) over [0, span).
@@ -39,7 +44,12 @@ struct LinkSim {
     std::vector<std::pair<double, double>> v;
     if (kind == Cross::kNone || X <= 0) return v;
     std::uniform_real_distribution<double> u(0, 1);
-    if (kind == Cross::kCbr) {
+    if (kind == Cross::kIperf) {
+      const double burst = X * 1e-3;  // bits per millisecond
+      for (double t = u(rng) * 1e-3; t < span; t += 1e-3) {
+        for (double b = 0; b < burst; b += 12000) v.push_back({t, std::min(12000.0, burst - b)});
+      }
+    } else if (kind == Cross::kCbr) {
       const double gap = 12000 / X;
       for (double t = u(rng) * gap; t < span; t += gap) v.push_back({t, 12000});
     } else if (kind == Cross::kPoisson) {
@@ -109,11 +119,13 @@ struct LinkSim {
   Out train(int n, double rate) {
     const double t0 = 5e-3;
     std::vector<std::pair<double, double>> ours;  // arrival at the narrow link, bits
-    double t = t0;
+    double t = t0, sent = t0;
     ours.push_back({t, 320});
     for (int i = 0; i <= n; ++i) {
       const double bits = i < n ? 12000 : 320;
-      t += rate > 0 ? 12000 / rate : bits / line_bps;
+      sent += rate > 0 ? 12000 / rate : bits / line_bps;
+      // The upstream link serves each packet at its rate, FIFO behind the last.
+      t = upstream_bps > 0 ? std::max(sent, t + bits / upstream_bps) : sent;
       ours.push_back({t, bits});
     }
     auto x = cross(t + 0.05);
@@ -137,7 +149,7 @@ struct LinkSim {
     tail += nz(rng);
     double bits = 0;
     for (std::size_t i = 1; i < ours.size(); ++i) bits += ours[i].second;
-    return {tail - head, ours.back().first - ours.front().first, bits};
+    return {tail - head, sent - t0, bits};
   }
 };
 
@@ -279,4 +291,170 @@ TEST_CASE("CapProbe pairs under 20-200 us reply noise: far worse than trains at 
   CHECK(median(errs) > 0.03);
   const Tally trains = trials(100e6, 0, Cross::kNone, 1e9);
   CHECK(median(trains.errs) < 0.01);
+}
+
+// ---- Two offered rates (estimate_capacity_two_rates) ----------------------
+namespace {
+
+struct TwoRate {
+  std::vector<double> errs, pooled_errs;
+  int held = 0, corrected = 0;
+};
+
+// One simulated run as capacity_run plans it: a sizing train back to back,
+// then 40 trains cycling short/long x fast/slow; the fast ones leave this host
+// at `fast_bps` x U[0.75, 1.05] (a busy CPU), the slow ones paced at
+// slow_train_rate(fast, sizing estimate) x U[0.9, 1.0]; a fraction `lost` of
+// the trains rejected. Returns the estimate.
+TwoRateEstimate two_rate_run(LinkSim& sim, double fast_bps, double lost = 0) {
+  const int n = std::max(8, int(std::ceil(0.003 * sim.C / 12000)));
+  std::uniform_real_distribution<double> u(0, 1);
+  const LinkSim::Out sizing = sim.train(16, fast_bps);
+  const double slow = slow_train_rate(fast_bps, sizing.bits / sizing.reply);
+  std::vector<TrainDispersion> v;
+  for (int k = 0; k < 40; ++k) {
+    const int group = k % 2;
+    const bool is_slow = slow > 0 && slow_train_turn(k);
+    const double rate =
+        is_slow ? slow * (0.9 + 0.1 * u(sim.rng)) : fast_bps * (0.75 + 0.3 * u(sim.rng));
+    const LinkSim::Out o = sim.train(group ? 2 * n : n, rate);
+    if (u(sim.rng) < lost) continue;
+    if (o.send * 1.1 > o.reply) continue;  // not compressed: not kept (evaluate_capacity_train)
+    v.push_back({o.bits, o.send, o.reply, group});
+  }
+  return estimate_capacity_two_rates(v);
+}
+
+TwoRate two_rate_trials(double C, double util, Cross kind, double fast_bps, double lost = 0,
+                        double upstream = 0, int seeds = 9) {
+  TwoRate t;
+  for (int seed = 1; seed <= seeds; ++seed) {
+    LinkSim sim;
+    sim.C = C;
+    sim.X = util * C;
+    sim.kind = kind;
+    sim.upstream_bps = upstream;
+    sim.rng.seed(seed);
+    const TwoRateEstimate e = two_rate_run(sim, fast_bps, lost);
+    REQUIRE(e.capacity.valid);
+    t.errs.push_back(std::fabs(e.capacity.capacity_bps / C - 1));
+    t.pooled_errs.push_back(std::fabs(e.pooled.capacity.capacity_bps / C - 1));
+    t.held += e.capacity.low_bps <= C && C <= e.capacity.high_bps;
+    t.corrected += e.rate_corrected;
+  }
+  return t;
+}
+
+}  // namespace
+
+// The one-rate estimate on the same path, all trains at `fast_bps`.
+double one_rate_median(double C, double util, Cross kind, double fast_bps, double upstream = 0) {
+  std::vector<double> errs;
+  for (int seed = 1; seed <= 9; ++seed) {
+    LinkSim sim;
+    sim.C = C;
+    sim.X = util * C;
+    sim.kind = kind;
+    sim.line_bps = fast_bps;
+    sim.upstream_bps = upstream;
+    sim.rng.seed(seed);
+    errs.push_back(std::fabs(run(sim, 20, 0.1).slope.capacity.capacity_bps / C - 1));
+  }
+  return median(errs);
+}
+
+#define REPORT(tag, t)                                                                     \
+  INFO(tag << ": median |err| " << median(t.errs) << " 90th " << quantile(t.errs, 0.9)   \
+           << " held " << t.held << "/9 corrected " << t.corrected << "/9")
+
+TEST_CASE("two rates: constant-rate cross traffic at 80% is corrected to ~1% at any sender speed",
+          "[capacity][crosstraffic][tworate]") {
+  for (double fast : {300e6, 500e6, 900e6}) {
+    const TwoRate t = two_rate_trials(100e6, 0.8, Cross::kCbr, fast, 0.1);
+    const double before = one_rate_median(100e6, 0.8, Cross::kCbr, fast);
+    REPORT("sender " << fast / 1e6 << " one rate " << before, t);
+    CHECK(median(t.errs) <= 0.015);
+    CHECK(quantile(t.errs, 0.9) <= 0.03);
+    CHECK(t.held >= 8);
+    CHECK(t.corrected >= 8);
+    // One rate reads C / (1 + X/R): 21%, 14%, 8% low.
+    CHECK(before > 0.06);
+  }
+}
+
+TEST_CASE("two rates: Poisson and iperf-like bursty cross traffic at 80%: the bias shrinks",
+          "[capacity][crosstraffic][tworate]") {
+  for (Cross kind : {Cross::kPoisson, Cross::kIperf}) {
+    for (double fast : {300e6, 500e6, 900e6}) {
+      const TwoRate t = two_rate_trials(100e6, 0.8, kind, fast, 0.1);
+      const double before = one_rate_median(100e6, 0.8, kind, fast);
+      REPORT("kind " << int(kind) << " sender " << fast / 1e6 << " one rate " << before, t);
+      CHECK(median(t.errs) <= (fast < 400e6 ? 0.08 : 0.05));
+      // Where one rate was far off, the bias shrinks; where it was close (a
+      // fast sender under bursty traffic: its lower quartile finds trains
+      // that met no burst), sending half the trains slower costs a little.
+      if (before > 0.05) {
+        CHECK(median(t.errs) < 0.6 * before);
+      } else {
+        CHECK(median(t.errs) <= before + 0.015);
+      }
+      CHECK(t.held >= 7);
+    }
+  }
+}
+
+TEST_CASE("two rates: no cross traffic, the correction does not move the estimate",
+          "[capacity][crosstraffic][tworate]") {
+  for (double fast : {300e6, 900e6}) {
+    const TwoRate t = two_rate_trials(100e6, 0, Cross::kNone, fast, 0.1);
+    const double before = one_rate_median(100e6, 0, Cross::kNone, fast);
+    REPORT("clean, sender " << fast / 1e6 << " one rate " << before, t);
+    CHECK(median(t.errs) <= before + 0.005);
+    CHECK(median(t.errs) <= 0.01);
+    CHECK(quantile(t.errs, 0.9) <= 0.025);
+    CHECK(t.held >= 7);
+    CHECK(t.corrected <= 2);  // a 95% test: a rare false alarm, not a habit
+  }
+}
+
+TEST_CASE("two rates: a train spread before the narrow link: no correction, no harm",
+          "[capacity][crosstraffic][tworate]") {
+  // Both rates arrive at 150 Mbit/s: the send span says nothing about the
+  // arrival span, the fit finds no rate dependence and the slope stays as
+  // it was (about -13%; issue 11's 4-hop class remains open).
+  for (double fast : {300e6, 900e6}) {
+    const TwoRate t = two_rate_trials(80e6, 0.3, Cross::kPoisson, fast, 0.1, 150e6);
+    const double before = one_rate_median(80e6, 0.3, Cross::kPoisson, fast, 150e6);
+    REPORT("upstream 150, sender " << fast / 1e6 << " one rate " << before, t);
+    CHECK(median(t.errs) <= before + 0.01);
+    CHECK(t.corrected <= 2);
+  }
+}
+
+TEST_CASE("two rates: the fit needs two rates and enough trains of each",
+          "[capacity][crosstraffic][tworate]") {
+  std::vector<TrainDispersion> v;
+  for (int k = 0; k < 20; ++k) v.push_back({12000.0 * (k % 2 ? 50 : 25), 1e-3 * (k % 2 ? 2 : 1),
+                                            1e-3 * (k % 2 ? 7.8 : 3.9), k % 2});
+  CHECK_FALSE(fit_rate_dependence(v).possible);  // one rate: bits and span collinear
+  const TwoRateEstimate e = estimate_capacity_two_rates(v);
+  CHECK(e.capacity.valid);
+  CHECK_FALSE(e.rate_corrected);
+  CHECK_FALSE(fit_rate_dependence({}).possible);
+  v.resize(5);
+  CHECK_FALSE(fit_rate_dependence(v).possible);
+  // Exact model, two rates: D = 0.1 ms + bits / 100 Mbit/s + 0.8 S.
+  v.clear();
+  for (int k = 0; k < 24; ++k) {
+    const double bits = 12000.0 * (k % 2 ? 50 : 25);
+    const double rate = (k / 2) % 2 ? 150e6 : 300e6;
+    const double S = bits / rate;
+    v.push_back({bits, S, 1e-4 + bits / 100e6 + 0.8 * S + 1e-6 * (k % 3), k % 2});
+  }
+  const RateFit f = fit_rate_dependence(v);
+  REQUIRE(f.possible);
+  CHECK(f.capacity.capacity_bps == Approx(100e6).epsilon(0.01));
+  CHECK(f.cross_ratio == Approx(0.8).epsilon(0.02));
+  CHECK(f.applied);
+  CHECK(estimate_capacity_two_rates(v).rate_corrected);
 }
