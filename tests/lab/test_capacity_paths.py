@@ -11,7 +11,7 @@ linkwidth runs pinned to CPU 0 and the cross-traffic generators to CPU 1 (on
 this small VM they otherwise compete for one core and the cross traffic
 stalls while we send, which is not how real cross traffic behaves).
 
-Bounds (busy 2-core machine): the median of 3 runs within 3 % of the truth
+Bounds (busy 2-core machine): the median of 5 runs within 3 % of the truth
 (the 4-hop class is an expected failure: issue 11), and, as an expected
 failure until the estimator handles cross traffic every train meets, each run
 within 5 % or its 95 % interval holding the truth.
@@ -83,7 +83,7 @@ CLASSES = {
 EXTRA_ARGS = {"cbr80_slow_sender": ["--max-rate", "300M"]}
 
 
-def run_class(name, runs=3):
+def run_class(name, runs=5):
     """[(exit code, document, truth)] for `runs` capacity runs on class `name`."""
     links, start = CLASSES[name]
     out = []
@@ -130,7 +130,12 @@ _RESULTS = {}
 
 
 def _results(name):
-    """3 runs per class, shared by the two tests of a class (one lab each)."""
+    """5 runs per class, shared by the two tests of a class (one lab each).
+
+    Five, not three: at 80% constant-rate load about one run in seven reads
+    3-7% low (2 of 14 cbr80_remote runs on this VM on 2026-11-23, before and
+    after the two-rate fit), so a median of 3 fails about one CI run in
+    twenty while a median of 5 fails about one in fifty."""
     if name not in _RESULTS:
         _RESULTS[name] = run_class(name)
     return _RESULTS[name]
