@@ -782,3 +782,59 @@ TEST_CASE("replies behind IPv6 extension headers pass the capture filter, decode
   CHECK_FALSE(narrow.passes(elsewhere));
   CHECK_FALSE(wide.passes(elsewhere));
 }
+
+TEST_CASE("scoped link-local targets: the zone becomes the scope id; a missing or unknown one is a usage error",
+          "[ipv6][cli][safety]") {
+  const std::uint32_t lo = zone_index("lo");
+  REQUIRE(lo != 0);  // every namespace has a loopback interface
+  CHECK(zone_index(std::to_string(lo)) == lo);
+  CHECK(zone_index("") == 0);
+  CHECK(zone_index("no-such-if0") == 0);
+  CHECK(zone_index("4294967295") == 0);
+  CHECK(zone_index("99999999999999999999") == 0);
+  CHECK(zone_index("eth0/../x") == 0);
+
+  // Parsing only: nothing is sent to these addresses.
+  const IpAddr by_name = resolve_target("fe80::1%lo");
+  CHECK(by_name == A("fe80::1"));
+  CHECK(by_name.scope_id() == lo);
+  CHECK(resolve_target("fe80::1%" + std::to_string(lo)).scope_id() == lo);
+  CHECK(resolve_target("fe80::1%lo", 6).scope_id() == lo);
+  CHECK(forbidden_target_reason(by_name).empty());
+  // The zone is not part of the address's identity: a reply (no zone on the
+  // wire) equals the target, and hashes alike.
+  CHECK(IpAddr::v6_from(A("fe80::1").bytes6().data()) == by_name);
+  CHECK(std::hash<IpAddr>()(A("fe80::1")) == std::hash<IpAddr>()(by_name));
+  CHECK(by_name.str() == "fe80::1");
+  CHECK(IpAddr(0xC6120302u).with_scope(lo).scope_id() == 0);  // IPv4 has no zones
+
+  auto usage_error = [](const std::string& target, int family = 0) -> std::string {
+    try {
+      resolve_target(target, family);
+    } catch (const UsageError& e) {
+      CHECK(e.exit_code() == ExitCode::kUsage);
+      return e.what();
+    }
+    FAIL("accepted " << target);
+    return "";
+  };
+  CHECK(usage_error("fe80::1%no-such-if0").find("unknown zone 'no-such-if0'") != std::string::npos);
+  CHECK(usage_error("fe80::1%").find("unknown zone ''") != std::string::npos);
+  CHECK(usage_error("fe80::1%99999999").find("unknown zone") != std::string::npos);
+  CHECK(usage_error("2001:2:0:3::2%lo").find("only with a link-local") != std::string::npos);
+  CHECK(usage_error("198.18.3.2%lo").find("neither a host name") != std::string::npos);
+  CHECK(usage_error("%lo").find("neither a host name") != std::string::npos);
+  CHECK(usage_error("fe80::1%lo", 4).find("IPv6 address") != std::string::npos);
+
+  // Without a zone: refused with one sentence that says how to give one.
+  const std::string why = forbidden_target_reason(A("fe80::1"));
+  CHECK(why.find("without a zone") != std::string::npos);
+  CHECK(why.find("fe80::1%<interface>") != std::string::npos);
+  CHECK(forbidden_target_reason(A("febf::1")).find("without a zone") != std::string::npos);
+  // The zone lifts only the link-local rule.
+  CHECK_FALSE(forbidden_target_reason(A("ff02::1").with_scope(lo)).empty());
+
+  // --interface naming another interface than the zone: a usage error before
+  // any socket is opened.
+  CHECK_THROWS_AS(find_route(by_name, "no-such-if0", ""), UsageError);
+}
