@@ -911,6 +911,24 @@ class Lab:
                           f"{dst} meta l4proto tcp counter drop"]
         self._nft_table("target", "inet lwop", "input", rules, "an open-ports-only firewall")
 
+    def set_reply_routing_header(self, on: bool = True) -> None:
+        """Make the target's IPv6 packets to the prober's subnet carry a
+        segment routing header (RFC 8754, next header 43) all the way:
+        the target inserts it (seg6 lwtunnel, inline mode) with the router
+        before it as the one segment; that router (seg6 enabled on its ``dn``)
+        moves the packet on to the prober with segments left 0, header kept.
+        Needs Spec.ipv6 and a router before the target (N >= 2).
+        ``on=False``: the plain route again."""
+        self._need_v6()
+        if self.n < 2:
+            raise LabError("a routing header on the replies needs a router before the target")
+        hop = self.link_ip6(self.n, "up")
+        encap = f" encap seg6 mode inline segs {hop}" if on else ""
+        for dev in ("all", "dn"):
+            ns_script(self.ns(self.n - 1),
+                      [f"echo {int(on)} > /proc/sys/net/ipv6/conf/{dev}/seg6_enabled"])
+        ns_script(self.target_ns, [f"ip -6 route replace 2001:2:0:1::/64{encap} via {hop} dev up"])
+
     def half_open(self, node="target") -> List[str]:
         """Half-open TCP connections in ``node``: sockets in SYN-RECV (``ss``;
         request sockets are listed there) and conntrack entries in SYN_SENT or
