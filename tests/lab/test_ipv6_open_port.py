@@ -15,7 +15,7 @@ import statistics
 import pytest
 
 from labtest import LAB_MARKS, lab  # noqa: F401
-from test_open_port import no_half_open, open_only, run_tool, tcp_counters
+from test_open_port import capacity_against_only_443_open, no_half_open, open_only, run_tool
 
 pytestmark = LAB_MARKS
 
@@ -28,33 +28,7 @@ def v6lab(rates):
 def test_capacity_over_ipv6_against_only_443_open(stateful):
     with v6lab([None, 50e6, None]) as L:
         open_only(L, stateful)
-        truth = L.ground_truth_capacity(ip_len=1500)
-        L.drop_kernel_resets(True)
-        before = tcp_counters(L)
-        estimates = []
-        for _ in range(3):
-            code, doc, elapsed, err = run_tool(L, "capacity", L.target_ip6)
-            assert code == 0, (doc, err)
-            assert doc["target_addr"] == L.target_ip6
-            assert doc["marker_kind"] == "open_syn"
-            assert doc["port"] == 443
-            assert doc["rtt_s"] > 0
-            assert elapsed < 20
-            estimates.append(doc["capacity_bps"])
-            no_half_open(L)
-        # The prober kernel did answer SYN/ACKs, and none of its RSTs got out.
-        assert L.kernel_resets() > 0
-        after = tcp_counters(L)
-        assert after["TcpExtEmbryonicRsts"] - before["TcpExtEmbryonicRsts"] >= 3 * 3
-        assert after["TcpExtSyncookiesSent"] == before["TcpExtSyncookiesSent"]
-        assert after["TcpExtListenOverflows"] == before["TcpExtListenOverflows"]
-        est = statistics.median(estimates)
-        assert abs(est / truth - 1) <= 0.03, f"truth {truth:.0f}, estimates {estimates}"
-        if stateful:
-            entries = L.conntrack_entries("target")
-            assert any(e.startswith("ipv6") and "dport=443" in e for e in entries), entries
-        est_cp = L.exec("target", ["ss", "-Htan", "state", "established"])
-        assert est_cp.stdout.strip() == ""
+        capacity_against_only_443_open(L, L.target_ip6, stateful)
 
 
 def test_closed_ports_dropped_over_ipv4_too_on_a_dual_stack_target():

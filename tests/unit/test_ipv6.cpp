@@ -120,6 +120,30 @@ std::vector<std::uint8_t> rst_ack_for(const Probe& p) {
   return pkt;
 }
 
+// A train of `n` SYN markers (make6, sequence numbers seq0, seq0 + 10, ...),
+// each recorded as sent.
+struct SentTrain {
+  Train t;
+  std::vector<SendRecord> sent;
+};
+SentTrain syn_markers(int n, std::uint32_t seq0) {
+  SentTrain r;
+  r.t.id = 1;
+  for (int i = 0; i < n; ++i) {
+    Probe p = make6(kSyn, 60);
+    p.seq = seq0 + 10u * static_cast<std::uint32_t>(i);
+    p.index = i;
+    r.t.probes.push_back(p);
+    r.t.markers.push_back(i);
+  }
+  r.sent.resize(static_cast<std::size_t>(n));
+  for (auto& s : r.sent) {
+    s.sent = true;
+    s.actual_real = 5;
+  }
+  return r;
+}
+
 }  // namespace
 
 TEST_CASE("IpAddr: both families, text, order, hash", "[ipv6]") {
@@ -241,20 +265,7 @@ TEST_CASE("capacity trains over IPv6: 60-byte markers, one flow label", "[ipv6][
 
 TEST_CASE("the target's RST/ACK and ICMPv6 errors quoting our probe are matched", "[ipv6][match]") {
   PacketBuilder b;
-  Train t;
-  t.id = 1;
-  for (int i = 0; i < 3; ++i) {
-    Probe p = make6(kSyn, 60);
-    p.seq = 1000u + 10u * static_cast<std::uint32_t>(i);
-    p.index = i;
-    t.probes.push_back(p);
-    t.markers.push_back(i);
-  }
-  std::vector<SendRecord> sent(3);
-  for (auto& s : sent) {
-    s.sent = true;
-    s.actual_real = 5;
-  }
+  auto [t, sent] = syn_markers(3, 1000);
   std::vector<Decoded> cap;
   auto add = [&](const std::vector<std::uint8_t>& pkt, Nanos ts) {
     Decoded d;
@@ -699,20 +710,7 @@ struct Filter {
 TEST_CASE("replies behind IPv6 extension headers pass the capture filter, decode and match",
           "[ipv6][capture][decode]") {
   PacketBuilder b;
-  Train t;
-  t.id = 1;
-  for (int i = 0; i < 2; ++i) {
-    Probe p = make6(kSyn, 60);
-    p.seq = 5000u + 10u * static_cast<std::uint32_t>(i);
-    p.index = i;
-    t.probes.push_back(p);
-    t.markers.push_back(i);
-  }
-  std::vector<SendRecord> sent(2);
-  for (auto& s : sent) {
-    s.sent = true;
-    s.actual_real = 5;
-  }
+  auto [t, sent] = syn_markers(2, 5000);
   Probe at_router = t.probes[1];
   at_router.ttl = 1;
   const auto rst = rst_ack_for(t.probes[0]);
