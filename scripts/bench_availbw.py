@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Avail-bw benchmark: both methods of `linkwidth measure` over a grid of
 capacity x utilisation x cross-traffic kind, with iperf3's TCP throughput in
-the same conditions.
+the same conditions. --family 6: a dual-stack lab with linkwidth, the cross
+traffic and iperf3 all over IPv6 (2001:2::/48), into availbw_benchmark_ipv6.*
+unless --tag says otherwise.
 
 Lab: prober --(unshaped)-- r1 --(tbf rate R)-- target; cross traffic on the
 shaped link. Kinds: "udp" (iperf3 constant rate) and "bursty" (lw_crossgen:
@@ -26,10 +28,10 @@ import lab  # noqa: E402
 from benchlib import CROSS_CPU, PROBER_CPU, fmt, held, iperf3_tcp, measure_run, start_cross  # noqa: E402,E501
 
 
-def one_run(L, binary, method, extra, pin):
+def one_run(L, binary, method, extra, pin, target=None):
     # The hops phase has its own benchmark (bench_hops.py): leave it out here.
     code, doc, cross = measure_run(L, binary, ["--no-hops", "--method", method, *extra],
-                                   cpu=PROBER_CPU if pin else None)
+                                   cpu=PROBER_CPU if pin else None, target=target)
     truth = L.ground_truth_capacity(ip_len=1500) - cross
     a = doc.get("availbw_bps")
     lo, hi = doc.get("availbw_low_bps"), doc.get("availbw_high_bps")
@@ -63,10 +65,16 @@ def main():
     ap.add_argument("--out", default=os.path.join(ROOT, "results"))
     ap.add_argument("--tool-args", default="", help="extra linkwidth arguments")
     ap.add_argument("--lock", default="", help="flock this file around each condition")
-    ap.add_argument("--tag", default="")
+    ap.add_argument("--tag", default=None,
+                    help="suffix for the output file names (default: '' or '_ipv6')")
+    ap.add_argument("--family", type=int, choices=(4, 6), default=4,
+                    help="6: linkwidth, cross traffic and iperf3 over IPv6")
     ap.add_argument("--no-pin", action="store_true",
                     help="do not pin linkwidth to CPU 0 and the cross generator to CPU 1")
     args = ap.parse_args()
+    if args.tag is None:
+        args.tag = "_ipv6" if args.family == 6 else ""
+    v6 = args.family == 6
     os.makedirs(args.out, exist_ok=True)
     # The source the binary was built from: read before the runs, not after.
     commit = subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty"],
@@ -78,23 +86,25 @@ def main():
         for util in [int(u) for u in args.utils.split(",")]:
             for kind in (["none"] if util == 0 else args.kinds.split(",")):
                 with held(args.lock), lab.Lab(lab.Spec(
-                        links=[lab.Link(rate=None), lab.Link(rate=rate)])) as L:
+                        links=[lab.Link(rate=None), lab.Link(rate=rate)], ipv6=v6)) as L:
                     C = L.ground_truth_capacity(ip_len=1500)
                     cpu = None if args.no_pin else CROSS_CPU
-                    x = start_cross(L, kind, util / 100 * C, cpu) if util else None
+                    target = L.target_ip6 if v6 else L.target_ip
+                    x = start_cross(L, kind, util / 100 * C, cpu,
+                                    family=args.family) if util else None
                     try:
                         time.sleep(0.5)
                         cond = []
                         for run in range(args.runs):
                             for m in methods:
                                 r = one_run(L, args.bin, m, args.tool_args.split(),
-                                            not args.no_pin)
+                                            not args.no_pin, target)
                                 r.update({"rate_bps": rate, "util_pct": util, "kind": kind,
                                           "run": run})
                                 cond.append(r)
                                 print(f"{rate_text} {util}% {kind} {m}: err {r['error_pct']!s:.6}% "
                                       f"t {r['elapsed_s']!s:.5} s", flush=True)
-                        ip = iperf3_tcp(L, args.iperf_seconds)
+                        ip = iperf3_tcp(L, args.iperf_seconds, target=target)
                     finally:
                         if x:
                             x.stop()
@@ -115,7 +125,7 @@ def main():
 
     cmd = "python3 scripts/bench_availbw.py " + " ".join(sys.argv[1:])
     lines = [
-        "# Available-bandwidth benchmark", "",
+        "# Available-bandwidth benchmark" + (" over IPv6" if v6 else ""), "",
         f"Produced by `{cmd.strip()}` at commit {commit or '?'} on {datetime.date.today()} "
         f"({os.cpu_count()} cores). "
         f"Raw rows: `{base}.csv`.", "",
@@ -125,6 +135,8 @@ def main():
         "the link's counters during the run. Error = estimate / truth - 1. Time = the whole",
         "`linkwidth measure` (capacity phase included). iperf3: one TCP flow, cubic (this VM",
         f"defaults to BBR), {args.iperf_seconds} s, under the same cross traffic."
+        + (" Everything over IPv6: addresses in 2001:2::/48, 40-byte headers counted in "
+           "every IP-layer rate, UDP cross traffic with 1452-byte payloads." if v6 else "")
         + ("" if args.no_pin else " linkwidth ran pinned to CPU 0 and the cross-traffic "
            "generator to CPU 1 (on this 2-core VM they otherwise compete: the generator "
            "stalls while the prober sends)."), "",

@@ -33,19 +33,23 @@ def pinned(cmd, cpu):
     return cmd if cpu is None else ["taskset", "-c", str(cpu), *cmd]
 
 
-def start_cross(L, kind, ip_bps, cpu, link=2):
-    """Cross traffic of `kind` at `ip_bps` IP-layer bit/s on `link`."""
+def start_cross(L, kind, ip_bps, cpu, link=2, family=4):
+    """Cross traffic of `kind` at `ip_bps` IP-layer bit/s on `link`, over
+    IPv4 or IPv6 (`family`)."""
     if kind == "udp":
-        # iperf3 -b counts UDP payload: 1472 of every 1500 IP bytes.
-        return L.cross(link, "udp", rate=ip_bps * 1472 / 1500, cpu=cpu)
-    return L.cross(link, kind, rate=ip_bps, cpu=cpu)
+        # iperf3 -b counts UDP payload: 1472 of every 1500 IP bytes (IPv6: 1452).
+        payload = 1452 if family == 6 else 1472
+        return L.cross(link, "udp", rate=ip_bps * payload / 1500, cpu=cpu, family=family,
+                       size=payload)
+    return L.cross(link, kind, rate=ip_bps, cpu=cpu, family=family)
 
 
-def measure_run(L, binary, args, cpu=None, cross_link=2, timeout=180):
-    """One `linkwidth measure TARGET --json ARGS`: (exit code, JSON document,
-    IP-layer bit/s of cross traffic that crossed `cross_link` meanwhile)."""
+def measure_run(L, binary, args, cpu=None, cross_link=2, timeout=180, target=None):
+    """One `linkwidth measure TARGET --json ARGS` (TARGET: `target`, default
+    the lab target's IPv4 address): (exit code, JSON document, IP-layer bit/s
+    of cross traffic that crossed `cross_link` meanwhile)."""
     w = L.cross_window(cross_link)
-    p = L.run_in_prober(pinned([binary, "measure", L.target_ip, "--json", *args], cpu),
+    p = L.run_in_prober(pinned([binary, "measure", target or L.target_ip, "--json", *args], cpu),
                         timeout=timeout)
     cross = w.stop().bps
     try:

@@ -24,8 +24,22 @@ class IpAddr {
   static IpAddr v6(const std::array<std::uint8_t, 16>& network_order);
   // 16 bytes in network order at `p` (the decoder's view of a header).
   static IpAddr v6_from(const std::uint8_t* p);
-  // An IPv4 or IPv6 literal (no scope id, no brackets); nullopt otherwise.
+  // An IPv4 or IPv6 literal (no zone, no brackets); nullopt otherwise.
   static std::optional<IpAddr> parse(const std::string& text);
+
+  // The zone of a scoped IPv6 address (fe80::1%eth0: the interface index; 0
+  // for none). It says where the address is used, not which address it is:
+  // ==, < and hash ignore it, so a captured reply (no zone on the wire)
+  // equals the scoped target it comes from. Set only by net.cpp's
+  // resolve_target (a link-local literal with a zone) and find_route.
+  std::uint32_t scope_id() const { return scope_; }
+  IpAddr with_scope(std::uint32_t scope_id) const {
+    IpAddr r = *this;
+    r.scope_ = v6_ ? scope_id : 0;
+    return r;
+  }
+  // fe80::/10 (IPv6 unicast link-local; needs a zone to be used).
+  bool is_link_local() const { return v6_ && b_[0] == 0xfe && (b_[1] & 0xc0) == 0x80; }
 
   int family() const { return v6_ ? 6 : 4; }
   bool is_v4() const { return !v6_; }
@@ -36,7 +50,7 @@ class IpAddr {
   const std::array<std::uint8_t, 16>& bytes6() const { return b_; }
   bool is_zero() const;
   explicit operator bool() const { return !is_zero(); }
-  // Dotted quad or RFC 5952 text (inet_ntop).
+  // Dotted quad or RFC 5952 text (inet_ntop), without the zone.
   std::string str() const;
 
   friend bool operator==(const IpAddr& a, const IpAddr& b) {
@@ -52,6 +66,7 @@ class IpAddr {
   bool v6_ = false;
   // IPv4: bytes 0..3 hold the address (network order), the rest zero.
   std::array<std::uint8_t, 16> b_{};
+  std::uint32_t scope_ = 0;
 };
 
 struct IpAddrHash {

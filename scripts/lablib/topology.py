@@ -67,9 +67,15 @@ _NAME_RE = re.compile(r"^[a-z0-9]{1,10}$")
 # Small TCP listener run inside a namespace by Lab.listen().
 _LISTENER = r"""
 import socket, sys
-s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("0.0.0.0", int(sys.argv[1])))
+try:  # dual-stack: IPv4 and IPv6 (where the namespace has it) on one socket
+    s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+    s.bind(("::", int(sys.argv[1])))
+except OSError:
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("0.0.0.0", int(sys.argv[1])))
 s.listen(1024)
 print("ready", flush=True)
 while True:
@@ -297,22 +303,30 @@ class Lab:
         return self.ns(k)
 
     @staticmethod
-    def link_ip(i: int, end: str = "down") -> str:
-        """Address of link i's ``up``stream (node i-1) or ``down``stream end."""
-        return f"198.18.{i}.{1 if end == 'up' else 2}"
+    def link_ip(i: int, end: str = "down", family: int = 4) -> str:
+        """Address of link i's ``up``stream (node i-1) or ``down``stream end:
+        198.18.i.1/.2, or over IPv6 2001:2:0:i::1/::2."""
+        host = 1 if end == "up" else 2
+        return f"2001:2:0:{i}::{host}" if family == 6 else f"198.18.{i}.{host}"
 
-    def node_ip(self, k: int) -> str:
+    def node_ip(self, k, family: int = 4) -> str:
         """Address identifying node k: its end of link k (the address a router
-        uses for ICMP towards the prober); the prober's is 198.18.1.1."""
+        uses for ICMP towards the prober); the prober's is 198.18.1.1
+        (2001:2:0:1::1; IPv6 needs Spec.ipv6)."""
+        if family == 6:
+            self._need_v6()
         k = self.node_index(k)
-        return self.link_ip(1, "up") if k == 0 else self.link_ip(k, "down")
+        return self.link_ip(1, "up", family) if k == 0 else self.link_ip(k, "down", family)
 
-    def ip_of(self, node) -> str:
+    def ip_of(self, node, family: int = 4) -> str:
         """Address of any node: chain node (see node_ip) or cross host."""
         if isinstance(node, str) and re.match(r"^x[sr]\d+$", node):
+            if family == 6:
+                self._need_v6()
             self.ns(node)
-            return self.xs_ip(int(node[2:])) if node[1] == "s" else self.xr_ip(int(node[2:]))
-        return self.node_ip(node)
+            i = int(node[2:])
+            return self.xs_ip(i, family) if node[1] == "s" else self.xr_ip(i, family)
+        return self.node_ip(node, family)
 
     @property
     def prober_ns(self) -> str:
@@ -330,39 +344,44 @@ class Lab:
     def target_ip(self) -> str:
         return self.node_ip(self.n)
 
+    # IPv6 twins of the accessors above (they need Spec.ipv6).
     @staticmethod
     def link_ip6(i: int, end: str = "down") -> str:
-        """IPv6 address of link i's ``up``stream (node i-1) or ``down``stream end."""
-        return f"2001:2:0:{i}::{1 if end == 'up' else 2}"
+        return Lab.link_ip(i, end, 6)
 
     def node_ip6(self, k) -> str:
-        """IPv6 twin of node_ip (needs Spec.ipv6)."""
-        self._need_v6()
-        k = self.node_index(k)
-        return self.link_ip6(1, "up") if k == 0 else self.link_ip6(k, "down")
+        return self.node_ip(k, 6)
 
     def ip6_of(self, node) -> str:
-        self._need_v6()
-        if isinstance(node, str) and re.match(r"^x[sr]\d+$", node):
-            self.ns(node)
-            return self.xs_ip6(int(node[2:])) if node[1] == "s" else self.xr_ip6(int(node[2:]))
-        return self.node_ip6(node)
+        return self.ip_of(node, 6)
 
     @property
     def prober_ip6(self) -> str:
-        return self.node_ip6(0)
+        return self.node_ip(0, 6)
 
     @property
     def target_ip6(self) -> str:
-        return self.node_ip6(self.n)
+        return self.node_ip(self.n, 6)
 
     @staticmethod
     def xs_ip6(i: int) -> str:
-        return f"2001:2:0:a{i:02d}::2"
+        return Lab.xs_ip(i, 6)
 
     @staticmethod
     def xr_ip6(i: int) -> str:
-        return f"2001:2:0:b{i:02d}::2"
+        return Lab.xr_ip(i, 6)
+
+    def link_local6(self, node, dev: str) -> str:
+        """The fe80::/64 address the kernel gave ``node``'s interface ``dev``
+        (needs Spec.ipv6; the lab's veths only), without a zone."""
+        self._need_v6()
+        cp = self.exec(node, ["ip", "-j", "-6", "addr", "show", "dev", dev, "scope", "link"],
+                       check=True)
+        for iface in json.loads(cp.stdout or "[]"):
+            for a in iface.get("addr_info", []):
+                if a.get("family") == "inet6" and a.get("local", "").startswith("fe80:"):
+                    return a["local"]
+        raise LabError(f"{node} has no link-local address on {dev}")
 
     def _need_v6(self) -> None:
         if not self.spec.ipv6:
@@ -391,12 +410,14 @@ class Lab:
             f.write("\n".join(lines + entries) + "\n")
 
     @staticmethod
-    def xs_ip(i: int) -> str:
-        return f"198.19.{i}.2"
+    def xs_ip(i: int, family: int = 4) -> str:
+        """Cross-traffic sender on link i: 198.19.i.2 (2001:2:0:aNN::2)."""
+        return f"2001:2:0:a{i:02d}::2" if family == 6 else f"198.19.{i}.2"
 
     @staticmethod
-    def xr_ip(i: int) -> str:
-        return f"198.19.{100 + i}.2"
+    def xr_ip(i: int, family: int = 4) -> str:
+        """Cross-traffic receiver on link i: 198.19.(100+i).2 (2001:2:0:bNN::2)."""
+        return f"2001:2:0:b{i:02d}::2" if family == 6 else f"198.19.{100 + i}.2"
 
     def link_iface(self, i: int, direction: str = "fwd") -> Tuple[str, str]:
         """(node name, interface) whose egress shapes link i in ``direction``."""
@@ -570,33 +591,25 @@ class Lab:
                 ([f"ip -6 route add {subnet6} via {self.link_ip6(k + 1, 'down')} dev dn"]
                  if v6 else []))
 
-    def node_ifaces(self, k: int) -> List[Tuple[str, str]]:
-        """(interface, address) pairs of chain node k."""
-        out = []
-        if k >= 1:
-            out.append(("up", self.link_ip(k, "down")))
-        if k < self.n:
-            out.append(("dn", self.link_ip(k + 1, "up")))
-        if k + 1 in self.cross_hosts:
-            out.append((f"xs{k + 1}", f"198.19.{k + 1}.1"))
-        if k in self.cross_hosts:
-            out.append((f"xr{k}", f"198.19.{100 + k}.1"))
-        return out
-
-    def node_ifaces6(self, k: int) -> List[Tuple[str, str]]:
-        """(interface, IPv6 address) pairs of chain node k (IPv6 labs)."""
-        if not self.spec.ipv6:
+    def node_ifaces(self, k: int, family: int = 4) -> List[Tuple[str, str]]:
+        """(interface, address) pairs of chain node k; IPv6 (family 6): none
+        unless the lab has IPv6.  A router's side of a cross host's link has
+        host 1 of the cross host's subnet (xs_ip / xr_ip end in 2)."""
+        if family == 6 and not self.spec.ipv6:
             return []
         out = []
         if k >= 1:
-            out.append(("up", self.link_ip6(k, "down")))
+            out.append(("up", self.link_ip(k, "down", family)))
         if k < self.n:
-            out.append(("dn", self.link_ip6(k + 1, "up")))
+            out.append(("dn", self.link_ip(k + 1, "up", family)))
         if k + 1 in self.cross_hosts:
-            out.append((f"xs{k + 1}", f"2001:2:0:a{k + 1:02d}::1"))
+            out.append((f"xs{k + 1}", self.xs_ip(k + 1, family)[:-1] + "1"))
         if k in self.cross_hosts:
-            out.append((f"xr{k}", f"2001:2:0:b{k:02d}::1"))
+            out.append((f"xr{k}", self.xr_ip(k, family)[:-1] + "1"))
         return out
+
+    def node_ifaces6(self, k: int) -> List[Tuple[str, str]]:
+        return self.node_ifaces(k, 6)
 
     @staticmethod
     def _blackhole_lines(dev: str = "bh") -> List[str]:
@@ -880,28 +893,41 @@ class Lab:
     def set_target_open_only(self, ports: Optional[Sequence[int]] = (443,),
                              stateful: bool = False) -> None:
         """A server behind a firewall that drops every TCP packet to the target
-        except those to ``ports`` (nftables on the target, table ``lwop``): its
+        except those to ``ports`` (nftables on the target, table ``inet
+        lwop``; in dual-stack labs for its IPv4 and IPv6 addresses alike): its
         closed ports never answer.  ``stateful``: a cloud security group
         (conntrack: established/related accepted, invalid dropped, new only to
         ``ports``).  Open the ports with ``listen``.  ``ports=None`` removes it."""
-        ns = self.target_ns
-        ns_script(ns, ["nft delete table ip lwop 2>/dev/null || true"])
-        if not ports:
-            return
-        if subprocess.run(ns_exec_cmd(ns, ["sh", "-c", "command -v nft"]),
-                          capture_output=True).returncode != 0:
-            raise LabError("an open-ports-only firewall needs nftables: run scripts/install-deps.sh")
-        allowed = ", ".join(str(int(p)) for p in ports)
-        dst = f"ip daddr {self.target_ip}"
-        rules = [f"nft add rule ip lwop input {dst} ct state established,related accept",
-                 f"nft add rule ip lwop input {dst} ct state invalid counter drop",
-                 f"nft add rule ip lwop input {dst} tcp dport {{ {allowed} }} accept"] \
-            if stateful else \
-                [f"nft add rule ip lwop input {dst} tcp dport {{ {allowed} }} accept"]
-        ns_script(ns, ["nft add table ip lwop",
-                       "nft add chain ip lwop input '{ type filter hook input priority 0; }'",
-                       *rules,
-                       f"nft add rule ip lwop input {dst} meta l4proto tcp counter drop"])
+        rules = []
+        if ports:
+            allowed = ", ".join(str(int(p)) for p in ports)
+            dsts = [f"ip daddr {self.target_ip}"] + \
+                ([f"ip6 daddr {self.target_ip6}"] if self.spec.ipv6 else [])
+            for dst in dsts:
+                if stateful:
+                    rules += [f"{dst} ct state established,related accept",
+                              f"{dst} ct state invalid counter drop"]
+                rules += [f"{dst} tcp dport {{ {allowed} }} accept",
+                          f"{dst} meta l4proto tcp counter drop"]
+        self._nft_table("target", "inet lwop", "input", rules, "an open-ports-only firewall")
+
+    def set_reply_routing_header(self, on: bool = True) -> None:
+        """Make the target's IPv6 packets to the prober's subnet carry a
+        segment routing header (RFC 8754, next header 43) all the way:
+        the target inserts it (seg6 lwtunnel, inline mode) with the router
+        before it as the one segment; that router (seg6 enabled on its ``dn``)
+        moves the packet on to the prober with segments left 0, header kept.
+        Needs Spec.ipv6 and a router before the target (N >= 2).
+        ``on=False``: the plain route again."""
+        self._need_v6()
+        if self.n < 2:
+            raise LabError("a routing header on the replies needs a router before the target")
+        hop = self.link_ip6(self.n, "up")
+        encap = f" encap seg6 mode inline segs {hop}" if on else ""
+        for dev in ("all", "dn"):
+            ns_script(self.ns(self.n - 1),
+                      [f"echo {int(on)} > /proc/sys/net/ipv6/conf/{dev}/seg6_enabled"])
+        ns_script(self.target_ns, [f"ip -6 route replace 2001:2:0:1::/64{encap} via {hop} dev up"])
 
     def half_open(self, node="target") -> List[str]:
         """Half-open TCP connections in ``node``: sockets in SYN-RECV (``ss``;
@@ -921,63 +947,69 @@ class Lab:
         return [l.strip() for l in cp.stdout.splitlines() if l.strip()]
 
     def drop_kernel_resets(self, on: bool = True, node="prober") -> None:
-        """Drop the 40-byte TCP RSTs ``node`` sends (nftables output, table
-        ``lwkr``): the prober kernel's answers to SYN/ACKs it has no socket for.
-        linkwidth's own closers are longer (plan/target_marker.hpp), so they
-        pass: a lab test then shows that no half-open connection depends on the
-        kernel's resets.  ``kernel_resets`` counts what was dropped."""
-        ns = self.ns(node)
-        ns_script(ns, ["nft delete table ip lwkr 2>/dev/null || true"])
-        if on:
-            ns_script(ns, ["nft add table ip lwkr",
-                           "nft add chain ip lwkr out '{ type filter hook output priority 0; }'",
-                           "nft add rule ip lwkr out 'tcp flags & (syn|rst) == rst' "
-                           "ip length 40 counter drop"])
+        """Drop the TCP RSTs ``node``'s kernel sends (nftables output, table
+        ``inet lwkr``): its answers to SYN/ACKs it has no socket for.  IPv4:
+        the 40-byte ones (linkwidth's own closers are longer,
+        plan/target_marker.hpp).  IPv6: a closer is 60 bytes as the kernel's
+        RST is, so they are told apart by their socket: every packet of
+        linkwidth leaves through its raw socket, opened by root before the
+        privilege drop (``meta skuid 0``), while the kernel's come from no
+        user's socket.  A lab test then shows that no half-open connection
+        depends on the kernel's resets.  ``kernel_resets`` counts what was
+        dropped."""
+        rst = "'tcp flags & (syn|rst) == rst'"
+        rules = [f"{rst} ip length 40 counter drop",
+                 f"meta nfproto ipv6 {rst} meta skuid 0 accept",
+                 f"meta nfproto ipv6 {rst} counter drop"] if on else []
+        self._nft_table(node, "inet lwkr", "out", rules, "dropping kernel resets", hook="output")
 
     def kernel_resets(self, node="prober") -> int:
-        cp = self.exec(node, ["nft", "-j", "list", "table", "ip", "lwkr"])
+        return self._nft_counted(node, "inet lwkr")
+
+    def _nft_table(self, node, table: str, chain: str, rules: Sequence[str], what: str,
+                   hook: str = "input") -> None:
+        """Replace nftables table ``table`` ("family name") in ``node`` by one
+        with a filter chain ``chain`` on ``hook`` (priority 0) holding
+        ``rules`` (rule bodies, shell-quoted where they need it).  No rules:
+        the table is only removed.  ``what`` names the feature for the error
+        when nft is missing."""
+        ns = self.ns(node)
+        ns_script(ns, [f"nft delete table {table} 2>/dev/null || true"])
+        if not rules:
+            return
+        if subprocess.run(ns_exec_cmd(ns, ["sh", "-c", "command -v nft"]),
+                          capture_output=True).returncode != 0:
+            raise LabError(f"{what} needs nftables: run scripts/install-deps.sh")
+        ns_script(ns, [f"nft add table {table}",
+                       f"nft add chain {table} {chain} "
+                       f"'{{ type filter hook {hook} priority 0; }}'",
+                       *[f"nft add rule {table} {chain} {r}" for r in rules]])
+
+    def _nft_counted(self, node, table: str) -> int:
+        """Packets counted so far by the ``counter`` rules of ``table``
+        ("family name") in ``node``; 0 when it does not exist."""
+        cp = self.exec(node, ["nft", "-j", "list", "table", *table.split()])
         try:
             items = json.loads(cp.stdout)["nftables"]
         except (ValueError, KeyError):
             return 0
-        n = 0
-        for it in items:
-            for e in it.get("rule", {}).get("expr", []):
-                if "counter" in e:
-                    n += int(e["counter"].get("packets", 0))
-        return n
+        return sum(int(e["counter"].get("packets", 0))
+                   for it in items for e in it.get("rule", {}).get("expr", [])
+                   if "counter" in e)
 
     def set_target_rst_limit(self, per_s: Optional[float], burst: int = 5) -> None:
         """Make the target limit the TCP RSTs it sends, as FreeBSD and macOS do
         (net.inet.icmp.icmplim): at most ``per_s`` per second with a bucket of
         ``burst`` (nftables ``limit`` in the output hook; the rest is dropped and
         counted).  ``per_s`` None: remove the limit."""
-        ns = self.target_ns
-        ns_script(ns, ["nft delete table ip lwrl 2>/dev/null || true"])
-        if per_s is None:
-            return
-        if subprocess.run(ns_exec_cmd(ns, ["sh", "-c", "command -v nft"]),
-                          capture_output=True).returncode != 0:
-            raise LabError("an RST limit needs nftables: run scripts/install-deps.sh")
-        ns_script(ns, [
-            "nft add table ip lwrl",
-            "nft add chain ip lwrl out '{ type filter hook output priority 0; }'",
-            f"nft add rule ip lwrl out 'tcp flags & rst == rst' "
-            f"limit rate {int(per_s)}/second burst {int(burst)} packets accept",
-            "nft add rule ip lwrl out 'tcp flags & rst == rst' counter drop",
-        ])
+        rst = "'tcp flags & rst == rst'"
+        rules = [f"{rst} limit rate {int(per_s)}/second burst {int(burst)} packets accept",
+                 f"{rst} counter drop"] if per_s is not None else []
+        self._nft_table("target", "ip lwrl", "out", rules, "an RST limit", hook="output")
 
     def rst_limit_drops(self) -> int:
         """RSTs the target's RST limit has dropped so far."""
-        cp = self.exec("target", ["nft", "-j", "list", "table", "ip", "lwrl"])
-        try:
-            for item in json.loads(cp.stdout).get("nftables", []):
-                for e in item.get("rule", {}).get("expr", []):
-                    if "counter" in e:
-                        return int(e["counter"]["packets"])
-        except ValueError:
-            pass
-        return 0
+        return self._nft_counted("target", "ip lwrl")
 
     MIDDLEBOX_MODES = ("reset", "drop_rst")
 
@@ -1003,24 +1035,17 @@ class Lab:
             raise LabError(f"middlebox must be a router (r1..r{self.n - 1}), got {router!r}")
         if mode is not None and mode not in self.MIDDLEBOX_MODES:
             raise LabError(f"bad middlebox mode {mode!r}: {', '.join(self.MIDDLEBOX_MODES)}")
-        ns = self.ns(k)
-        ns_script(ns, ["nft delete table ip lwmb 2>/dev/null || true"])
         self.middlebox.pop(str(k), None)
+        rules = []
         if mode is not None:
-            if subprocess.run(ns_exec_cmd(ns, ["sh", "-c", "command -v nft"]),
-                              capture_output=True).returncode != 0:
-                raise LabError("a middlebox needs nftables: run scripts/install-deps.sh")
             lim = f" limit rate {limit}" if limit else ""
             rst = "iifname up 'tcp flags & rst == rst'"
-            rules = ([f"nft add rule ip lwmb path ip daddr {self.target_ip} "
+            rules = ([f"ip daddr {self.target_ip} "
                       f"'tcp flags & (syn|ack) == syn'{lim} counter reject with tcp reset"]
                      if mode == "reset" else
-                     [f"nft add rule ip lwmb path {rst} ct status assured accept",
-                      f"nft add rule ip lwmb path {rst}{lim} counter drop"])
-            ns_script(ns, ["nft add table ip lwmb",
-                           "nft add chain ip lwmb path '{ type filter hook forward priority 0; }'"]
-                      + rules)
+                     [f"{rst} ct status assured accept", f"{rst}{lim} counter drop"])
             self.middlebox[str(k)] = mode + (f" limit {limit}" if limit else "")
+        self._nft_table(k, "ip lwmb", "path", rules, "a middlebox", hook="forward")
         if self.keep:
             self.save_state()
 
@@ -1032,30 +1057,14 @@ class Lab:
         k = self.node_index(router)
         if not 1 <= k <= self.n - 1:
             raise LabError(f"duplication must be on a router (r1..r{self.n - 1}), got {router!r}")
-        ns = self.ns(k)
-        ns_script(ns, ["nft delete table ip lwdup 2>/dev/null || true"])
-        if on:
-            # The copy goes out of `up` to the next hop towards the prober.
-            ns_script(ns, [
-                "nft add table ip lwdup",
-                "nft add chain ip lwdup path '{ type filter hook forward priority 0; }'",
-                f"nft add rule ip lwdup path ip daddr {self.prober_ip} oifname up ip protocol tcp "
-                f"counter dup to {self.link_ip(k, 'up')} device up",
-            ])
+        # The copy goes out of `up` to the next hop towards the prober.
+        rules = [f"ip daddr {self.prober_ip} oifname up ip protocol tcp "
+                 f"counter dup to {self.link_ip(k, 'up')} device up"] if on else []
+        self._nft_table(k, "ip lwdup", "path", rules, "duplicating replies", hook="forward")
 
     def middlebox_hits(self, router: int) -> int:
         """Packets the middlebox on ``router`` has reset or dropped so far."""
-        cp = self.exec(router, ["nft", "-j", "list", "table", "ip", "lwmb"])
-        try:
-            items = json.loads(cp.stdout)["nftables"]
-        except (ValueError, KeyError):
-            return 0
-        n = 0
-        for it in items:
-            for e in it.get("rule", {}).get("expr", []):
-                if "counter" in e:
-                    n += int(e["counter"].get("packets", 0))
-        return n
+        return self._nft_counted(router, "ip lwmb")
 
     def firewall_drops(self) -> int:
         """Packets dropped so far by the target's SYN-drop firewall."""

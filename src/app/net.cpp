@@ -26,7 +26,9 @@ std::optional<IpAddr> from_sockaddr(const sockaddr* sa) {
     return IpAddr(ntohl(reinterpret_cast<const sockaddr_in*>(sa)->sin_addr.s_addr));
   }
   if (sa->sa_family == AF_INET6) {
-    return IpAddr::v6_from(reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr.s6_addr);
+    const auto* s6 = reinterpret_cast<const sockaddr_in6*>(sa);
+    const IpAddr a = IpAddr::v6_from(s6->sin6_addr.s6_addr);
+    return a.is_link_local() ? a.with_scope(s6->sin6_scope_id) : a;
   }
   return std::nullopt;
 }
@@ -39,6 +41,7 @@ socklen_t to_sockaddr(const IpAddr& a, std::uint16_t port, sockaddr_storage& ss)
     s6->sin6_family = AF_INET6;
     s6->sin6_port = htons(port);
     std::memcpy(s6->sin6_addr.s6_addr, a.bytes6().data(), 16);
+    s6->sin6_scope_id = a.scope_id();
     return sizeof(sockaddr_in6);
   }
   auto* s4 = reinterpret_cast<sockaddr_in*>(&ss);
@@ -87,7 +90,37 @@ int prefix_len(const sockaddr* mask) {
 
 }  // namespace
 
+std::uint32_t zone_index(const std::string& zone) {
+  if (zone.empty() || zone.size() >= IF_NAMESIZE) return 0;
+  if (const unsigned idx = if_nametoindex(zone.c_str())) return idx;
+  if (zone.find_first_not_of("0123456789") != std::string::npos) return 0;
+  char name[IF_NAMESIZE] = {0};
+  const unsigned long idx = std::stoul(zone);
+  if (idx == 0 || idx > 0xffffffffUL || !if_indextoname(static_cast<unsigned>(idx), name)) return 0;
+  return static_cast<std::uint32_t>(idx);
+}
+
 IpAddr resolve_target(const std::string& target, int family) {
+  if (const auto pct = target.find('%'); pct != std::string::npos) {
+    // A scoped literal (RFC 4007 §11): fe80::1%eth0 or fe80::1%2. Never a
+    // host name: '%' is not in one.
+    const std::string text = target.substr(0, pct), zone = target.substr(pct + 1);
+    const auto lit = IpAddr::parse(text);
+    if (!lit || !lit->is_v6()) {
+      throw UsageError("'" + target + "' is neither a host name nor an IPv6 address with a zone.");
+    }
+    if (family == 4) throw UsageError("-4 given, but " + target + " is an IPv6 address.");
+    if (!lit->is_link_local()) {
+      throw UsageError("'" + target + "': a zone (%interface) goes only with a link-local "
+                       "address (fe80::/10); give " + text + " without it.");
+    }
+    const std::uint32_t idx = zone_index(zone);
+    if (idx == 0) {
+      throw UsageError("unknown zone '" + zone + "' in " + target +
+                       ": no interface of that name or index on this host.");
+    }
+    return lit->with_scope(idx);
+  }
   if (const auto lit = IpAddr::parse(target)) {
     if (family != 0 && lit->family() != family) {
       throw UsageError("-" + std::to_string(family) + " given, but " + target + " is an IPv" +
@@ -129,8 +162,9 @@ std::string forbidden_target_reason(const IpAddr& addr) {
       return "the loopback address";
     }
     if (b[0] == 0xff) return "a multicast address";
-    if (in_prefix6(addr, {0xfe, 0x80}, 10)) {
-      return "a link-local address (fe80::/10; a scope is needed and not supported)";
+    if (addr.is_link_local() && addr.scope_id() == 0) {
+      return "a link-local address without a zone (name the interface: " + addr.str() +
+             "%<interface>)";
     }
     if (in_prefix6(addr, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff}, 96)) {
       return "an IPv4-mapped address (::ffff:0:0/96; give the IPv4 address)";
@@ -163,6 +197,8 @@ std::string local_target_reason(const IpAddr& addr) {
   for (ifaddrs* i = ifs; i && why.empty(); i = i->ifa_next) {
     const auto a = from_sockaddr(i->ifa_addr);
     if (!a || a->family() != addr.family()) continue;
+    // A scoped target is compared with its own interface's addresses only.
+    if (addr.scope_id() != 0 && if_nametoindex(i->ifa_name) != addr.scope_id()) continue;
     if (*a == addr) {
       why = std::string("an address of this host (") + i->ifa_name + ")";
       break;
@@ -236,6 +272,19 @@ bool lookup_interfaces(const IpAddr& addr, const std::string& ifname, int family
 Route find_route(const IpAddr& dst, const std::string& iface, const std::string& src) {
   Route r;
   const int fam = dst.family();
+  if (dst.scope_id() != 0) {
+    // fe80::1%eth0: the zone names the interface; the kernel picks the source.
+    char name[IF_NAMESIZE] = {0};
+    if (!if_indextoname(dst.scope_id(), name)) {
+      throw Error("route", "the interface of zone " + std::to_string(dst.scope_id()) + " of " +
+                  format_ip(dst) + " is gone", "no_interface");
+    }
+    if (!iface.empty() && iface != name) {
+      throw UsageError("--interface " + iface + " and the target's zone (" + name +
+                       ") name different interfaces.");
+    }
+    r.interface = name;
+  }
   if (!src.empty()) {
     const auto a = IpAddr::parse(src);
     if (!a) throw UsageError("--source '" + src + "' is not an IP address.");
@@ -243,13 +292,13 @@ Route find_route(const IpAddr& dst, const std::string& iface, const std::string&
       throw UsageError("--source " + src + " is an IPv" + std::to_string(a->family()) +
                        " address but the target is IPv" + std::to_string(fam) + ".");
     }
-    r.source = *a;
+    r.source = a->is_link_local() ? a->with_scope(dst.scope_id()) : *a;
     // Never send with someone else's address: only one of this host's own.
     if (r.source.is_zero() || !lookup_interfaces(r.source, "", fam, nullptr, nullptr)) {
       throw UsageError("--source " + src + " is not an address of this host.");
     }
   }
-  if (!iface.empty()) {
+  if (!iface.empty() && dst.scope_id() == 0) {
     if (if_nametoindex(iface.c_str()) == 0) {
       throw Error("route", "interface '" + iface + "' does not exist", "no_interface");
     }

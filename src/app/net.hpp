@@ -11,15 +11,21 @@ namespace lw {
 
 // IPv4/IPv6 literal or host name -> address. `family` 4 or 6 (-4/-6) asks
 // for that family only; 0 takes the resolver's first answer (as ping and curl
-// do). A literal of the other family than `family` is a usage error.
+// do). A literal of the other family than `family` is a usage error. A
+// link-local literal may carry a zone, fe80::1%eth0 or fe80::1%2 (RFC 4007):
+// the result then holds the interface index as its scope_id; an unknown or
+// empty zone, or a zone on another address, is a usage error.
 // Throws Error("resolve").
 IpAddr resolve_target(const std::string& target, int family = 0);
 // The IPv4-only form (host order).
 std::uint32_t resolve_ipv4(const std::string& target);
+// Interface name or decimal index -> the index of an interface of this host;
+// 0 when there is none.
+std::uint32_t zone_index(const std::string& zone);
 
 // Empty string if fine, else the reason the address is never a probe target
 // (loopback, multicast, broadcast, unspecified, IPv6 link-local without a
-// scope, documentation prefixes, ...).
+// zone, documentation prefixes, ...).
 std::string forbidden_target_reason(const IpAddr& addr);
 
 // The same for this host's interfaces: one of its own addresses (traffic to it
@@ -34,7 +40,9 @@ struct Route {
   int mtu = 1500;
 };
 
-// Source and interface the kernel would use towards `dst`, with overrides.
+// Source and interface the kernel would use towards `dst`, with overrides. A
+// scoped `dst` (link-local) goes out of its zone's interface (an --interface
+// naming another one is a usage error); a link-local source carries the zone.
 // Throws Error("route") if there is no route or the override does not exist.
 Route find_route(const IpAddr& dst, const std::string& interface_override,
                  const std::string& source_override);

@@ -35,8 +35,18 @@ std::string capture_filter(const IpAddr& self, const IpAddr& target, std::uint16
   const std::string s = format_ip(self), t = format_ip(target), p = std::to_string(sport);
   if (self.is_v6()) {
     const std::string icmp6 = "(icmp6 and dst host " + s + " and ip6[40] < 128)";
-    if (any_peer) return "(ip6 and tcp and host " + s + " and port " + p + ") or " + icmp6;
-    return "(ip6 and tcp and host " + t + " and host " + s + " and port " + p + ") or " + icmp6;
+    // libpcap's `tcp`, `icmp6` and `port` read the next-header field of the
+    // fixed header only: a reply behind a hop-by-hop, routing, fragment, AH or
+    // destination-options header would fail them all. Such packets to us pass
+    // whole (kernel-side: `ip6 protochain` compiles to a backward jump the
+    // kernel refuses, which moves all filtering into user space), and
+    // decode.cpp walks the chain; the matcher checks ports and addresses.
+    const std::string ext = " or (ip6 and dst host " + s +
+                            " and (ip6[6] == 0 or ip6[6] == 43 or ip6[6] == 44 or ip6[6] == 51 "
+                            "or ip6[6] == 60))";
+    if (any_peer) return "(ip6 and tcp and host " + s + " and port " + p + ") or " + icmp6 + ext;
+    return "(ip6 and tcp and host " + t + " and host " + s + " and port " + p + ") or " + icmp6 +
+           ext;
   }
   if (any_peer)
     return "(tcp and host " + s + " and port " + p + ") or (icmp and dst host " + s + ")";

@@ -99,9 +99,10 @@ class Prober {
 };
 
 // The pcap filter of one run: our TCP flow and the ICMP errors sent to us.
-// IPv6: ICMPv6 errors only (type < 128, not neighbour discovery); like the
-// kernel's BPF `tcp`/`icmp6`, it sees the transport only right behind the
-// fixed header (the decoder skips extension headers, the filter does not).
+// IPv6: ICMPv6 errors only (type < 128, not neighbour discovery), and every
+// packet to us whose fixed header is followed by an extension header (BPF's
+// `tcp`/`icmp6` see the transport only right behind the fixed header; the
+// decoder walks the chain and the matcher keeps what is ours).
 std::string capture_filter(const IpAddr& self, const IpAddr& target, std::uint16_t sport,
                            bool any_peer = false);
 

@@ -60,6 +60,7 @@ bool RawSocket::send(const std::vector<std::uint8_t>& datagram, const IpAddr& ds
     sockaddr_in6 sa6{};
     sa6.sin6_family = AF_INET6;
     std::memcpy(sa6.sin6_addr.s6_addr, dst.bytes6().data(), 16);
+    sa6.sin6_scope_id = dst.scope_id();  // a link-local target's zone
     const ssize_t n6 = sendto(fd_, datagram.data(), datagram.size(), 0,
                               reinterpret_cast<const sockaddr*>(&sa6), sizeof sa6);
     return n6 == static_cast<ssize_t>(datagram.size());

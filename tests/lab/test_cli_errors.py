@@ -96,6 +96,16 @@ CASES = [
     # Someone else's address: we would send spoofed packets.
     (["capacity", T, "--source", "198.18.7.1"], USAGE, "--source 198.18.7.1 is not an address"),
     (["capacity", T, "--interface", "nosuchif0"], RUNTIME, "interface 'nosuchif0' does not exist"),
+    # IPv6 link-local (issue 14): only with a zone naming an interface of this host.
+    (["capacity", "fe80::1"], USAGE,
+     "refusing to probe fe80::1: it is a link-local address without a zone"),
+    (["capacity", "fe80::1%no-such-if0"], USAGE, "unknown zone 'no-such-if0' in fe80::1%no-such-if0"),
+    (["capacity", "fe80::1%"], USAGE, "unknown zone ''"),
+    (["capacity", "fe80::1%999999"], USAGE, "unknown zone '999999'"),
+    (["capacity", "2001:2:0:7::2%lo"], USAGE, "goes only with a link-local address"),
+    (["capacity", "198.18.7.2%lo"], USAGE, "neither a host name nor an IPv6 address"),
+    (["capacity", "-4", "fe80::1%lo"], USAGE, "-4 given, but fe80::1%lo is an IPv6 address"),
+    (["capacity", "fe80::1%lo", "--interface", "nosuchif0"], USAGE, "name different interfaces"),
     (["capacity", "\udcff\udcfe"], None, "cannot resolve host"),
     (["capacity", T, "--save-pcap", ""], USAGE, "--save-pcap needs a file name"),
     (["capacity", T, "--save-pcap", "/nonexistent/dir/x.pcap"], USAGE,

@@ -121,6 +121,30 @@ std::vector<std::uint8_t> rst_ack_for(const Probe& p) {
   return pkt;
 }
 
+// A train of `n` SYN markers (make6, sequence numbers seq0, seq0 + 10, ...),
+// each recorded as sent.
+struct SentTrain {
+  Train t;
+  std::vector<SendRecord> sent;
+};
+SentTrain syn_markers(int n, std::uint32_t seq0) {
+  SentTrain r;
+  r.t.id = 1;
+  for (int i = 0; i < n; ++i) {
+    Probe p = make6(kSyn, 60);
+    p.seq = seq0 + 10u * static_cast<std::uint32_t>(i);
+    p.index = i;
+    r.t.probes.push_back(p);
+    r.t.markers.push_back(i);
+  }
+  r.sent.resize(static_cast<std::size_t>(n));
+  for (auto& s : r.sent) {
+    s.sent = true;
+    s.actual_real = 5;
+  }
+  return r;
+}
+
 }  // namespace
 
 TEST_CASE("IpAddr: both families, text, order, hash", "[ipv6]") {
@@ -256,20 +280,7 @@ TEST_CASE("capacity trains over IPv6: 60-byte markers, one flow label", "[ipv6][
 
 TEST_CASE("the target's RST/ACK and ICMPv6 errors quoting our probe are matched", "[ipv6][match]") {
   PacketBuilder b;
-  Train t;
-  t.id = 1;
-  for (int i = 0; i < 3; ++i) {
-    Probe p = make6(kSyn, 60);
-    p.seq = 1000u + 10u * static_cast<std::uint32_t>(i);
-    p.index = i;
-    t.probes.push_back(p);
-    t.markers.push_back(i);
-  }
-  std::vector<SendRecord> sent(3);
-  for (auto& s : sent) {
-    s.sent = true;
-    s.actual_real = 5;
-  }
+  auto [t, sent] = syn_markers(3, 1000);
   std::vector<Decoded> cap;
   auto add = [&](const std::vector<std::uint8_t>& pkt, Nanos ts) {
     Decoded d;
@@ -646,4 +657,197 @@ TEST_CASE("routers' ICMP budget: IPv4 1/s, IPv6 10/s unless --icmp-rate says", "
   CHECK(given.icmp_rate_given);
   CHECK(icmp_rate_for(given, kTarget) == 2.0);
   CHECK(icmp_rate_for(given, IpAddr(0xC6120302u)) == 2.0);
+}
+
+namespace {
+
+// `pkt` (an IPv6 datagram without extension headers) with the extension
+// headers `chain` (next-header values, each 8 bytes: hop-by-hop and
+// destination options with a PadN option, a routing header with no segments
+// left, an atomic fragment, an AH) inserted between the fixed header and the
+// transport; the payload length follows. Checksums stay valid: the
+// pseudo-header covers only the upper-layer packet.
+std::vector<std::uint8_t> with_ext(const std::vector<std::uint8_t>& pkt,
+                                   const std::vector<std::uint8_t>& chain) {
+  std::vector<std::uint8_t> out(pkt.begin(), pkt.begin() + 40);
+  std::vector<std::uint8_t> hdrs;
+  const std::uint8_t transport = pkt[6];
+  for (std::size_t i = 0; i < chain.size(); ++i) {
+    const std::uint8_t next = i + 1 < chain.size() ? chain[i + 1] : transport;
+    switch (chain[i]) {
+      case 0:
+      case 60:
+        hdrs.insert(hdrs.end(), {next, 0, 1, 4, 0, 0, 0, 0});
+        break;
+      case 43:
+        hdrs.insert(hdrs.end(), {next, 0, 0, 0, 0, 0, 0, 0});
+        break;
+      case 44:
+        hdrs.insert(hdrs.end(), {next, 0, 0, 0, 0x12, 0x34, 0x56, 0x78});
+        break;
+      case 51:
+        hdrs.insert(hdrs.end(), {next, 0, 0, 0, 0, 0, 0, 1});
+        break;
+      default:
+        FAIL("no such extension header in this test");
+    }
+  }
+  out[6] = chain.empty() ? transport : chain[0];
+  out.insert(out.end(), hdrs.begin(), hdrs.end());
+  out.insert(out.end(), pkt.begin() + 40, pkt.end());
+  put16(out, 4, static_cast<std::uint32_t>(out.size() - 40));
+  return out;
+}
+
+struct Filter {
+  pcap_t* dead = pcap_open_dead(DLT_EN10MB, 128);
+  bpf_program prog{};
+  explicit Filter(const std::string& f) {
+    REQUIRE(dead);
+    INFO(f);
+    REQUIRE(pcap_compile(dead, &prog, f.c_str(), 1, PCAP_NETMASK_UNKNOWN) == 0);
+  }
+  ~Filter() {
+    pcap_freecode(&prog);
+    pcap_close(dead);
+  }
+  bool passes(const std::vector<std::uint8_t>& ip) {
+    std::vector<std::uint8_t> e = {2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2, 0x86, 0xdd};
+    e.insert(e.end(), ip.begin(), ip.end());
+    pcap_pkthdr h{};
+    h.caplen = h.len = static_cast<bpf_u_int32>(e.size());
+    return pcap_offline_filter(&prog, &h, e.data()) != 0;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("replies behind IPv6 extension headers pass the capture filter, decode and match",
+          "[ipv6][capture][decode]") {
+  PacketBuilder b;
+  auto [t, sent] = syn_markers(2, 5000);
+  Probe at_router = t.probes[1];
+  at_router.ttl = 1;
+  const auto rst = rst_ack_for(t.probes[0]);
+  const auto te = icmp6_error(kRouter, 3, 0, 0, b.build(at_router));
+  // The filter before extension headers were let through: what libpcap's
+  // `tcp`, `port` and `icmp6` alone keep. It shows each packet below is one
+  // a naive filter drops.
+  Filter naive("(ip6 and tcp and host " + kTarget.str() + " and host " + kSelf.str() +
+               " and port 40000) or (icmp6 and dst host " + kSelf.str() + " and ip6[40] < 128)");
+  Filter narrow(capture_filter(kSelf, kTarget, 40000));
+  Filter wide(capture_filter(kSelf, kTarget, 40000, true));
+  REQUIRE(naive.passes(rst));
+  REQUIRE(narrow.passes(rst));
+  const std::vector<std::vector<std::uint8_t>> chains = {{0},  {60},     {43},        {44},
+                                                         {51}, {0, 60}, {0, 44, 60}, {0, 43, 44, 51, 60}};
+  for (const auto& chain : chains) {
+    std::string name;
+    for (auto h : chain) name += std::to_string(h) + " ";
+    INFO("extension headers: " << name);
+    const auto r = with_ext(rst, chain);
+    const auto e = with_ext(te, chain);
+    CHECK_FALSE(naive.passes(r));
+    // libpcap's `ip6 proto` looks behind one fragment header (then
+    // `ip6[40] < 128` reads that header's next-header byte: true by luck);
+    // `port` never does.
+    if (chain != std::vector<std::uint8_t>{44}) CHECK_FALSE(naive.passes(e));
+    CHECK(narrow.passes(r));
+    CHECK(narrow.passes(e));
+    CHECK(wide.passes(r));
+    CHECK(wide.passes(e));
+    std::vector<Decoded> cap(2);
+    REQUIRE(decode_ipv6(r.data(), r.size(), cap[0]) == DecodeStatus::kOk);
+    REQUIRE(decode_ipv6(e.data(), e.size(), cap[1]) == DecodeStatus::kOk);
+    cap[0].ts = 100;
+    cap[1].ts = 200;
+    CHECK(cap[0].ip_len == r.size());
+    CHECK(cap[1].quote.present);
+    CHECK(cap[1].quote.flow_label == 0xabcde);
+    const TrainOutcome o = match_train(t, sent, cap, kSelf);
+    CHECK(o.probes[0].kind == ReplyKind::kRstAck);
+    CHECK(o.probes[0].reply == 100);
+    CHECK(o.probes[1].kind == ReplyKind::kIcmp);
+    CHECK(o.probes[1].icmp_kind == IcmpKind::kTimeExceeded);
+    CHECK(o.probes[1].reply == 200);
+    CHECK(o.markers_lost == 0);
+  }
+  // What the wider filter lets in and the decoder or matcher must drop: a
+  // later fragment (unsupported), another flow's RST/ACK behind a hop-by-hop
+  // header (not matched), while packets with extension headers to another
+  // host, or without one on another port, stay out.
+  std::vector<std::uint8_t> later = with_ext(rst, {44});
+  later[40 + 3] = 8;  // fragment offset 1 (8 bytes)
+  CHECK(narrow.passes(later));
+  Decoded d;
+  CHECK(decode_ipv6(later.data(), later.size(), d) == DecodeStatus::kUnsupported);
+  Probe other = t.probes[0];
+  other.sport = 40001;
+  const auto stray = with_ext(rst_ack_for(other), {0});
+  CHECK(narrow.passes(stray));
+  std::vector<Decoded> cap(1);
+  REQUIRE(decode_ipv6(stray.data(), stray.size(), cap[0]) == DecodeStatus::kOk);
+  CHECK(match_train(t, sent, cap, kSelf).markers_lost == 2);
+  CHECK_FALSE(narrow.passes(rst_ack_for(other)));
+  auto elsewhere = with_ext(rst, {0});
+  const auto far = A("2001:2:0:9::9").bytes6();
+  std::copy(far.begin(), far.end(), elsewhere.begin() + 24);
+  CHECK_FALSE(narrow.passes(elsewhere));
+  CHECK_FALSE(wide.passes(elsewhere));
+}
+
+TEST_CASE("scoped link-local targets: the zone becomes the scope id; a missing or unknown one is a usage error",
+          "[ipv6][cli][safety]") {
+  const std::uint32_t lo = zone_index("lo");
+  REQUIRE(lo != 0);  // every namespace has a loopback interface
+  CHECK(zone_index(std::to_string(lo)) == lo);
+  CHECK(zone_index("") == 0);
+  CHECK(zone_index("no-such-if0") == 0);
+  CHECK(zone_index("4294967295") == 0);
+  CHECK(zone_index("99999999999999999999") == 0);
+  CHECK(zone_index("eth0/../x") == 0);
+
+  // Parsing only: nothing is sent to these addresses.
+  const IpAddr by_name = resolve_target("fe80::1%lo");
+  CHECK(by_name == A("fe80::1"));
+  CHECK(by_name.scope_id() == lo);
+  CHECK(resolve_target("fe80::1%" + std::to_string(lo)).scope_id() == lo);
+  CHECK(resolve_target("fe80::1%lo", 6).scope_id() == lo);
+  CHECK(forbidden_target_reason(by_name).empty());
+  // The zone is not part of the address's identity: a reply (no zone on the
+  // wire) equals the target, and hashes alike.
+  CHECK(IpAddr::v6_from(A("fe80::1").bytes6().data()) == by_name);
+  CHECK(std::hash<IpAddr>()(A("fe80::1")) == std::hash<IpAddr>()(by_name));
+  CHECK(by_name.str() == "fe80::1");
+  CHECK(IpAddr(0xC6120302u).with_scope(lo).scope_id() == 0);  // IPv4 has no zones
+
+  auto usage_error = [](const std::string& target, int family = 0) -> std::string {
+    try {
+      resolve_target(target, family);
+    } catch (const UsageError& e) {
+      CHECK(e.exit_code() == ExitCode::kUsage);
+      return e.what();
+    }
+    FAIL("accepted " << target);
+    return "";
+  };
+  CHECK(usage_error("fe80::1%no-such-if0").find("unknown zone 'no-such-if0'") != std::string::npos);
+  CHECK(usage_error("fe80::1%").find("unknown zone ''") != std::string::npos);
+  CHECK(usage_error("fe80::1%99999999").find("unknown zone") != std::string::npos);
+  CHECK(usage_error("2001:2:0:3::2%lo").find("only with a link-local") != std::string::npos);
+  CHECK(usage_error("198.18.3.2%lo").find("neither a host name") != std::string::npos);
+  CHECK(usage_error("%lo").find("neither a host name") != std::string::npos);
+  CHECK(usage_error("fe80::1%lo", 4).find("IPv6 address") != std::string::npos);
+
+  // Without a zone: refused with one sentence that says how to give one.
+  const std::string why = forbidden_target_reason(A("fe80::1"));
+  CHECK(why.find("without a zone") != std::string::npos);
+  CHECK(why.find("fe80::1%<interface>") != std::string::npos);
+  CHECK(forbidden_target_reason(A("febf::1")).find("without a zone") != std::string::npos);
+  // The zone lifts only the link-local rule.
+  CHECK_FALSE(forbidden_target_reason(A("ff02::1").with_scope(lo)).empty());
+
+  // --interface naming another interface than the zone: a usage error before
+  // any socket is opened.
+  CHECK_THROWS_AS(find_route(by_name, "no-such-if0", ""), UsageError);
 }
