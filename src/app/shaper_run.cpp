@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <random>
 
 #include "app/config.hpp"
 #include "app/session.hpp"
@@ -344,9 +345,20 @@ AvailbwResult run_shaper_availbw(Session& s, const Config& c, const std::atomic<
   Nanos next = mono_now() + from_seconds(std::clamp(3 * 8.0 * B / R, 0.25, 1.0));
   int id = -700;
   double worst_tau_error = 0;
-  for (int pair = 0; pair < 4 && !stop.load(); ++pair) {
-    if (got.size() >= 3) break;
-    if (got.size() == 2 && std::max(got[0], got[1]) <= 1.1 * std::min(got[0], got[1]) + 0.01 * R) break;
+  // A short idle holds few of the other flows' packets (a 1500-byte packet
+  // in 15 ms is 0.8 Mbit/s): with tau under 50 ms, three pairs at least, at
+  // random phases.
+  const std::size_t min_pairs = tau < 0.05 ? 3 : 2;
+  std::mt19937 rng(static_cast<unsigned>(real_now()));
+  std::uniform_int_distribution<Nanos> jitter(0, 10 * kMs);
+  for (int pair = 0; pair < 5 && !stop.load(); ++pair) {
+    if (got.size() >= min_pairs + 1) break;
+    if (got.size() >= min_pairs &&
+        *std::max_element(got.begin(), got.end()) <=
+            1.1 * *std::min_element(got.begin(), got.end()) + 0.01 * R) {
+      break;
+    }
+    next += jitter(rng);
     while (mono_now() < next && !stop.load()) sleep_until(next);
     if (stop.load()) break;
     const Nanos pair_start = mono_now();
@@ -354,11 +366,12 @@ AvailbwResult run_shaper_availbw(Session& s, const Config& c, const std::atomic<
     RateRecord rr;
     rr.phase = "shaper_refill";
     rr.at_s = to_seconds(pair_start - t0);
-    // 1. Empty the bucket: past its content and a few packets more, whose
-    //    tail's reply says when the shaper's queue ran dry.
+    // 1. Empty the bucket: past its content by 10% and two packets (they
+    //    queue: their wait delays the refill, see refill_sample), the tail's
+    //    reply says when the shaper's queue ran dry.
     TrainRun e;
     Train te;
-    if (!stream(1.1 * B * fill + 16.0 * L, B * fill, kEmptyMarkers,
+    if (!stream(1.1 * B * fill + 2.0 * L, B * fill, kEmptyMarkers,
                 kEmptyMarkers + kReadMarkers + 2, id--, &e, &te)) {
       break;
     }
@@ -466,6 +479,7 @@ AvailbwResult run_shaper_availbw(Session& s, const Config& c, const std::atomic<
                   {"reply_warnings", warnings_json(reply)},
                   {"shaper_refill",
                    {{"valid", res.valid},
+                    {"method", res.method},
                     {"availbw_bps", res.availbw_bps},
                     {"low_bps", res.low_bps},
                     {"high_bps", res.high_bps},
@@ -486,6 +500,7 @@ AvailbwResult shaper_availbw_from_note(const nlohmann::json& end, ShaperRecord& 
   }
   const nlohmann::json& j = end.at("shaper_refill");
   res.valid = j.value("valid", false);
+  res.method = j.value("method", "");
   res.availbw_bps = j.value("availbw_bps", 0.0);
   res.low_bps = j.value("low_bps", 0.0);
   res.high_bps = j.value("high_bps", 0.0);

@@ -207,7 +207,7 @@ bool offset_suggests_bucket(double offset_s, double capacity_bps, int packet_siz
 RefillSample refill_sample(const ShaperFinding& f, double rate_bps, double bucket_bytes,
                            double tau_s, const ShaperOptions& opt, double tail_wait_s) {
   RefillSample r;
-  if (!(tau_s > 0) || !(rate_bps > 0) || !(tail_wait_s >= 0) || tail_wait_s > 0.5 * tau_s) {
+  if (!(tau_s > 0) || !(rate_bps > 0) || !(tail_wait_s >= 0) || tail_wait_s > tau_s) {
     return r;
   }
   const double D = tail_wait_s;

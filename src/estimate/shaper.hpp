@@ -111,7 +111,7 @@ bool offset_suggests_bucket(double offset_s, double capacity_bps, int packet_siz
 // queue (D). The other flows' packets that arrived meanwhile are still queued
 // behind it and leave on the refill's first tokens: the content is
 // A·tau - (R - A)·D, so A = (content + R·D) / (tau + D). The pair is unusable
-// when D exceeds tau / 2 (the correction would dominate).
+// when D exceeds tau (the correction would dominate).
 struct RefillSample {
   bool ok = false;
   bool saturated = false;     // the bucket was (nearly) full again: tau too long

@@ -349,8 +349,8 @@ TEST_CASE("shaper: refill arithmetic (tail wait, saturation, no burst)", "[shape
   CHECK(r.availbw_bps == Approx(A).epsilon(1e-9));
   // Without the correction it would read low.
   CHECK(refill_sample(f, 20e6, 300e3, tau).availbw_bps < 0.9 * A);
-  // A tail that waited longer than half the idle: unusable.
-  CHECK_FALSE(refill_sample(f, 20e6, 300e3, tau, {}, 0.03).ok);
+  // A tail that waited longer than the idle: unusable.
+  CHECK_FALSE(refill_sample(f, 20e6, 300e3, tau, {}, 0.06).ok);
   // Nearly a full bucket: tau was too long for the rate; not a sample.
   f.bucket_bytes = 0.9 * 300e3;
   r = refill_sample(f, 20e6, 300e3, 0.2);
