@@ -341,8 +341,12 @@ AvailbwResult run_shaper_availbw(Session& s, const Config& c, const std::atomic<
   };
   std::vector<double> got;
   // The capacity phase's last stream may have left the shaper's queue full:
-  // let it drain first (three times what the bucket takes to refill, 0.25-1 s).
-  Nanos next = mono_now() + from_seconds(std::clamp(3 * 8.0 * B / R, 0.25, 1.0));
+  // let it drain and the bucket fill (2.5 times its refill, 0.25-8 s, at most
+  // a third of the time left).
+  // The emptying stream's excess over a bucket that is not full would
+  // queue, or overflow the queue and lose its tail.
+  Nanos next = mono_now() + std::min<Nanos>(from_seconds(std::clamp(2.5 * 8.0 * B / R, 0.25, 8.0)),
+                                            std::max<Nanos>(0, (t_cap - mono_now()) / 3));
   int id = -700;
   double worst_tau_error = 0;
   // A short idle holds few of the other flows' packets (a 1500-byte packet
@@ -359,6 +363,11 @@ AvailbwResult run_shaper_availbw(Session& s, const Config& c, const std::atomic<
       break;
     }
     next += jitter(rng);
+    // No sleep past the time cap (the streams check it again before sending).
+    if (next > t_cap) {
+      res.stop_reason = StopReason::kMaxTime;
+      break;
+    }
     while (mono_now() < next && !stop.load()) sleep_until(next);
     if (stop.load()) break;
     const Nanos pair_start = mono_now();
