@@ -134,7 +134,10 @@ def test_ordinary_paths_have_no_shaper(links):
                 # A path at least as fast as --max-rate may hide a bucket the
                 # trains never drain: one stream looks, and finds none.
                 assert chk is not None and chk["trigger"] == "capacity_lower_bound", chk
-                assert chk["streams"] == 1 and chk["verdict"] in ("none", "not_emptied"), chk
+                # (no_replies: the host fell behind the 1 Gbit/s stream's
+                # replies; seen once in about ten runs.)
+                assert chk["streams"] == 1, chk
+                assert chk["verdict"] in ("none", "not_emptied", "no_replies"), chk
             else:
                 # Nothing was sent for it: these paths pay nothing.
                 assert chk is None, chk
