@@ -134,8 +134,9 @@ def test_ordinary_paths_have_no_shaper(links):
                 # A path at least as fast as --max-rate may hide a bucket the
                 # trains never drain: one stream looks, and finds none.
                 assert chk is not None and chk["trigger"] == "capacity_lower_bound", chk
-                # (no_replies: the host fell behind the 1 Gbit/s stream's
-                # replies; seen once in about ten runs.)
+                # (This line failed once in five runs of the unshaped path;
+                # the document was not kept. no_replies, a stream whose
+                # replies did not come back, is the verdict allowed besides.)
                 assert chk["streams"] == 1, chk
                 assert chk["verdict"] in ("none", "not_emptied", "no_replies"), chk
             else:
