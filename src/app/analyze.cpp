@@ -8,7 +8,9 @@
 #include "app/shaper_run.hpp"
 #include "app/capacity_run.hpp"
 #include "app/capacity_tally.hpp"
+#include "app/cli.hpp"
 #include "app/hops_run.hpp"
+#include "app/run_notes.hpp"
 #include "app/runner.hpp"
 #include "estimate/availbw.hpp"
 #include "estimate/reply_rate.hpp"
@@ -28,10 +30,10 @@ Error bad_file(const std::string& name, const std::string& why) {
 
 // One train as the records describe it.
 struct RecordedTrain {
-  nlohmann::json meta;  // the "train" note
+  TrainNote meta;  // the "train" note
   std::vector<SentProbe> sent;
-  Nanos done = 0;            // when the live run stopped waiting for its replies (0 = unknown)
-  nlohmann::json done_note;  // the "train_done" note (hops: the run's monotonic times)
+  Nanos done = 0;  // when the live run stopped waiting for its replies (0 = unknown)
+  std::optional<TrainDoneNote> done_note;  // the run's monotonic times, if the file holds them
   // A reply check right after it found that the target limits its replies:
   // the train's lost replies were the limit's (session.hpp, run_train).
   bool reply_limited = false;
@@ -43,7 +45,8 @@ struct RecordedPhase {
   nlohmann::json run;
   nlohmann::json end;
   struct Event {
-    nlohmann::json note;  // "clock", "stopped", "stop", "drops" or "train" (then `train` is filled)
+    RecordKind kind;      // clock, stopped, stop, burst, drops or train (then `train` is filled)
+    nlohmann::json note;  // read with read_note<> of its kind
     RecordedTrain train;
   };
   std::vector<Event> events;
@@ -52,7 +55,7 @@ struct RecordedPhase {
 struct RecordedFile {
   nlohmann::json measure;      // the "run" note of measure/availbw, null for capacity
   nlohmann::json measure_end;  // its "end" note
-  unsigned availbw_drops = 0;  // the "drops" note
+  unsigned availbw_drops = 0;  // the measure's "drops" note
   RecordedPhase capacity, availbw, hops;
 };
 
@@ -70,15 +73,16 @@ RecordedFile collect(const RunRecords& recs, const std::string& name) {
   RecordedTrain* train = nullptr;  // its train waiting for send records
   for (const auto& it : recs.items) {
     if (!it.is_note) {
-      if (train && it.sent.probe.train == train->meta.value("train", -1)) {
+      if (train && it.sent.probe.train == train->meta.train) {
         train->sent.push_back(it.sent);
       }
       continue;
     }
     nlohmann::json j = parse_note(it, name);
-    const std::string kind = j.value("kind", "");
+    const std::optional<RecordKind> kind = note_kind(j);
+    if (!kind) continue;  // a kind this build does not know
     const std::string phase = j.value("phase", "");
-    if (kind == "run") {
+    if (kind == RecordKind::kRun) {
       train = nullptr;
       in = nullptr;
       if (phase == "measure" && out.measure.is_null()) {
@@ -93,37 +97,39 @@ RecordedFile collect(const RunRecords& recs, const std::string& name) {
         out.hops.run = std::move(j);
         in = &out.hops;
       }
-    } else if (kind == "end") {
+    } else if (kind == RecordKind::kEnd) {
       train = nullptr;
       if (in && phase == in->run.value("phase", "")) in->end = std::move(j);
       if (phase == "measure") out.measure_end = std::move(j);
       in = nullptr;
-    } else if (kind == "drops" && phase == "availbw") {
-      out.availbw_drops = j.value("count", 0u);
-    } else if (in && (kind == "stop" || (in == &out.hops && kind == "drops"))) {
+    } else if (kind == RecordKind::kDrops && phase == "availbw") {
+      out.availbw_drops = read_note<DropsNote>(j).count;
+    } else if (in && (kind == RecordKind::kStop || (in == &out.hops && kind == RecordKind::kDrops))) {
       train = nullptr;
-      in->events.push_back({std::move(j), {}});
-    } else if (in && kind == "train") {
-      in->events.push_back({std::move(j), {}});
-      in->events.back().train.meta = in->events.back().note;
+      in->events.push_back({*kind, std::move(j), {}});
+    } else if (in && kind == RecordKind::kTrain) {
+      RecordedTrain t;
+      t.meta = read_note<TrainNote>(j);
+      in->events.push_back({*kind, std::move(j), std::move(t)});
       train = &in->events.back().train;
-    } else if (in && kind == "train_done") {
+    } else if (in && kind == RecordKind::kTrainDone) {
       if (train) {
         train->done = it.ts;
-        train->done_note = std::move(j);
+        train->done_note = read_note<TrainDoneNote>(j);
       }
       train = nullptr;
-    } else if (in && kind == "reply_limit") {
-      const int id = j.value("train", 0);
+    } else if (in && kind == RecordKind::kReplyLimit) {
+      const int id = read_note<ReplyLimitNote>(j).train;
       for (auto e = in->events.rbegin(); e != in->events.rend(); ++e) {
-        if (!e->train.meta.is_null() && e->train.meta.value("train", -1) == id) {
+        if (e->kind == RecordKind::kTrain && e->train.meta.train == id) {
           e->train.reply_limited = true;
           break;
         }
       }
-    } else if (in && (kind == "clock" || kind == "stopped" || kind == "burst")) {
+    } else if (in && (kind == RecordKind::kClock || kind == RecordKind::kStopped ||
+                      kind == RecordKind::kBurst)) {
       train = nullptr;
-      in->events.push_back({std::move(j), {}});
+      in->events.push_back({*kind, std::move(j), {}});
     }
   }
   return out;
@@ -133,10 +139,10 @@ RecordedFile collect(const RunRecords& recs, const std::string& name) {
 // offsets, which the stall check of paced trains reads; 0 in older records),
 // and what the pacer recorded.
 bool rebuild(const RecordedTrain& rt, Train& train, std::vector<SendRecord>& sent) {
-  const int n = rt.meta.value("probes", 0);
-  if (n <= 0 || n > 100000) return false;
+  if (rt.meta.probes == 0 || rt.meta.probes > 100000) return false;
+  const int n = static_cast<int>(rt.meta.probes);
   train = Train{};
-  train.id = rt.meta.value("train", 0);
+  train.id = rt.meta.train;
   train.probes.resize(static_cast<std::size_t>(n));
   sent.assign(static_cast<std::size_t>(n), SendRecord{});
   for (const SentProbe& sp : rt.sent) {
@@ -221,12 +227,12 @@ class PhaseCursor {
 
   // The next event, which must be of `kind` ("stop" events are skipped:
   // the replay's stopped() reads them from the whole phase).
-  const RecordedPhase::Event& next(const char* kind) {
+  const RecordedPhase::Event& next(RecordKind kind) {
     skip_stops();
     if (pos_ >= ph_.events.size() || kind_at(pos_) != kind) diverged();
     return ph_.events[pos_++];
   }
-  bool next_is(const char* kind) {
+  bool next_is(RecordKind kind) {
     skip_stops();
     return pos_ < ph_.events.size() && kind_at(pos_) == kind;
   }
@@ -243,7 +249,7 @@ class PhaseCursor {
   // The next recorded train, re-matched, in *recorded; it must have the
   // shape of `planned` (the train the code would have sent now).
   TrainOutcome train(const Train& planned, Train* recorded, const RecordedTrain** rt = nullptr) {
-    const RecordedTrain& t = next("train").train;
+    const RecordedTrain& t = next(RecordKind::kTrain).train;
     // Older records close a capacity train only by the next one's first send.
     Nanos next_start = INT64_MAX;
     for (std::size_t j = pos_; j < ph_.events.size() && next_start == INT64_MAX; ++j) {
@@ -267,9 +273,9 @@ class PhaseCursor {
   }
 
  private:
-  std::string kind_at(std::size_t i) const { return ph_.events[i].note.value("kind", ""); }
+  RecordKind kind_at(std::size_t i) const { return ph_.events[i].kind; }
   void skip_stops() {
-    while (pos_ < ph_.events.size() && kind_at(pos_) == "stop") ++pos_;
+    while (pos_ < ph_.events.size() && kind_at(pos_) == RecordKind::kStop) ++pos_;
   }
 
   const RecordedPhase& ph_;
@@ -296,30 +302,32 @@ class ReplayRunner : public ProbeRunner {
     bytes_ = ph.run.value("bytes0", std::uint64_t{0});
     packets_ = ph.run.value("packets0", std::uint64_t{0});
     reply_wait_ = ph.run.value("reply_wait", Nanos{0});
+    // The --max-load budget an earlier phase left (hops: its idle reads it).
+    set_load_capacity(ph.run.value("load_capacity_bps", 0.0));
     for (const auto& e : ph.events) {
-      if (e.note.value("kind", "") == "stop") stop_at_ = e.note.value("check", 0);
+      if (e.kind == RecordKind::kStop) stop_at_ = read_note<StopNote>(e.note).check;
     }
   }
 
   StopReason admit(const Train& train, const std::function<Nanos()>& start_at,
                    Nanos span) override {
-    if (cur_.next_is("stopped")) return take_stopped();
+    if (cur_.next_is(RecordKind::kStopped)) return take_stopped();
     if (stopped()) return StopReason::kInterrupted;
     if (counted_ && bytes_ + train.total_bytes() > max_bytes_) return StopReason::kMaxBytes;
     const Nanos start = start_at();
-    if (cur_.next_is("stopped")) return take_stopped();
+    if (cur_.next_is(RecordKind::kStopped)) return take_stopped();
     if (counted_ && start + span + reply_wait_ > t_cap_) return StopReason::kMaxTime;
     if (stopped()) return StopReason::kInterrupted;
-    if (cur_.next_is("train")) return StopReason::kNone;
+    if (cur_.next_is(RecordKind::kTrain)) return StopReason::kNone;
     return recorded_end();
   }
 
   StopReason check_time(Nanos) override {
-    if (cur_.next_is("stopped") &&
-        cur_.peek().note.at("reason").get<StopReason>() == StopReason::kMaxTime) {
+    if (cur_.next_is(RecordKind::kStopped) &&
+        read_note<StoppedNote>(cur_.peek().note).reason == StopReason::kMaxTime) {
       return take_stopped();
     }
-    if (cur_.next_is("train") || ph_.end.is_null()) return StopReason::kNone;
+    if (cur_.next_is(RecordKind::kTrain) || ph_.end.is_null()) return StopReason::kNone;
     return ph_.end.at("stop_reason").get<StopReason>() == StopReason::kMaxTime
                ? StopReason::kMaxTime
                : StopReason::kNone;
@@ -334,31 +342,35 @@ class ReplayRunner : public ProbeRunner {
       bytes_ += sp.probe.ip_len;
     }
     ++trains_;
-    if (rt->done_note.is_object()) {  // else the file ends before the train's replies did
-      out.start_mono = rt->done_note.value("start_mono", Nanos{0});
-      out.end_mono = rt->done_note.value("end_mono", Nanos{0});
+    if (rt->done_note) {  // else the file ends before the train's replies did
+      out.start_mono = rt->done_note->start_mono;
+      out.end_mono = rt->done_note->end_mono;
     }
     out.replies_limited = rt->reply_limited;
     return out;
   }
 
-  Nanos now() override { return cur_.next("clock").note.at("mono").get<Nanos>(); }
+  Nanos now() override { return read_note<ClockNote>(cur_.next(RecordKind::kClock).note).mono; }
   void wait_until(Nanos) override {}
   bool stopped() override { return stop_at_ > 0 && ++checks_ >= stop_at_; }
   // The live run notes a reply burst limit only once it knows one.
   int reply_burst() override {
-    if (!cur_.next_is("burst")) return ReplyGovernor::kNoBurstLimit;
-    return cur_.next("burst").note.value("max", ReplyGovernor::kNoBurstLimit);
+    if (!cur_.next_is(RecordKind::kBurst)) return ReplyGovernor::kNoBurstLimit;
+    return read_note<BurstNote>(cur_.next(RecordKind::kBurst).note).max;
   }
   std::uint64_t bytes_sent() override { return bytes_; }
   std::uint64_t packets_sent() override { return packets_; }
-  unsigned capture_drops() override { return cur_.next("drops").note.value("count", 0u); }
+  unsigned capture_drops() override {
+    return read_note<DropsNote>(cur_.next(RecordKind::kDrops).note).count;
+  }
   Nanos reply_wait() const override { return reply_wait_; }
 
   std::size_t trains() const { return trains_; }
 
  private:
-  StopReason take_stopped() { return cur_.next("stopped").note.at("reason").get<StopReason>(); }
+  StopReason take_stopped() {
+    return read_note<StoppedNote>(cur_.next(RecordKind::kStopped).note).reason;
+  }
 
   // No train where the live run sent one: the end note's stop reason
   // (capacity), "incomplete" if the file ends first, else a divergence.
@@ -382,23 +394,10 @@ class ReplayRunner : public ProbeRunner {
   std::uint64_t bytes_ = 0, packets_ = 0;
 };
 
-// The capacity phase's configuration, from the parameters its head records.
+// The capacity phase's configuration, from the parameters its head records
+// (the option table's "params" keys), in the ranges parse_cli allows.
 Config capacity_config_from(const nlohmann::json& params) {
-  Config c;
-  c.load_packets = params.at("load_packets").get<int>();
-  c.markers = params.at("markers").get<int>();
-  c.drain_packets = params.at("drain_packets").get<int>();
-  c.target_dispersion_s = params.at("train_dispersion_s").get<double>();
-  c.max_load_packets = params.at("max_load_packets").get<int>();
-  c.length_ratio = params.at("length_ratio").get<double>();
-  c.min_trains = params.at("min_trains").get<int>();
-  c.max_trains = params.at("max_trains").get<int>();
-  c.precision = params.at("precision").get<double>();
-  c.max_load = params.at("max_load").get<double>();
-  c.max_time_s = params.at("max_time_s").get<double>();
-  c.max_bytes = params.at("max_bytes").get<std::uint64_t>();
-  c.max_rate_bps = params.at("max_rate_bps").get<double>();
-  return c;
+  return recorded_config(config_from_params(params), "capacity");
 }
 
 // The capacity phase through the live run's own loop (capacity_trains).
@@ -484,7 +483,7 @@ HopsResult replay_hops(const RecordedPhase& ph, const OfflineRead& r, const std:
 MeasureResult replay_measure(const RecordedFile& f, const OfflineRead& r, const std::string& name,
                              bool verbose) {
   MeasureResult m;
-  m.command = f.measure.value("command", "");
+  m.command = f.measure.at("command").get<Command>();
   Config c = availbw_config_from(f.measure.at("config"));
   c.verbose = verbose;
   auto finish = [&] {
@@ -616,30 +615,19 @@ AnalyzedRun analyze_run(const OfflineRead& r, const std::string& name, bool verb
 }
 
 int run_analyze_main(const std::vector<std::string>& args) {
-  bool json = false, verbose = false;
-  std::string file;
-  for (std::size_t i = 1; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--json" || a == "-J") {
-      json = true;
-    } else if (a == "-v" || a == "--verbose") {
-      verbose = true;
-    } else if (a == "-h" || a == "--help") {
-      std::cout << "usage: linkwidth analyze FILE [--json] [-v]\n"
-                   "Re-runs the estimators on a capture written by --save-pcap (capacity,\n"
-                   "availbw, measure and hops runs) and prints the live command's document.\n";
-      return 0;
-    } else if (!a.empty() && a[0] == '-') {
-      std::cerr << "linkwidth: analyze: unknown option '" << a
-                << "'; usage: linkwidth analyze FILE [--json] [-v]." << std::endl;
-      return static_cast<int>(ExitCode::kUsage);
-    } else if (file.empty()) {
-      file = a;
-    } else {
-      std::cerr << "linkwidth: analyze takes one FILE." << std::endl;
-      return static_cast<int>(ExitCode::kUsage);
-    }
+  AnalyzeOptions opts;
+  try {
+    opts = parse_analyze_cli(args);
+  } catch (const UsageError& e) {
+    std::cerr << "linkwidth: " << e.what() << std::endl;
+    return static_cast<int>(ExitCode::kUsage);
   }
+  if (opts.show_help) {
+    std::cout << kAnalyzeHelp;
+    return 0;
+  }
+  const bool json = opts.json, verbose = opts.verbose;
+  const std::string& file = opts.file;
   auto fail = [&](const std::string& code, const std::string& msg, ExitCode exit) {
     if (json) {
       std::cout << error_json("analyze", file, {code, msg}, nullptr).dump(2) << std::endl;
@@ -648,8 +636,7 @@ int run_analyze_main(const std::vector<std::string>& args) {
     return static_cast<int>(exit);
   };
   if (file.empty()) {
-    return fail("usage", "no FILE given; usage: linkwidth analyze FILE [--json] [-v].",
-                ExitCode::kUsage);
+    return fail("usage", std::string("no FILE given; ") + kAnalyzeUsage + ".", ExitCode::kUsage);
   }
   try {
     const AnalyzedRun run = analyze_run(read_pcap_file(file), file, verbose);

@@ -7,6 +7,7 @@
 
 #include "app/capacity_run.hpp"
 #include "app/hops_run.hpp"
+#include "app/run_notes.hpp"
 #include "app/runner.hpp"
 #include "app/session.hpp"
 #include "estimate/availbw.hpp"
@@ -57,13 +58,18 @@ class PacedTrains {
     *out = paced_train_sample(run.train, run.outcome, res_);
     settle(out, run.replies_limited);
     // Idle: the average probing rate stays under max_load of the train's own
-    // rate (pathload's rule: idle >= span·(1/max_load - 1)), and the
-    // bottleneck queue the train may have built drains (>= 2·N·L/C).
+    // rate (pathload's rule: idle >= span·(1/max_load - 1)) and of the
+    // capacity the runner budgets with (estimate/load_budget.hpp: a train
+    // offered above it, e.g. a response train at a capacity estimate inflated
+    // by lost load, counts as if it took its bits' time at that capacity),
+    // and the bottleneck queue the train may have built drains (>= 2·N·L/C).
     double load_bits = 0;
     for (const auto& p : train.probes) load_bits += 8.0 * p.ip_len;
     const double sent_span = std::max(out->send_span_s, to_seconds(span));
+    const double budget = r_.load_capacity() > 0 ? r_.load_capacity() : capacity_;
+    const double at_budget = std::max(sent_span, load_bits / budget);
     const double idle = std::max(
-        {sent_span * (1.0 / c_.max_load - 1.0), 2.0 * load_bits / capacity_, to_seconds(min_idle)});
+        {at_budget / c_.max_load - sent_span, 2.0 * load_bits / capacity_, to_seconds(min_idle)});
     next_start_ = std::max(run.end_mono, run.start_mono + from_seconds(sent_span + idle));
     if (out->stalled) r_.after_stall();
     return true;
@@ -123,10 +129,22 @@ PacedTrainRecord record_of(const Train& t, const PacedSample& s, int packet_size
   return r;
 }
 
-// Median of the trains' numbers that have them (0 if none).
+// Median of the trains' numbers that have them (0 if none), over the trains
+// that say something about the path. A train our host sent off schedule
+// (send_stall) or whose replies do not count (unusable) is left out: a stall
+// and its catch-up burst move the train's offered rate by tens of % either
+// way (a 3.5 ms time slice inside a 3 ms train) and its ratio to 10 or more;
+// on a busy host, where most trains of a fleet can stall, their median put
+// the search's bracket where the fleet's decided trains were never sent
+// (issue 11: the 100M/40M regression).
+bool counts(const PacedTrainRecord& t) {
+  return t.verdict != "send_stall" && t.verdict != "unusable";
+}
+
 void summarize(RateRecord& rr) {
   std::vector<double> off, rec, rat;
   for (const auto& t : rr.trains) {
+    if (!counts(t)) continue;
     if (t.offered_bps > 0) off.push_back(t.offered_bps);
     if (t.received_bps > 0) rec.push_back(t.received_bps);
     if (t.ratio > 0) rat.push_back(t.ratio);
@@ -165,25 +183,59 @@ CapacityTrainParams search_train(const Config& c, const FlowId& flow, int L, dou
   return p;
 }
 
-void run_fleet_method(PacedTrains& runner, PhasePath& path, const Config& c, double C,
-                      AvailbwResult& res, Nanos t0, Nanos t_cap) {
-  const int L = path.packet_size;
+// The avail-bw from the search's bracket and the response trains
+// (estimate_availbw), as the result reports it.
+void report_fleet_estimate(const FleetSearch& search, const std::vector<ResponseSample>& response,
+                           const NoiseModel& noise,
+                           const std::vector<ResponseSample>& slope_points, double C,
+                           const Config& c, AvailbwResult& res) {
   const double omega = res.resolution_bps;
+  AvailbwEstimate est =
+      estimate_availbw(response, noise, search.low(), search.high(), C, slope_points);
+  // issue 11 (tight != narrow): no response trains ran; the fleets' own
+  // medians may still show the line above the knee.
+  if (response.empty()) {
+    apply_fleet_hinge(est, search.history(), noise, search.low(), search.high(), C);
+  }
+  // The reported range adds the search's resolution ω on each side: the
+  // estimate's error in the lab is of that order (benchmark median 3% of the
+  // avail-bw, a few % of C), and a range narrower than the typical error would
+  // claim more than the measurement knows.
+  res.low_bps = std::max(0.0, est.low_bps - omega);
+  res.high_bps = std::min(C, est.high_bps + omega);
+  res.availbw_bps = est.availbw_bps;
+  res.response_points = est.points;
+  res.tight_link_capacity_bps = est.tight_capacity_bps;
+  // issue 11: which capacity the reported crossing used (none: the bracket).
+  if (est.basis == "response_curve") res.crossing_capacity_source = est.crossing_capacity_source;
+  res.valid = !search.history().empty();
+  if (c.verbose) {
+    std::fprintf(stderr, "bracket [%.4g, %.4g] crossing %.4g +- %.3g -> %s %.4g, Ct %.4g\n",
+                 search.low(), search.high(), est.crossing_bps, est.crossing_se_bps,
+                 est.basis.c_str(), est.availbw_bps, est.tight_capacity_bps);
+  }
+}
+
+// Calibration: the trains' timing noise on this path (the comment inside
+// says how), with the search trains' length `scale` it settled on. Returns
+// false when a cap or the stop flag ended the run (res.stop_reason).
+bool calibrate_search(PacedTrains& runner, PhasePath& path, const Config& c, double C,
+                      AvailbwResult& res, Nanos t0, Nanos t_cap, NoiseModel* noise,
+                      double* scale) {
+  const int L = path.packet_size;
   // Calibration: the time structure of a search train at C/2 (same gap and
   // length, so the same absolute timing noise) with packets shrunk to offer
   // calibration_rate·C, far below any avail-bw worth measuring. Timing noise
   // is absolute, so its share of a train's span falls as the train grows:
   // when the path is noisy (a busy tight link), lengthen the trains and
   // calibrate again (PRC-MT's automatic train sizing), at most twice.
-  double scale = 1.0;
-  NoiseModel noise;
   int burst_restarts = 0;
   const Nanos cal_start = runner.now();
   for (int round = 0;; ++round) {
     const Nanos round_start = runner.now();
     const int burst_before = runner.reply_burst();
     const CapacityTrainParams mid =
-        search_train(c, path.flow, L, C / 2, scale, runner.reply_burst());
+        search_train(c, path.flow, L, C / 2, *scale, runner.reply_burst());
     CapacityTrainParams cal = mid;
     cal.packet_size = static_cast<std::uint16_t>(
         std::clamp(std::lround(L * c.calibration_rate / 0.5), 64L, static_cast<long>(L)));
@@ -214,7 +266,7 @@ void run_fleet_method(PacedTrains& runner, PhasePath& path, const Config& c, dou
     }
     summarize(calib);
     res.rates.push_back(calib);
-    if (res.stop_reason != StopReason::kNone) return;
+    if (res.stop_reason != StopReason::kNone) return false;
     if (runner.reply_burst() < burst_before && burst_restarts++ < 2) {
       // The target turned out to answer fewer replies at once than these
       // trains asked: calibrate again with fewer markers.
@@ -228,8 +280,8 @@ void run_fleet_method(PacedTrains& runner, PhasePath& path, const Config& c, dou
                       std::to_string(c.calibration_trains) + " usable)",
                   "calibration_failed");
     }
-    noise = calibrate_noise(cal_ratios);
-    if (noise.threshold <= kNoisyThreshold || round >= kMaxLengthening ||
+    *noise = calibrate_noise(cal_ratios);
+    if (noise->threshold <= kNoisyThreshold || round >= kMaxLengthening ||
         2 * mid.load_packets > c.max_load_packets) {
       break;
     }
@@ -240,25 +292,35 @@ void run_fleet_method(PacedTrains& runner, PhasePath& path, const Config& c, dou
     if (at + 2 * (at - round_start) > cal_start + (t_cap - cal_start) * 2 / 5) {
       res.warnings.push_back({WarningCode::kNoisyPath,
                               "timing noise on this path was high (threshold " +
-                                  std::to_string(noise.threshold) +
+                                  std::to_string(noise->threshold) +
                                   ") but there was no time to calibrate with longer trains; the "
                                   "search decides with the wide threshold"});
       break;
     }
-    scale *= 2;
+    *scale *= 2;
     res.warnings.push_back(
         {WarningCode::kTrainsLengthened, "timing noise on this path was high (threshold " +
-                                             std::to_string(noise.threshold) +
+                                             std::to_string(noise->threshold) +
                                              "); trains doubled in length and calibrated again"});
   }
-  res.noise_baseline = noise.baseline;
-  res.noise_threshold = noise.threshold;
-  if (noise.baseline > 1.05) {
+  res.noise_baseline = noise->baseline;
+  res.noise_threshold = noise->threshold;
+  if (noise->baseline > 1.05) {
     res.warnings.push_back({WarningCode::kCalibrationDisturbed,
                             "even trains at " + std::to_string(c.calibration_rate) +
                                 " of the capacity came back spread out: the path may be "
                                 "saturated; the avail-bw may be below the lowest rate tested"});
   }
+  return true;
+}
+
+void run_fleet_method(PacedTrains& runner, PhasePath& path, const Config& c, double C,
+                      AvailbwResult& res, Nanos t0, Nanos t_cap) {
+  const int L = path.packet_size;
+  const double omega = res.resolution_bps;
+  double scale = 1.0;
+  NoiseModel noise;
+  if (!calibrate_search(runner, path, c, C, res, t0, t_cap, &noise, &scale)) return;
 
   FleetSearchParams fp;
   fp.capacity_bps = C;
@@ -279,7 +341,11 @@ void run_fleet_method(PacedTrains& runner, PhasePath& path, const Config& c, dou
     *lost = 0;
     bool settled = false;
     CapacityTrainParams tp;
-    for (int k = 0; k < c.fleet_trains && !settled; ++k) {
+    // Trains our host sent off schedule get no verdict: send others in their
+    // place (at most K more), so a fleet on a busy host still decides on K
+    // trains instead of the one or two that were not stalled.
+    int stalled = 0;
+    for (int k = 0; k < c.fleet_trains + std::min(stalled, c.fleet_trains) && !settled; ++k) {
       // A reply limit found on the way may cut the markers.
       tp = search_train(c, path.flow, L, rate, scale, runner.reply_burst());
       const Train t = make_capacity_train(tp, res.trains_sent, path.seqs);
@@ -287,6 +353,7 @@ void run_fleet_method(PacedTrains& runner, PhasePath& path, const Config& c, dou
       if (!runner.run(t, &s)) break;
       std::string v;
       if (s.stalled) {
+        ++stalled;
         v = "send_stall";  // our host, not the path: no verdict
       } else if (s.lost) {
         ++*lost;
@@ -335,16 +402,18 @@ void run_fleet_method(PacedTrains& runner, PhasePath& path, const Config& c, dou
       rec[j].at_s = to_seconds(runner.now() - t0);
       tp[j] = search_train(c, path.flow, L, rates[j], scale, runner.reply_burst());
     }
-    int lost = 0;
+    int lost = 0, stalled = 0;
     const int min_n = 2 * c.fleet_trains, max_n = 5 * c.fleet_trains;
-    for (int i = 0; i < max_n; ++i) {
+    // Stalled trains are replaced, at most max_n of them (see the fleets).
+    for (int i = 0; i < max_n + std::min(stalled, max_n); ++i) {
       const int j = i % 2;
       const Train t = make_capacity_train(tp[j], res.trains_sent, path.seqs);
       PacedSample s;
       if (!runner.run(t, &s)) break;
+      stalled += s.stalled ? 1 : 0;
       std::string v = s.stalled ? "send_stall" : s.lost ? "lost" : !s.usable ? "unusable" : "";
       if (v.empty()) {
-        response.push_back({s.offered_bps, s.ratio});
+        response.push_back({s.offered_bps, s.ratio, j});
         v = train_verdict_name(classify_train(s.ratio, false, noise));
       }
       lost += s.lost && !s.stalled ? 1 : 0;
@@ -362,8 +431,10 @@ void run_fleet_method(PacedTrains& runner, PhasePath& path, const Config& c, dou
       if (static_cast<int>(response.size()) >= min_n) {
         // issue 11: the crossing's error with the capacity it will use (the
         // tight link's from the slope carries the slope's error too).
-        if (response_crossing_tight(response, noise.baseline, C, slope_points).se_bps <=
-            omega / 2) {
+        // Over the rates that lie above the knee (response_above_knee).
+        const auto above = response_above_knee(response, noise);
+        if (above.size() >= 2 &&
+            response_crossing_tight(above, noise.baseline, C, slope_points).se_bps <= omega / 2) {
           break;
         }
       }
@@ -398,6 +469,9 @@ void run_fleet_method(PacedTrains& runner, PhasePath& path, const Config& c, dou
     int lost = 0;
     if (!fleet(rate, "search", &fv, &lost)) break;
     const RateRecord& rr = res.rates.back();
+    // A fleet whose every train stalled (or said nothing) has no verdict,
+    // not a grey one: it must not narrow the grey band.
+    if (std::none_of(rr.trains.begin(), rr.trains.end(), counts)) continue;
     // The bracket holds the rates we really offered (the markers add a little
     // to the rate asked for).
     const double offered = rr.offered_bps > 0 ? rr.offered_bps : rate;
@@ -428,25 +502,7 @@ void run_fleet_method(PacedTrains& runner, PhasePath& path, const Config& c, dou
     }
   }
 
-  const AvailbwEstimate est =
-      estimate_availbw(response, noise, search.low(), search.high(), C, slope_points);
-  // The reported range adds the search's resolution ω on each side: the
-  // estimate's error in the lab is of that order (benchmark median 3% of the
-  // avail-bw, a few % of C), and a range narrower than the typical error would
-  // claim more than the measurement knows.
-  res.low_bps = std::max(0.0, est.low_bps - omega);
-  res.high_bps = std::min(C, est.high_bps + omega);
-  res.availbw_bps = est.availbw_bps;
-  res.response_points = est.points;
-  res.tight_link_capacity_bps = est.tight_capacity_bps;
-  // issue 11: which capacity the reported crossing used (none: the bracket).
-  if (est.basis == "response_curve") res.crossing_capacity_source = est.crossing_capacity_source;
-  res.valid = !search.history().empty();
-  if (c.verbose) {
-    std::fprintf(stderr, "bracket [%.4g, %.4g] crossing %.4g +- %.3g -> %s %.4g, Ct %.4g\n",
-                 search.low(), search.high(), est.crossing_bps, est.crossing_se_bps,
-                 est.basis.c_str(), est.availbw_bps, est.tight_capacity_bps);
-  }
+  report_fleet_estimate(search, response, noise, slope_points, C, c, res);
 }
 
 void run_linkwidth_method(PacedTrains& runner, PhasePath& path, const Config& c, double C,
@@ -514,7 +570,7 @@ PacedSample paced_train_sample(const Train& train, const TrainOutcome& outcome,
 
 void search_availbw(ProbeRunner& probes, PhasePath& path, const Config& c, double capacity_bps,
                     Nanos t_cap, AvailbwResult& res) {
-  res.method = c.method;
+  res.method = name(c.method);
   if (capacity_bps > c.max_rate_bps) {
     res.warnings.push_back({WarningCode::kMaxRateLimited,
                             "the search stops at --max-rate, below the capacity; an avail-bw "
@@ -524,10 +580,10 @@ void search_availbw(ProbeRunner& probes, PhasePath& path, const Config& c, doubl
   res.search_capacity_bps = capacity_bps;
   PacedTrains runner(probes, c, capacity_bps, res);
   const Nanos t0 = runner.now();
-  res.resolution_bps = c.method == "linkwidth" && c.theta_bps > 0 ? c.theta_bps
-                       : c.method == "linkwidth"                  ? c.theta * capacity_bps
+  res.resolution_bps = c.method == Method::kLinkwidth && c.theta_bps > 0 ? c.theta_bps
+                       : c.method == Method::kLinkwidth                  ? c.theta * capacity_bps
                                                                   : c.resolution * capacity_bps;
-  if (c.method == "linkwidth") {
+  if (c.method == Method::kLinkwidth) {
     run_linkwidth_method(runner, path, c, capacity_bps, res, t0);
   } else {
     run_fleet_method(runner, path, c, capacity_bps, res, t0, t_cap);
@@ -557,6 +613,11 @@ AvailbwResult run_availbw_phase(Session& ss, const Config& c, const std::atomic<
                    {"t_cap", t_cap},
                    {"config", config_json(c)}});
   LiveRunner runner(ss, c, "availbw", t_cap);
+  // The --max-load budget: the capacity searched under, or the lower rate an
+  // earlier phase budgeted with (a capacity estimate inflated by lost load is
+  // not the one to trust here either).
+  runner.set_load_capacity(ss.load.capacity_bps > 0 ? std::min(ss.load.capacity_bps, capacity_bps)
+                                                    : capacity_bps);
   PhasePath path{ss.flow, ss.packet_size, ss.disc.rtt_s, ss.seqs};
   search_availbw(runner, path, c, capacity_bps, t_cap, res);
   // Not re-derived offline: noted for `linkwidth analyze`.
@@ -576,24 +637,8 @@ AvailbwResult run_availbw_phase(Session& ss, const Config& c, const std::atomic<
 }
 
 Config availbw_config_from(const nlohmann::json& j) {
-  const Config c = config_from_json(j);
-  // The ranges parse_cli allows: a damaged record must not size the search.
-  const bool ok = (c.method == "fleet" || c.method == "linkwidth") && c.resolution >= 0.001 &&
-                  c.resolution <= 0.5 && c.fleet_trains >= 1 && c.fleet_trains <= 50 &&
-                  c.fleet_fraction > 0.5 && c.fleet_fraction <= 1 && c.train_time_s >= 0.0005 &&
-                  c.train_time_s <= 1 && c.min_train_packets >= 2 && c.min_train_packets <= 10000 &&
-                  c.avail_markers >= 2 && c.avail_markers <= 16 && c.calibration_trains >= 3 &&
-                  c.calibration_trains <= 100 && c.calibration_rate > 0 &&
-                  c.calibration_rate <= 1 && c.max_fleets >= 1 && c.max_fleets <= 1000 &&
-                  c.pairs >= 1 && c.pairs <= 5000 && c.pair_gap_s >= 0 && c.pair_gap_s <= 0.1 &&
-                  c.max_load > 0 && c.max_load <= 0.5 && c.max_load_packets >= 1 &&
-                  c.max_load_packets <= 10000 && c.drain_packets >= 0 && c.drain_packets <= 16 &&
-                  c.max_rate_bps >= 100e3 && c.epsilon > 0 && c.epsilon < 1;
-  if (!ok) {
-    throw Error("analyze", "the recorded avail-bw configuration is out of range", "bad_capture",
-                ExitCode::kUsage);
-  }
-  return c;
+  // The ranges parse_cli allows (validate()): a damaged record must not size the search.
+  return recorded_config(config_from_json(j), "avail-bw");
 }
 
 bool capacity_phase_done(MeasureResult& m, double* capacity_bps, bool with_hops) {
@@ -648,7 +693,7 @@ void add_availbw(MeasureResult& m, AvailbwResult a, unsigned capture_drops) {
 MeasureResult run_measure(const Config& c, const std::atomic<bool>& stop) {
   MeasureResult m;
   m.command = c.command;
-  const bool with_hops = c.command == "measure" && c.measure_hops;
+  const bool with_hops = c.command == Command::kMeasure && c.measure_hops;
   // Router-addressed hop markers draw replies from routers: capture any peer.
   auto session = open_session(c, stop, with_hops);
   const Nanos t_end = session->t_begin + from_seconds(c.max_time_s);
@@ -710,7 +755,7 @@ MeasureResult run_measure(const Config& c, const std::atomic<bool>& stop) {
           ? run_shaper_availbw(*session, c, stop, m.capacity.shaper, t_end)
           : run_availbw_phase(*session, c, stop, C, t_end);
   const unsigned drops = session->prober->capture_stats().dropped - drops_before;
-  session->prober->note({{"kind", "drops"}, {"phase", "availbw"}, {"count", drops}});
+  session->prober->note(note_json(DropsNote{"availbw", drops}));
   add_availbw(m, std::move(a), drops);
   finish();
   return m;

@@ -12,6 +12,7 @@
 #include "app/shaper_run.hpp"
 #include "estimate/shaper.hpp"
 #include "estimate/capacity.hpp"
+#include "estimate/load_budget.hpp"
 #include "estimate/stats.hpp"
 #include "linkwidth/error.hpp"
 #include "plan/capacity_plan.hpp"
@@ -49,30 +50,6 @@ CapacityTrainParams train_params(const Config& c, const FlowId& flow, int n, int
 }
 
 }  // namespace
-
-nlohmann::json params_json(const Config& c) {
-  return {{"interface", c.interface},
-          {"source", c.source},
-          {"port", c.port},
-          {"source_port", c.sport},
-          {"packet_size", c.packet_size},
-          {"load_packets", c.load_packets},
-          {"markers", c.markers},
-          {"drain_packets", c.drain_packets},
-          {"train_dispersion_s", c.target_dispersion_s},
-          {"max_load_packets", c.max_load_packets},
-          {"length_ratio", c.length_ratio},
-          {"min_trains", c.min_trains},
-          {"max_trains", c.max_trains},
-          {"precision", c.precision},
-          {"max_load", c.max_load},
-          {"max_time_s", c.max_time_s},
-          {"max_bytes", c.max_bytes},
-          {"max_rate_bps", c.max_rate_bps},
-          {"max_replies_per_s", c.max_replies},
-          {"discovery_tries", c.discovery_tries},
-          {"reply_timeout_s", c.reply_timeout_s}};
-}
 
 nlohmann::json capacity_checks_note(const std::vector<Warning>& before,
                                     const CapacityResult& res) {
@@ -160,9 +137,18 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
   // The shaper probe (app/shaper_run) is live only: its streams are not
   // replayed; what it found goes into the end note, and analyze hands the
   // loop the same finding at the same train.
+  // Its streams have their own caps (bytes, rate, time: app/shaper_run.cpp)
+  // and are left out of the --max-load ledger, bytes and time: they do not
+  // make later trains wait, nor give them credit (estimate/load_budget.hpp).
   auto probe = [&](const ShaperHints& h) {
     if (c.verbose) std::fprintf(stderr, "shaper probe: %s\n", h.trigger.c_str());
-    return run_shaper_probe(ss, c, stop, t_cap, h);
+    const Nanos t = mono_now();
+    const std::uint64_t b = prober.bytes_sent();
+    ShaperRecord rec = run_shaper_probe(ss, c, stop, t_cap, h);
+    const Nanos span = mono_now() - t;
+    exclude_from_ledger(ss.load, span, prober.bytes_sent() - b);
+    rec.elapsed_s = to_seconds(span);
+    return rec;
   };
   CapacityTrains trains = capacity_trains(runner, c, path, res, probe);
   trains.tally.finish(res, c.max_rate_bps);
@@ -201,6 +187,12 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
     trains.shaper_tried = true;
   }
   if (trains.shaper_tried) apply_shaper(trains.shaper, res);
+  if (trains.shaper.found && res.capacity_bps > 0) {
+    // The trains' rates were the burst's: the phases after this one (hops)
+    // budget with the sustained rate.
+    const double cb = runner.load_capacity();
+    runner.set_load_capacity(cb > 0 ? std::min(cb, res.capacity_bps) : res.capacity_bps);
+  }
   take_reply_warnings(ss, res.warnings);
   check_capacity_plausible(ss, c, stop, t_cap, trains.stamps, res);
   const nlohmann::json checks = capacity_checks_note(before, res);
@@ -252,7 +244,8 @@ CapacityTrains capacity_trains(ProbeRunner& runner, const Config& c, PhasePath& 
   int sizing_trains = 0;
   res.stop_reason = StopReason::kMaxTrains;
   Nanos next_start = 0;  // the first train goes at once
-  double best_rate = 0;  // highest per-train rate seen: a bound for idle budgeting
+  std::vector<double> rates;           // every train's bits / reply dispersion: budgets the idle
+  std::vector<double> group_rates[2];  // kept measured trains' rates: short, long
   CapacityEstimate est;
 
   for (int i = 0; i < c.max_trains; ++i) {
@@ -282,6 +275,7 @@ CapacityTrains capacity_trains(ProbeRunner& runner, const Config& c, PhasePath& 
     add_reply_stamps(run.train, run.outcome, out.stamps);
     const TallyStep step = tally.add(run.train, run.outcome, n_train, n, group, !sized, L, res);
     const CapacitySample& s = step.sample;
+    if (sized && s.kept()) group_rates[group].push_back(s.capacity_bps);
 
     if (step.path_mtu > 0) {
       // The packets shrink to the path MTU; sizing starts over.
@@ -289,6 +283,8 @@ CapacityTrains capacity_trains(ProbeRunner& runner, const Config& c, PhasePath& 
       sized = !auto_size;
       sizing_trains = 0;
       if (auto_size) n = kSizingLoadPackets;
+      group_rates[0].clear();  // other lengths from here on
+      group_rates[1].clear();
       continue;
     }
 
@@ -346,18 +342,25 @@ CapacityTrains capacity_trains(ProbeRunner& runner, const Config& c, PhasePath& 
     if (step.shortened_to > 0) n = step.shortened_to;
 
     // Idle so the average probing rate stays under max_load of the capacity and
-    // the bottleneck queue drains: at least max(dispersion/max_load, 2·N·L/C).
-    // The rate to budget with: the current estimate, else the best sample so
-    // far. With none (every reply lost), the time the train took to leave us
-    // stands in: conservative, since the path is no faster than it showed.
-    if (s.capacity_bps > 0) best_rate = std::max(best_rate, s.capacity_bps);
-    const double budget_rate = est.valid ? std::min(est.capacity_bps, 2 * best_rate) : best_rate;
+    // the bottleneck queue drains: at least max(train time at C_b / max_load,
+    // 2·N·L/C_b). C_b is budget_capacity() (estimate/load_budget.hpp): the
+    // lower quartile of the per-train rates, at most the estimate. Not the
+    // estimate alone, nor the best rate: load lost in a small queue still
+    // counts in a train's bits, not in its dispersion, so long trains read up
+    // to twice the link and the slope of two equal dispersions gigabits (the
+    // lab's 15 KB queue at 20 Mbit/s probed at 28% of C that way). No rate yet
+    // (every reply lost): kUnknownPathBps, a slow path. Long trains reading
+    // faster than short ones mark lost load: the budget falls by that ratio
+    // (load_loss_factor). The runner's gate holds the bytes really sent over
+    // the elapsed time under max_load x C_b as well.
+    if (s.capacity_bps > 0) rates.push_back(s.capacity_bps);
+    est = tally.estimate();
+    const double budget_rate = budget_capacity(rates, est.valid ? est.capacity_bps : 0,
+                                               load_loss_factor(group_rates[0], group_rates[1]));
+    runner.set_load_capacity(budget_rate);
     const double train_bits = 8.0 * static_cast<double>(train.total_bytes());
-    const double train_time =
-        budget_rate > 0 ? train_bits / budget_rate
-                        : std::max(s.send_dispersion_s, to_seconds(run.end_mono - run.start_mono));
-    const double idle = std::max(train_time / c.max_load,
-                                 budget_rate > 0 ? 2.0 * n_train * L * 8.0 / budget_rate : 0.0);
+    const double idle =
+        std::max(train_bits / budget_rate / c.max_load, 2.0 * n_train * L * 8.0 / budget_rate);
     next_start = std::max(run.end_mono, run.start_mono + from_seconds(idle));
     const StopReason late = runner.check_time(next_start);
     if (late != StopReason::kNone) {
@@ -365,7 +368,6 @@ CapacityTrains capacity_trains(ProbeRunner& runner, const Config& c, PhasePath& 
       break;
     }
 
-    est = tally.estimate();
     if (tally.enough(c.min_trains) && est.valid &&
         (est.high_bps - est.low_bps) / 2 <= c.precision * est.capacity_bps) {
       res.stop_reason = StopReason::kPrecision;
@@ -439,7 +441,10 @@ nlohmann::json plan_capacity(const Config& c) {
                      ? "fixed load packets per train"
                      : "first train sizes the rest: N = ceil(train_dispersion * C / (8 L)), "
                        "clamped to [8, max_load_packets]"},
-      {"idle", "after each train: max(train time at C / max_load, 2 N L / C)"},
+      {"idle",
+       "after each train: max(train time at C_b / max_load, 2 N L / C_b), C_b the lower quartile "
+       "of the per-train rates (at most the estimate; lower when long trains read faster than "
+       "short ones: lost load); before each: bytes sent over elapsed time under max_load x C_b"},
       {"stop", "precision reached after min_trains, or max_trains / max_time / max_bytes"}};
   plan["caps"] = {{"max_trains", c.max_trains},
                   {"max_time_s", c.max_time_s},

@@ -7,6 +7,7 @@
 
 #include "app/capacity_tally.hpp"
 #include "app/config.hpp"
+#include "app/options.hpp"  // params_json
 #include "app/runner.hpp"
 #include "app/shaper_run.hpp"
 #include "estimate/middlebox.hpp"
@@ -16,8 +17,6 @@
 #include "report/result.hpp"
 
 namespace lw {
-
-nlohmann::json params_json(const Config& c);
 
 // Throws lw::Error on setup failures (privileges, filtered target, ...).
 // On interruption returns what it has, with stop_reason "interrupted".

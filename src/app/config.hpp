@@ -1,14 +1,17 @@
 #pragma once
 // A validated configuration: everything the session needs, nothing parsed later.
+// Its options (flag, range, help, params key) are declared in app/options.cpp.
 #include <cstdint>
 #include <string>
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "linkwidth/run_names.hpp"
+
 namespace lw {
 
 struct Config {
-  std::string command;  // "capacity", "availbw", "measure" or "hops"
+  Command command = Command::kCapacity;
   std::string target;   // as given: IPv4/IPv6 literal or host name
   // 4 or 6 (-4/-6): resolve a host name to that family only; 0 = the
   // resolver's first answer. A literal's own family always wins (and must
@@ -55,7 +58,7 @@ struct Config {
   bool measure_hops = true;  // `measure` also locates the bottleneck hop (--no-hops: skip)
 
   // Available bandwidth (availbw, measure).
-  std::string method = "fleet";   // "fleet" (default) or "linkwidth" (the paper's)
+  Method method = Method::kFleet;  // fleet (default) or linkwidth (the paper's)
   double capacity_bps = 0;        // --capacity: skip the capacity phase (availbw only)
   double resolution = 0.03;       // ω: stop when [low, high] is narrower, fraction of C
   int fleet_trains = 6;           // K trains per tested rate
@@ -79,7 +82,7 @@ struct Config {
   double reply_timeout_s = 1.0;  // longest wait for replies (discovery and trains)
 
   // hops: which hop is the bottleneck (recursive trains).
-  std::string hop_markers = "auto";  // auto | ttl | addr
+  HopMarkers hop_markers = HopMarkers::kAuto;
   int max_hops = 30;
   double icmp_rate = 1.0;  // ICMP errors per second a router sends us (Linux icmp_ratelimit)
   double icmp_burst = 6;   // and how many it saves up

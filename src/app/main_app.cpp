@@ -83,8 +83,14 @@ int run_sweep_command(const std::vector<std::string>& args) {
 }  // namespace
 
 int run_main(const std::vector<std::string>& args) {
-  if (!args.empty() && args[0] == "sweep") return run_sweep_command(args);
-  if (!args.empty() && args[0] == "analyze") return run_analyze_main(args);
+  switch (front_end(args)) {
+    case FrontEnd::kSweep:
+      return run_sweep_command(args);
+    case FrontEnd::kAnalyze:
+      return run_analyze_main(args);
+    case FrontEnd::kMeasure:
+      break;
+  }
   Config cfg;
   // Best effort: know --json even if parsing fails, so errors stay valid JSON.
   for (const auto& a : args) cfg.json = cfg.json || a == "--json" || a == "-J";
@@ -116,7 +122,7 @@ int run_main(const std::vector<std::string>& args) {
   }
   const Config& c = cli.config;
   try {
-    if (c.command == "hops") return run_hops_main(c);
+    if (c.command == Command::kHops) return run_hops_main(c);
     if (c.dry_run) {
       const auto plan = plan_capacity(c);
       if (c.json)
@@ -127,7 +133,7 @@ int run_main(const std::vector<std::string>& args) {
     }
     require_creatable(c.save_pcap);
     const auto& stop = install_stop_handlers();
-    if (c.command != "capacity") {
+    if (c.command != Command::kCapacity) {
       const MeasureResult m = run_measure(c, stop);
       if (c.json)
         std::cout << dump(to_json(m)) << std::endl;
@@ -151,12 +157,12 @@ int run_main(const std::vector<std::string>& args) {
   } catch (const Error& e) {
     const std::string msg = e.report();
     if (e.exit_code() == ExitCode::kInterrupted && stop_signal() != 0) {
-      fail(c, c.command, {e.code(), msg}, e.exit_code());
+      fail(c, name(c.command), {e.code(), msg}, e.exit_code());
       return 128 + stop_signal();  // the usual code: 130 for SIGINT, 143 for SIGTERM
     }
-    return fail(c, c.command, {e.code(), msg}, e.exit_code());
+    return fail(c, name(c.command), {e.code(), msg}, e.exit_code());
   } catch (const std::exception& e) {
-    return fail(c, c.command, {"internal", std::string("internal error: ") + e.what()},
+    return fail(c, name(c.command), {"internal", std::string("internal error: ") + e.what()},
                 ExitCode::kRuntime);
   }
 }

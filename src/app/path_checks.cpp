@@ -7,6 +7,7 @@
 
 #include "app/session.hpp"
 #include "estimate/capacity.hpp"
+#include "estimate/load_budget.hpp"
 #include "estimate/stats.hpp"
 #include "plan/hops_plan.hpp"
 #include "plan/syn_train.hpp"
@@ -194,10 +195,19 @@ void check_capacity_plausible(Session& s, const Config& c, const std::atomic<boo
   const CapacityFilter filter;
   const Nanos wait = reply_wait(s, c);
   std::vector<double> kept;
+  // The --max-load gate counts the check's own bytes from here: the RST
+  // trains' bytes re-priced at the SYN trains' lower rate would keep the
+  // check from ever running on the very path it is for (a firewall drops our
+  // RST load, the trains read our own sending rate, C_b with them: 21 MB in
+  // 1.9 s, 35 s of debt at 50 Mbit/s under --max-time 5, in the lab).
+  begin_load_phase(s);
   Nanos next_start = mono_now();
   for (int i = 0; i < kMaxSynTrains && !stop.load(); ++i) {
     const Train t = make_syn_train(p, 1000 + i, s.seqs);
     if (s.prober->bytes_sent() + t.total_bytes() > c.max_bytes) break;
+    // The idle below and the --max-load gate on the capacity phase's bytes.
+    next_start = std::max(next_start, load_ready(s, c, t.total_bytes()));
+    if (std::max(next_start, mono_now()) + wait > t_cap) break;
     while (mono_now() < next_start && !stop.load()) sleep_until(next_start);
     if (stop.load() || mono_now() + wait > t_cap) break;
     const double rate = kept.empty() ? 1e6 : median(kept);
@@ -213,8 +223,15 @@ void check_capacity_plausible(Session& s, const Config& c, const std::atomic<boo
       std::fprintf(stderr, "syn train %d: %s C=%.4g\n", i, verdict_name(smp.verdict),
                    smp.capacity_bps);
     }
-    // Idle: under --max-load of the rate these trains show, and the queue drains.
-    const double shown = kept.empty() ? std::max(smp.capacity_bps, 1e6) : median(kept);
+    // Idle: under --max-load of the rate these trains show, and the queue
+    // drains. A kept SYN train lost nothing (every packet draws a reply), so
+    // its rate is not inflated by lost load as the RST trains' may be: it
+    // lowers the session's budget rate; never above that rate either.
+    double shown = kept.empty() ? std::max(smp.capacity_bps, kUnknownPathBps) : median(kept);
+    if (s.load.capacity_bps > 0) {
+      shown = std::min(shown, s.load.capacity_bps);
+      if (!kept.empty()) s.load.capacity_bps = shown;
+    }
     next_start = run.start_mono + from_seconds(std::max(bits / shown / c.max_load, 0.002));
     if (static_cast<int>(kept.size()) >= kEnoughSynTrains ||
         lc.trains_uncompressed >= kEnoughUncompressed) {

@@ -4,6 +4,7 @@
 #include <random>
 
 #include "app/config.hpp"
+#include "app/run_notes.hpp"
 #include "app/session.hpp"
 
 namespace lw {
@@ -13,11 +14,16 @@ Nanos busy_wait(double expect_s) {
 }
 
 LiveRunner::LiveRunner(Session& s, const Config& c, const char* phase, Nanos t_cap)
-    : s_(s), c_(c), phase_(phase), t_cap_(t_cap), reply_wait_(lw::reply_wait(s, c)) {}
+    : s_(s), c_(c), phase_(phase), t_cap_(t_cap), reply_wait_(lw::reply_wait(s, c)) {
+  begin_load_phase(s_);
+}
+
+void LiveRunner::set_load_capacity(double capacity_bps) { s_.load.capacity_bps = capacity_bps; }
+double LiveRunner::load_capacity() const { return s_.load.capacity_bps; }
 
 StopReason LiveRunner::refuse(StopReason why) {
   // The replay reads the gate's verdict from here (app/analyze.cpp).
-  s_.prober->note({{"kind", "stopped"}, {"reason", stop_reason_name(why)}});
+  s_.prober->note(note_json(StoppedNote{why}));
   return why;
 }
 
@@ -26,7 +32,8 @@ StopReason LiveRunner::admit(const Train& train, const std::function<Nanos()>& s
   if (stopped()) return refuse(StopReason::kInterrupted);
   if (s_.prober->bytes_sent() + train.total_bytes() > c_.max_bytes)
     return refuse(StopReason::kMaxBytes);
-  const Nanos start = start_at();
+  // The phase's own idle rule, and the --max-load gate on what was really sent.
+  const Nanos start = std::max(start_at(), load_ready(s_, c_, train.total_bytes()));
   if (std::max(start, mono_now()) + span + reply_wait_ > t_cap_)
     return refuse(StopReason::kMaxTime);
   wait_until(start);
@@ -40,21 +47,13 @@ StopReason LiveRunner::check_time(Nanos start) {
 }
 
 TrainResult LiveRunner::run(const Train& train, const TrainOptions& o) {
-  nlohmann::json note = o.note;
-  note["kind"] = "train";
-  note["phase"] = phase_;
-  note["train"] = train.id;
-  note["probes"] = train.probes.size();
-  s_.prober->note(note);
+  s_.prober->note(note_json(TrainNote{phase_, train.id, train.probes.size()}, o.note));
   const GovernedRun g =
       run_train(s_, c_, train, o.wait_for, reply_wait_, t_cap_, o.any, o.busy_wait,
                 [&](const TrainRun& r) {  // replies after this were not used
-                  s_.prober->note({{"kind", "train_done"},
-                                   {"train", train.id},
-                                   {"start_mono", r.start_mono},
-                                   {"end_mono", r.end_mono}});
+                  s_.prober->note(note_json(TrainDoneNote{train.id, r.start_mono, r.end_mono}));
                 });
-  if (g.replies_limited) s_.prober->note({{"kind", "reply_limit"}, {"train", train.id}});
+  if (g.replies_limited) s_.prober->note(note_json(ReplyLimitNote{train.id}));
   TrainResult r;
   r.train = train;
   r.outcome = g.run.outcome;
@@ -66,7 +65,7 @@ TrainResult LiveRunner::run(const Train& train, const TrainOptions& o) {
 
 Nanos LiveRunner::now() {
   const Nanos t = mono_now();
-  s_.prober->note({{"kind", "clock"}, {"mono", t}});
+  s_.prober->note(note_json(ClockNote{t}));
   return t;
 }
 
@@ -79,7 +78,7 @@ bool LiveRunner::stopped() {
   const bool s = s_.prober->stopped();
   if (s && !stop_noted_) {
     // The replay answers "stopped" from this check on.
-    s_.prober->note({{"kind", "stop"}, {"check", checks_}});
+    s_.prober->note(note_json(StopNote{checks_}));
     stop_noted_ = true;
   }
   return s;
@@ -88,7 +87,7 @@ bool LiveRunner::stopped() {
 int LiveRunner::reply_burst() {
   const int b = s_.replies.max_burst();
   // Noted only once a limit is known: replay reads "no limit" otherwise.
-  if (b != ReplyGovernor::kNoBurstLimit) s_.prober->note({{"kind", "burst"}, {"max", b}});
+  if (b != ReplyGovernor::kNoBurstLimit) s_.prober->note(note_json(BurstNote{b}));
   return b;
 }
 
@@ -103,7 +102,7 @@ std::uint64_t LiveRunner::packets_sent() { return s_.prober->packets_sent(); }
 
 unsigned LiveRunner::capture_drops() {
   const unsigned n = s_.prober->capture_stats().dropped;
-  s_.prober->note({{"kind", "drops"}, {"phase", phase_}, {"count", n}});
+  s_.prober->note(note_json(DropsNote{phase_, n}));
   return n;
 }
 

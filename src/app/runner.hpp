@@ -78,6 +78,21 @@ class ProbeRunner {
   virtual unsigned capture_drops() = 0;
   // How long to wait for a train's replies (session.hpp, reply_wait).
   virtual Nanos reply_wait() const = 0;
+
+  // The --max-load budget (estimate/load_budget.hpp). The capacity the
+  // phase's average probing rate is held under max_load of, from now on: a
+  // conservative one (budget_capacity(), never a rate lost load can inflate);
+  // 0 = nothing measured yet (no bound). A live runner's admit() then also
+  // waits until the bytes really sent since its phase began, over the time
+  // since, leave room for the train (load_ready_at): the idle rules of the
+  // phases are budgeted with this rate too, and the gate catches what they
+  // miss (reply checks, rates revised down later). It carries over to the
+  // session's next phase. The replay waits for nothing, so keeps it only.
+  virtual void set_load_capacity(double capacity_bps) { load_capacity_ = capacity_bps; }
+  virtual double load_capacity() const { return load_capacity_; }
+
+ private:
+  double load_capacity_ = 0;
 };
 
 // The one busy-wait rule: poll while the replies are due (`expect_s`: how
@@ -99,7 +114,9 @@ struct Session;
 struct Config;
 
 // The live runner of one phase of a session: trains go through the session's
-// reply budget and reply checks (session.hpp, run_train), ending by t_cap.
+// reply budget and reply checks (session.hpp, run_train), ending by t_cap, and
+// the session's --max-load gate (session.hpp, load_ready), whose count of
+// bytes and time starts when the runner is made.
 class LiveRunner : public ProbeRunner {
  public:
   LiveRunner(Session& s, const Config& c, const char* phase, Nanos t_cap);
@@ -117,6 +134,8 @@ class LiveRunner : public ProbeRunner {
   std::uint64_t packets_sent() override;
   unsigned capture_drops() override;
   Nanos reply_wait() const override { return reply_wait_; }
+  void set_load_capacity(double capacity_bps) override;
+  double load_capacity() const override;
 
  private:
   StopReason refuse(StopReason why);

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "app/path_checks.hpp"
+#include "estimate/load_budget.hpp"
 #include "linkwidth/error.hpp"
 #include "plan/hops_plan.hpp"
 #include "plan/target_marker.hpp"
@@ -220,6 +221,15 @@ GovernedRun run_train(Session& s, const Config& c, const Train& train,
 
 bool wait_for_reply_budget(Session& s, const IpAddr& host, int n, Nanos t_cap) {
   return wait_for_budget(s, {{host, n}}, t_cap);
+}
+
+Nanos load_ready(const Session& s, const Config& c, std::uint64_t next_bytes) {
+  return ledger_ready_at(s.load, s.prober->bytes_sent(), next_bytes, c.max_load);
+}
+
+void begin_load_phase(Session& s) {
+  s.load.t0 = mono_now();
+  s.load.bytes0 = s.prober->bytes_sent();
 }
 
 void take_reply_warnings(Session& s, std::vector<Warning>& to) {

@@ -12,6 +12,7 @@
 #include "app/discovery.hpp"
 #include "app/net.hpp"
 #include "app/prober.hpp"
+#include "estimate/load_budget.hpp"
 #include "estimate/reply_rate.hpp"
 #include "plan/capacity_plan.hpp"
 #include "report/result.hpp"
@@ -39,6 +40,10 @@ struct Session {
   // a send stall the next train starts at a random phase of whatever
   // preempted us (the budget alone would keep a fixed cadence).
   Nanos start_jitter = 0;
+  // The --max-load ledger (estimate/load_budget.hpp): capacity_bps is kept
+  // across phases; t0 and bytes0 restart with each (begin_load_phase) and
+  // skip the shaper probe (exclude_from_ledger).
+  LoadLedger load;
   int duplicate_replies = 0;  // replies that came twice or more (extra copies)
   int duplicates_reported = 0;
 };
@@ -67,6 +72,13 @@ GovernedRun run_train(Session& s, const Config& c, const Train& train,
 // spends them; for probes run_train() does not count (TTL-limited SYNs that
 // may reach the host). False if stopped or the wait would pass t_cap.
 bool wait_for_reply_budget(Session& s, const IpAddr& host, int n, Nanos t_cap);
+
+// The --max-load gate: the earliest start of a train of `next_bytes` such
+// that everything sent since the phase began, this train included, averages
+// at most --max-load x s.load.capacity_bps (no bound while that is 0).
+// begin_load_phase() restarts the count (a phase's runner does it).
+Nanos load_ready(const Session& s, const Config& c, std::uint64_t next_bytes);
+void begin_load_phase(Session& s);
 
 // Moves the reply warnings not yet reported into `to`.
 void take_reply_warnings(Session& s, std::vector<Warning>& to);

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "app/config.hpp"
+#include "app/run_notes.hpp"
 #include "app/session.hpp"
 #include "estimate/stats.hpp"
 #include "estimate/shaper.hpp"
@@ -101,7 +102,7 @@ ShaperRecord run_shaper_probe(Session& s, const Config& c, const std::atomic<boo
     // its tail when the shaper's queue overflows.
     if (!wait_for_reply_budget(s, s.dst, static_cast<int>(t.markers.size()), t_cap - wait_replies))
       break;
-    s.prober->note({{"kind", "shaper_stream"}, {"train", t.id}, {"bytes", t.total_bytes()}});
+    s.prober->note(note_json(ShaperStreamNote{t.id, t.total_bytes()}));
     const TrainRun run = s.prober->run(t, t.markers, wait_replies, false, 2 * kMs, 0, quiet);
     ++rec.streams;
     rec.probed = true;
@@ -269,7 +270,7 @@ nlohmann::json rates_note(const std::vector<RateRecord>& rates) {
 AvailbwResult run_shaper_availbw(Session& s, const Config& c, const std::atomic<bool>& stop,
                                  ShaperRecord& rec, Nanos t_cap) {
   AvailbwResult res;
-  res.method = c.method;
+  res.method = name(c.method);
   const Nanos t0 = mono_now();
   const std::uint64_t bytes0 = s.prober->bytes_sent();
   const std::uint64_t packets0 = s.prober->packets_sent();

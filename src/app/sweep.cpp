@@ -24,25 +24,16 @@ const char kSweepUsage[] =
     "comment; '-' reads the list from stdin. Options not listed here (--max-time, --port,\n"
     "--max-rate, ...) are passed to every measurement.\n";
 
-// The sweep's own options; `takes_value` as Boost sees them.
-struct OwnOption {
-  const char* name;
-  bool takes_value;
-};
-const OwnOption kOwn[] = {{"targets", true},     {"output", true},  {"summary", true},
-                          {"mode", true},        {"resume", false}, {"quiet", false},
-                          {"target-time", true}, {"pause", true},   {"help", false}};
-
-// "--name" or "--name=value" (and -q, -h): which own option, or null.
-const OwnOption* own_option(const std::string& tok) {
-  if (tok == "-q") return &kOwn[5];
-  if (tok == "-h") return &kOwn[8];
+// "--name", "--name=value", "-q" or "-h": the sweep's own option (as its
+// Boost description declares it), or null for one passed to the children.
+const po::option_description* own_option(const po::options_description& opts,
+                                         const std::string& tok) {
+  if (tok.size() == 2 && tok[0] == '-' && tok[1] != '-') return opts.find_nothrow(tok, false);
   if (tok.compare(0, 2, "--") != 0) return nullptr;
-  const std::string name =
-      tok.substr(2, tok.find('=') == std::string::npos ? std::string::npos : tok.find('=') - 2);
-  for (const auto& o : kOwn)
-    if (name == o.name) return &o;
-  return nullptr;
+  return opts.find_nothrow(tok.substr(2, tok.find('=') == std::string::npos
+                                             ? std::string::npos
+                                             : tok.find('=') - 2),
+                           false, false, false);
 }
 
 std::string trim(const std::string& s) {
@@ -101,7 +92,8 @@ std::string record_result(const nlohmann::json& r) {
 }  // namespace
 
 bool is_sweep_mode(const std::string& m) {
-  return m == "capacity" || m == "measure" || m == "availbw" || m == "hops";
+  Command c;
+  return from_name(m, &c);
 }
 
 SweepOptions parse_sweep_cli(const std::vector<std::string>& args) {
@@ -127,14 +119,14 @@ SweepOptions parse_sweep_cli(const std::vector<std::string>& args) {
   std::vector<std::string> own;
   for (std::size_t i = 1; i < args.size(); ++i) {
     const std::string& tok = args[i];
-    const OwnOption* opt = own_option(tok);
+    const po::option_description* opt = own_option(opts, tok);
     if (!opt) {
       if (tok == "--json" || tok == "-J") continue;  // every child gets it anyway
       o.child_args.push_back(tok);
       continue;
     }
     own.push_back(tok);
-    if (opt->takes_value && tok.find('=') == std::string::npos && i + 1 < args.size()) {
+    if (opt->semantic()->max_tokens() > 0 && tok.find('=') == std::string::npos && i + 1 < args.size()) {
       own.push_back(args[++i]);
     }
   }

@@ -303,11 +303,21 @@ Crossing response_crossing_tight(const std::vector<ResponseSample>& s, double ba
   Crossing x;
   x.capacity_bps = C;
   std::vector<ResponseSample> all = s;
-  all.insert(all.end(), extra.begin(), extra.end());
+  double lowest = 0;
+  for (const auto& p : s) lowest = lowest > 0 ? std::min(lowest, p.offered_bps) : p.offered_bps;
+  for (const auto& p : extra) {
+    if (p.offered_bps >= 0.98 * lowest) all.push_back(p);
+  }
   x.fit = fit_response_slope(all, C);
   const SlopeFit& f = x.fit;
-  if (f.reliable && C > 0 && 1.0 / f.slope >= 0.8 * C &&
-      std::fabs(f.slope - 1.0 / C) > kSlopeRejectSigmas * f.slope_se) {
+  // Relative discrepancy between the slope and 1/C, and its combined error.
+  const double rel = C > 0 && f.slope > 0 ? f.slope * C - 1 : 0;
+  const double rel_se = f.slope > 0 ? std::hypot(f.slope_se / f.slope, kCapacityRelSe) : 0;
+  // rel < 0: a flatter slope, C_t > C (tight != narrow, or C too low).
+  const bool faster = rel < 0 && -rel > kSlopeUpSigmas * rel_se;
+  const bool slower = rel > 0 && 1.0 / f.slope >= 0.8 * C &&
+                      rel > std::max(kSlopeRejectSigmas * rel_se, kMinSlopeDiscrepancy);
+  if (f.reliable && C > 0 && (faster || slower)) {
     x.capacity_bps = 1.0 / f.slope;
     x.source = CrossingCapacity::kResponseSlope;
   }
@@ -320,20 +330,101 @@ Crossing response_crossing_tight(const std::vector<ResponseSample>& s, double ba
   return x;
 }
 
-AvailbwEstimate estimate_availbw(const std::vector<ResponseSample>& resp, const NoiseModel& noise,
-                                 double low, double high, double C,
+std::vector<ResponseSample> response_above_knee(const std::vector<ResponseSample>& s,
+                                                const NoiseModel& noise) {
+  std::vector<ResponseSample> out;
+  std::vector<int> groups;
+  for (const auto& x : s) {
+    if (std::find(groups.begin(), groups.end(), x.group) == groups.end()) groups.push_back(x.group);
+  }
+  for (int g : groups) {
+    double sum = 0;
+    int n = 0;
+    for (const auto& x : s) {
+      if (x.group != g) continue;
+      sum += x.ratio;
+      ++n;
+    }
+    if (sum / n <= noise.baseline + noise.threshold) continue;
+    for (const auto& x : s) {
+      if (x.group == g) out.push_back(x);
+    }
+  }
+  return out;
+}
+
+HingeFit fit_hinge(const std::vector<RatePoint>& fleets, double base, double C) {
+  HingeFit best;
+  std::vector<const RatePoint*> pts;
+  for (const auto& f : fleets) {
+    if (f.ratio > 0 && f.offered_bps > 0) pts.push_back(&f);
+  }
+  if (pts.size() < static_cast<std::size_t>(kMinHingeAbove) + 1 || !(C > 0)) return best;
+  double flat = 0;
+  for (const auto* p : pts) flat += (p->ratio - base) * (p->ratio - base);
+  double best_sse = -1;
+  for (int k = 0; k <= 400; ++k) {
+    const double a = C * k / 400.0;
+    double shh = 0, shr = 0;
+    int above = 0, below = 0;
+    for (const auto* p : pts) {
+      const double h = std::max(0.0, p->offered_bps - a);
+      shh += h * h;
+      shr += h * (p->ratio - base);
+      (h > 0 ? above : below) += 1;
+    }
+    if (above < kMinHingeAbove || below < 1 || !(shh > 0)) continue;
+    const double b = shr / shh;
+    if (!(b > 0)) continue;
+    double sse = 0;
+    for (const auto* p : pts) {
+      const double e = p->ratio - base - b * std::max(0.0, p->offered_bps - a);
+      sse += e * e;
+    }
+    if (best_sse < 0 || sse < best_sse) {
+      best_sse = sse;
+      best.availbw_bps = a;
+      best.slope = b;
+      best.above = above;
+    }
+  }
+  best.usable =
+      best_sse >= 0 && best.slope > 0 && 1.0 / best.slope >= 0.8 * C && best_sse <= 0.5 * flat;
+  return best;
+}
+
+bool apply_fleet_hinge(AvailbwEstimate& e, const std::vector<RatePoint>& fleets,
+                       const NoiseModel& noise, double low, double high, double C) {
+  if (e.basis != "bracket") return false;
+  const HingeFit h = fit_hinge(fleets, noise.baseline, C);
+  if (!h.usable) return false;
+  bool seen_above = false;
+  for (const auto& f : fleets) {
+    seen_above = seen_above || (f.offered_bps > h.availbw_bps && f.verdict != FleetVerdict::kBelow);
+  }
+  if (!seen_above) return false;
+  if (h.availbw_bps < low - noise.threshold / h.slope || h.availbw_bps > high) return false;
+  e.availbw_bps = h.availbw_bps;
+  e.basis = "fleet_hinge";
+  e.low_bps = std::min(e.low_bps, h.availbw_bps);
+  e.high_bps = std::max(e.high_bps, h.availbw_bps);
+  if (1.0 / h.slope > C) e.tight_capacity_bps = 1.0 / h.slope;
+  return true;
+}
+
+AvailbwEstimate estimate_availbw(const std::vector<ResponseSample>& all_resp,
+                                 const NoiseModel& noise, double low, double high, double C,
                                  const std::vector<ResponseSample>& extra) {
   AvailbwEstimate e;
   e.low_bps = std::max(0.0, low - noise.threshold * C / 2);
   e.high_bps = high;
   e.availbw_bps = (low + high) / 2;
   e.basis = "bracket";
+  // The response rates must really be above the avail-bw: a group at a rate
+  // whose trains stay in the noise band is left out.
+  const std::vector<ResponseSample> resp = response_above_knee(all_resp, noise);
   e.points = static_cast<int>(resp.size());
   if (resp.size() < 2 || !(C > 0)) return e;
-  double mean_ratio = 0;
-  for (const auto& x : resp) mean_ratio += x.ratio / static_cast<double>(resp.size());
-  // The response rates must really be above the avail-bw.
-  if (mean_ratio <= noise.baseline + noise.threshold) return e;
   std::vector<double> slopes;
   for (std::size_t i = 0; i < resp.size(); ++i) {
     for (std::size_t j = i + 1; j < resp.size(); ++j) {
@@ -366,8 +457,14 @@ AvailbwEstimate estimate_availbw(const std::vector<ResponseSample>& resp, const 
   // crossing's own error (issue 11): at 80-90% load the bracket's lower end
   // sits above A by up to the threshold times C_t (a fleet just above A
   // reads below through the noise band), and the crossing, with its
-  // standard error counted, is the better estimate there.
-  if (a + 2 * e.crossing_se_bps >= e.low_bps) {
+  // standard error counted, is the better estimate there. The lower end
+  // allowed is the bracket's low less a whole threshold times C (the range's
+  // low is only half of it): at 75% load on a token-bucket link the short
+  // trains' knee sat 20% above A (the bucket refills whenever the queue
+  // empties, B/T more per train) and the crossing, +9%, missed the
+  // half-threshold end by 1 Mbit/s; the bracket's middle read +25%.
+  const double floor = std::max(0.0, low - noise.threshold * C);
+  if (a + 2 * e.crossing_se_bps >= floor) {
     e.availbw_bps = a;
     e.basis = "response_curve";
     e.low_bps = std::max(0.0, std::min(e.low_bps, a - 2 * e.crossing_se_bps));

@@ -193,7 +193,20 @@ class FleetSearch {
 struct ResponseSample {
   double offered_bps = 0;
   double ratio = 0;
+  // The response rate the train was sent at (0, 1, ...): samples of one
+  // group share a rate. estimate_availbw keeps only groups whose mean ratio
+  // is clearly above the noise band (response_above_knee).
+  int group = 0;
 };
+
+// The response trains of the rates that really lie above the avail-bw: each
+// group whose mean ratio exceeds baseline + threshold. A rate below the knee
+// gives crossings of about its own offered rate, not A: when the search's
+// "above" came from noise (a calibration threshold too tight for the trains
+// that followed), (high + C)/2 can lie below A, and its crossings pulled the
+// mean down (issue 11: the 100M/40M CBR case read -12% to -15% once). Pure.
+std::vector<ResponseSample> response_above_knee(const std::vector<ResponseSample>& s,
+                                                const NoiseModel& noise);
 
 struct AvailbwEstimate {
   double availbw_bps = 0;
@@ -205,7 +218,7 @@ struct AvailbwEstimate {
   double crossing_capacity_bps = 0;      // the capacity the crossing used (0 = no crossing)
   std::string crossing_capacity_source;  // "narrow_link" / "response_slope" ("" = none)
   int points = 0;                        // response trains used
-  std::string basis;                     // "response_curve" or "bracket"
+  std::string basis;                     // "response_curve", "fleet_hinge" or "bracket"
 };
 
 // Mean and standard error of the crossings O - C·(ratio - baseline).
@@ -226,11 +239,30 @@ struct SlopeFit {
   bool reliable = false;
 };
 constexpr int kMinSlopeTrains = 6;
-// C is rejected when 1/C lies more than this many standard errors from the
-// slope. Low on purpose: keeping a C that is off by k·se costs a bias of
-// about (Ō - A)·k·se_b/b, switching costs a random error of (Ō - A)·se_b/b,
-// and at 80-90% load Ō - A is 3-4 times A (issue 11).
-constexpr double kSlopeRejectSigmas = 1.0;
+// C is rejected when 1/C lies more than kSlopeRejectSigmas combined
+// standard errors from the slope (the slope's own, and kCapacityRelSe for
+// the measured C) AND the two capacities differ by more than
+// kMinSlopeDiscrepancy. Switching costs a random error of (Ō - A)·se_b/b,
+// and on the lab's 100M/40M path response-only slopes read C_t 87-129 for
+// a C of 99 (se 6-21%): at 1 sigma (this constant's earlier value) the
+// slope replaced a right C in about one run in three and read A -7% to -14%
+// (issue 11, the 100M/40M regression). The slope is for a tight link that
+// is clearly not the narrow one (tight != narrow: 100 vs 40, x2.5) or a C
+// that is grossly wrong; a C off by a few % is the capacity phase's to fix.
+//
+// The other direction is asymmetric: a slope flatter than 1/C says the
+// tight link is faster than C, which is what tight != narrow looks like and
+// also what a C measured too low under cross traffic looks like (the
+// capacity phase's error is one-sided: cross traffic only ever adds
+// dispersion). Both want the slope, and no physical path has a tight link
+// slower than its narrow one, so a flatter slope needs only
+// kSlopeUpSigmas combined standard errors: at 75% load on 100 Mbit/s a C of
+// 89.8 (-9%) with a slope of 99.3 +- 5.2% read +16% with C, -4% with the
+// slope (tests/lab/test_availbw_paths.py remote100_75).
+constexpr double kSlopeRejectSigmas = 2.0;
+constexpr double kSlopeUpSigmas = 1.5;
+constexpr double kCapacityRelSe = 0.03;
+constexpr double kMinSlopeDiscrepancy = 0.15;
 constexpr double kMaxSlopeRelSe = 0.15;
 SlopeFit fit_response_slope(const std::vector<ResponseSample>& s, double capacity_bps);
 
@@ -257,10 +289,42 @@ struct Crossing {
 // slope only (PRC-MT §II-D keeps the search's points above the avail-bw:
 // with a tight link faster than the narrow one, the response trains between
 // the bracket and C span too little to show the slope); the crossing's mean
-// is over `s` alone.
+// is over `s` alone. Only extra points at or above the lowest response rate
+// (less 2%) count: nearer the knee the real curve bends above the fluid
+// line (cross traffic in bursts), and such points flattened the slope
+// (C_t 123 for a C of 99 in the lab, A read -14%).
 Crossing response_crossing_tight(const std::vector<ResponseSample>& s, double baseline,
                                  double capacity_bps,
                                  const std::vector<ResponseSample>& slope_extra = {});
+
+// Hinge fit over the search's fleets (issue 11, tight != narrow): their
+// median ratios against offered rate, ratio = baseline + max(0, O - A)·b,
+// by least squares with A on a grid of C/400 steps. Needs no threshold: with
+// a tight link faster than the narrow one the ratio rises only by
+// (O - A)/C_t, the threshold's "above" lands near C and no response trains
+// run, but the fleets between A and C already lie on the line. `usable`
+// when at least kMinHingeAbove fleets lie above A and one at or below it,
+// b > 0 with 1/b >= 0.8·C (never a tight link slower than the narrow one),
+// and the hinge explains at least half of the squared deviation from the
+// flat baseline.
+struct HingeFit {
+  double availbw_bps = 0;
+  double slope = 0;  // b, per bit/s
+  int above = 0;     // fleets above A
+  bool usable = false;
+};
+constexpr int kMinHingeAbove = 3;
+HingeFit fit_hinge(const std::vector<RatePoint>& fleets, double baseline, double capacity_bps);
+
+// When no response trains ran (the bracket's "above" came at 0.9·C or
+// later) and the estimate is the bracket's middle: a usable hinge fit whose
+// A lies in [low - threshold/b, high] (a "below" fleet bounds A only to
+// within the threshold's worth of rate) and above which at least one fleet
+// read "above" or "grey" replaces it (basis "fleet_hinge"); the range is
+// widened to hold it and 1/b, when above C, is the tight link's capacity.
+// Returns whether it did.
+bool apply_fleet_hinge(AvailbwEstimate& e, const std::vector<RatePoint>& fleets,
+                       const NoiseModel& noise, double low, double high, double capacity_bps);
 
 AvailbwEstimate estimate_availbw(const std::vector<ResponseSample>& response,
                                  const NoiseModel& noise, double low, double high,

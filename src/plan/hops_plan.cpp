@@ -44,11 +44,11 @@ void push(Train& t, Probe q) {
 
 }  // namespace
 
-MarkerKind initial_marker_kind(const std::string& mode, bool last, bool addressable,
+MarkerKind initial_marker_kind(HopMarkers mode, bool last, bool addressable,
                                bool answers_tcp) {
   if (last) return MarkerKind::kTarget;
-  if (mode == "addr" && addressable) return MarkerKind::kAddr;
-  if (mode == "auto" && addressable && answers_tcp) return MarkerKind::kAddr;
+  if (mode == HopMarkers::kAddr && addressable) return MarkerKind::kAddr;
+  if (mode == HopMarkers::kAuto && addressable && answers_tcp) return MarkerKind::kAddr;
   return MarkerKind::kTtl;
 }
 

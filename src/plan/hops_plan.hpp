@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "linkwidth/run_names.hpp"
 #include "plan/capacity_plan.hpp"
 #include "plan/probe.hpp"
 
@@ -37,7 +38,7 @@ struct HopMarker {
 // "addr" (addressed wherever the address is usable), "auto" (addressed where
 // the router answered a SYN on its own address, TTL-limited elsewhere). The
 // last hop (the target) always gets kTarget.
-MarkerKind initial_marker_kind(const std::string& mode, bool last, bool addressable,
+MarkerKind initial_marker_kind(HopMarkers mode, bool last, bool addressable,
                                bool answers_tcp);
 
 // Auto mode, per hop: the state that decides when a hop whose markers of one

@@ -42,6 +42,7 @@ Train make_shaper_train(const ShaperStreamParams& p, int train_id, SeqAllocator&
     q.dst = p.flow.dst;
     q.sport = p.flow.sport;
     q.dport = p.flow.dport;
+    q.flow_label = p.flow.flow_label;  // IPv6: the run's one label (ECMP)
     q.ttl = p.ttl;
     q.train = train_id;
     q.flags = flags;
@@ -54,7 +55,9 @@ Train make_shaper_train(const ShaperStreamParams& p, int train_id, SeqAllocator&
     t.probes.push_back(q);
   };
   const Nanos lead = 50 * kUs;  // warm-up SYN ahead of the head, as capacity trains
-  push(kSyn, 40, Role::kWarmup, 0);
+  // Bare SYNs: 40 bytes over IPv4, 60 over IPv6 (the builder refuses less).
+  const auto syn_len = static_cast<std::uint16_t>(bare_tcp_len(p.flow.dst));
+  push(kSyn, syn_len, Role::kWarmup, 0);
   const std::vector<int> pos = shaper_marker_positions(p.load_packets, p.markers, p.shift_at);
   double bits = 0;
   Nanos at = lead;
@@ -65,10 +68,10 @@ Train make_shaper_train(const ShaperStreamParams& p, int train_id, SeqAllocator&
       at += p.gap;
       bits += 8.0 * p.packet_size;
     }
-    if (m > 0) bits += 8.0 * 40;
+    if (m > 0) bits += 8.0 * syn_len;
     t.markers.push_back(static_cast<int>(t.probes.size()));
     t.bits_from_head.push_back(bits);
-    push(kSyn, 40, Role::kMarker, at);
+    push(kSyn, syn_len, Role::kMarker, at);
   }
   return t;
 }

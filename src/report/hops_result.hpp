@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "linkwidth/run_names.hpp"
 #include "nlohmann/json.hpp"
 #include "report/result.hpp"
 #include "report/stop_reason.hpp"
@@ -38,7 +39,7 @@ struct HopsResult {
   double rtt_s = 0;
   ReplierInfo replier;
 
-  std::string hop_markers;  // auto / ttl / addr as asked
+  HopMarkers hop_markers = HopMarkers::kAuto;  // as asked
   bool target_reached = false;
   std::vector<HopRecord> hops;
   int bottleneck_hop = 0;  // 0 = none named; k = the link arriving at hop k

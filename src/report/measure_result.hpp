@@ -4,13 +4,14 @@
 #include <cstdint>
 #include <string>
 
+#include "linkwidth/run_names.hpp"
 #include "report/hops_result.hpp"
 #include "report/result.hpp"
 
 namespace lw {
 
 struct MeasureResult {
-  std::string command;  // "availbw" or "measure"
+  Command command = Command::kMeasure;  // availbw or measure
   CapacityResult capacity;
   bool capacity_given = false;  // --capacity: no capacity phase ran
   AvailbwResult availbw;

@@ -66,6 +66,9 @@ struct ShaperRecord {
   double bucket_at_least_bytes = 0;
   int streams = 0;
   std::uint64_t stream_bytes = 0;  // bytes of every stream sent
+  // The probe's time, its idles, streams and reply waits: with stream_bytes
+  // left out of the --max-load average (estimate/load_budget.hpp, LoadLedger).
+  double elapsed_s = 0;
   std::string verdict;            // found / none / not_emptied / no_replies
   double stream_rate_bps = 0;     // the last stream's received rate when compressed (diagnostic)
   // measure/availbw: the bucket's refill (app/shaper_run.hpp, run_shaper_availbw)
@@ -155,7 +158,7 @@ struct RateRecord {
 
 struct AvailbwResult {
   bool valid = false;
-  std::string method;
+  std::string method;  // name(Method) of the search; "" when it did not run
   double availbw_bps = 0;
   double low_bps = 0;
   double high_bps = 0;

@@ -100,6 +100,7 @@ nlohmann::json shaper_check_json(const ShaperRecord& s) {
           {"verdict", s.verdict},
           {"streams", s.streams},
           {"stream_bytes", s.stream_bytes},
+          {"elapsed_s", s.elapsed_s},
           {"stream_rate_bps", nullable(s.stream_rate_bps > 0, s.stream_rate_bps)}};
   if (s.refill_bytes > 0) {
     // measure/availbw: the bucket's refill (app/shaper_run.hpp)
@@ -119,6 +120,7 @@ ShaperRecord shaper_from_json(const nlohmann::json& shaper, const nlohmann::json
     s.verdict = check.value("verdict", "");
     s.streams = check.value("streams", 0);
     s.stream_bytes = check.value("stream_bytes", std::uint64_t{0});
+    s.elapsed_s = check.value("elapsed_s", 0.0);
     s.stream_rate_bps = or_zero(check, "stream_rate_bps");
     s.refill_pairs = check.value("refill_pairs", 0);
     s.refill_bytes = check.value("refill_bytes", std::uint64_t{0});
@@ -299,7 +301,7 @@ std::string to_text(const MeasureResult& m) {
   const AvailbwResult& a = m.availbw;
   std::ostringstream o;
   char buf[256];
-  o << "linkwidth " << m.command << " to " << r.target;
+  o << "linkwidth " << name(m.command) << " to " << r.target;
   if (r.target != r.target_addr) o << " (" << r.target_addr << ")";
   o << ", " << port_phrase(r.marker_kind, r.port) << ", via " << r.interface << " from "
     << r.source << "\n";

@@ -84,10 +84,10 @@ def test_default_method_within_10_percent_and_range_holds_truth(rate, cross):
                 assert t["verdict"] in ("above", "below", "unclear", "lost", "unusable",
                                         "send_stall"), t
     summary = [f"{e:+.1%}" for e in errors]
-    # 0.15, not 0.10: after the issue-11 and issue-13 merges the fresh-clone CI
-    # saw 100M/40M CBR read -1.9/-14.8/-12.3% once (passing in the run before);
-    # an open regression of the avail-bw search under load, noted on issue 11.
-    assert abs(statistics.median(errors)) <= 0.15, summary
+    # Back at 10% (issue 11): the -1.9/-14.8/-12.3% the fresh-clone CI read on
+    # 100M/40M came from the crossing switching to a response slope flattened
+    # by knee fleets (see README, "Which capacity").
+    assert abs(statistics.median(errors)) <= 0.10, summary
     assert held >= 2, f"range held the truth in {held} of 3 runs; errors {summary}"
     # `measure` also names the bottleneck hop: the shaped link 2 (into the target).
     named = [doc.get("bottleneck_hop") for _, doc, _, _ in results]

@@ -129,24 +129,18 @@ def _results(name):
     return _RESULTS[name]
 
 
-# The small-queue path probed at more than the 10% average (--max-load): one
-# pytest run measured 8 x probe_bytes / elapsed = 27% of C (5.4 Mbit/s on
-# 19.8): its trains lose load in the 15 KB queue (long trains came back with
-# the short ones' dispersion, so their per-train rate read 39.5 Mbit/s and the
-# slope, from two nearly equal dispersions, far more). Probable cause, from
-# those numbers, not yet confirmed: capacity_run budgets the idle between
-# trains with min(estimate, 2 x best per-train rate) = about 79 Mbit/s, four
-# times C, so the idle is a quarter of what --max-load needs.
-KNOWN_INTRUSIVE = {"small_queue_20m"}
+# The small-queue path used to probe at 22-28% of C (8 x probe_bytes /
+# elapsed): long trains lose load in its 15 KB queue and read twice the link,
+# and idle was budgeted at min(estimate, 2 x best per-train rate). Fixed by the
+# --max-load rule (README, Safety; tests/lab/test_load_cap.py): it now probes
+# at about 5% of C (the budget halves when long trains read faster than short
+# ones), so its 40 trains take about 7.7 s, under the 20 s every class gets.
 
 
 def _param(n):
     if n in KNOWN_LOW:
         return pytest.param(n, marks=pytest.mark.xfail(reason="issue 11: reads 14-18% low",
                                                        strict=False))
-    if n in KNOWN_INTRUSIVE:
-        return pytest.param(n, marks=pytest.mark.xfail(
-            reason="probing rate over 15% of C on a 15 KB queue (27% measured)", strict=False))
     return n
 
 
@@ -159,7 +153,12 @@ def test_capacity_median_within_3_percent(name):
         assert not doc.get("capacity_is_lower_bound"), doc
         # The phase stays short and non-intrusive.
         assert doc["elapsed_s"] < 20, doc["elapsed_s"]
-        assert 8 * doc["probe_bytes"] / doc["elapsed_s"] < 0.15 * truth
+        # The shaper probe, when cross traffic triggers it, has its own caps
+        # and is left out of the --max-load average (README, Safety).
+        sc = doc.get("shaper_check") or {}
+        rate = 8 * (doc["probe_bytes"] - sc.get("stream_bytes", 0)) / \
+            (doc["elapsed_s"] - sc.get("elapsed_s", 0.0))
+        assert rate < 0.15 * truth, (doc["probe_bytes"], doc["elapsed_s"], sc)
     errs, _ = summarise(results)
     truth = results[0][2]
     assert len(errs) == len(results)

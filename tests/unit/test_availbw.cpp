@@ -67,7 +67,7 @@ SearchOutcome run_fleet_search(FakeLink& link, double capacity, int k = 6, doubl
   if (s.high() < 0.9 * capacity) {
     for (int i = 0; i < 2 * k; ++i) {
       const double top = i % 2 ? capacity : (s.high() + capacity) / 2;
-      response.push_back({top, link.ratio(top)});
+      response.push_back({top, link.ratio(top), i % 2});
     }
   }
   const AvailbwEstimate e = estimate_availbw(response, noise, s.low(), s.high(), capacity);
@@ -505,7 +505,10 @@ TEST_CASE("tight != narrow: the crossing uses the tight link's capacity from the
     CHECK(mean > 34e6);
   }
   CHECK(slope_used >= 18);
-  CHECK(within >= 18);
+  // 16, not 18: the search's above fleet at 34 lies below the lowest
+  // response rate (36.5) and no longer feeds the slope (on real paths such
+  // points sit on the knee's bend and flattened the slope, issue 11).
+  CHECK(within >= 16);
   CHECK(held >= 18);
 }
 
@@ -523,22 +526,22 @@ TEST_CASE("tight == narrow: the narrow link's capacity stays in the crossing", "
     narrow += e.crossing_capacity_source == "narrow_link";
     within += std::fabs(e.availbw_bps / 30e6 - 1) <= 0.04;
   }
-  // A 1-sigma test: about 1 in 3 switches to the slope, which is then
-  // precise enough here to stay within 4%.
-  CHECK(narrow >= 10);
+  // A 2-sigma test with a 15% floor: a right C is kept (at 1 sigma one run
+  // in three switched to the slope).
+  CHECK(narrow >= 19);
   CHECK(within >= 18);
 }
 
-TEST_CASE("heavy load with a capacity measured too low: the slope corrects it",
+TEST_CASE("heavy load with a capacity measured far too low: the slope corrects it",
           "[availbw][tight][heavy]") {
-  // 50 Mbit/s at 80% load (A = 10); the capacity phase said 46 (-8%): with
-  // that C the crossing reads A + 0.08·(O - A), about +30%.
-  const double c_true = 50e6, x = 40e6, c_meas = 46e6;
+  // 50 Mbit/s at 80% load (A = 10); the capacity phase said 40 (-20%): with
+  // that C the crossing reads A + 0.2·(O - A), about +70%.
+  const double c_true = 50e6, x = 40e6, c_meas = 40e6;
   NoiseModel noise;
   noise.threshold = 0.02;
   std::mt19937 rng(17);
   std::vector<double> errs;
-  int held = 0;
+  int held = 0, slope = 0;
   for (int run = 0; run < 20; ++run) {
     const double low = 9e6, high = 12e6;
     // Heavy-load noise: sd 0.04 per train.
@@ -546,22 +549,64 @@ TEST_CASE("heavy load with a capacity measured too low: the slope corrects it",
     const AvailbwEstimate e = estimate_availbw(resp, noise, low, high, c_meas);
     errs.push_back(std::fabs(e.availbw_bps / 10e6 - 1));
     held += e.low_bps <= 10e6 && 10e6 <= e.high_bps;
+    slope += e.crossing_capacity_source == "response_slope";
   }
   std::sort(errs.begin(), errs.end());
+  CHECK(slope >= 18);
   // With that much noise the slope is only good to about 5%, and at 80% load
-  // its error reaches A three times over: better than +30%, not within 4%.
-  CHECK(errs[errs.size() / 2] <= 0.16);
+  // its error reaches A three times over: far better than +70%.
+  CHECK(errs[errs.size() / 2] <= 0.25);
   CHECK(held >= 18);
-  // The same noise with the right C: the narrow link's C (or a slope that
-  // agrees with it) keeps the estimate close.
+  // The same noise with the right C: the narrow link's C is kept.
   std::vector<double> right;
+  int kept = 0;
   for (int run = 0; run < 20; ++run) {
     const auto resp = curve(c_true, x, {(12e6 + c_true) / 2, c_true}, 12, 0.04, rng);
     const AvailbwEstimate e = estimate_availbw(resp, noise, 9e6, 12e6, c_true);
     right.push_back(std::fabs(e.availbw_bps / 10e6 - 1));
+    kept += e.crossing_capacity_source == "narrow_link";
   }
   std::sort(right.begin(), right.end());
+  CHECK(kept >= 18);
   CHECK(right[right.size() / 2] <= 0.10);
+}
+
+TEST_CASE("heavy load: a C a few % low gives way to the slope, a C a few % high does not",
+          "[availbw][tight][heavy]") {
+  // 50 Mbit/s at 80% load (A = 10). A C measured 8% low (cross traffic only
+  // ever makes the capacity phase read low) with C kept would read
+  // A + 0.08·(O - A), about +25%: the flatter slope (C_t > C) needs only
+  // kSlopeUpSigmas, and takes over.
+  const double c_true = 50e6, x = 40e6;
+  NoiseModel noise;
+  noise.threshold = 0.02;
+  std::mt19937 rng(23);
+  std::vector<double> low_c, high_c;
+  int slope = 0, kept = 0, bracket = 0;
+  for (int run = 0; run < 20; ++run) {
+    const double c_low = 46e6, c_high = 54e6;
+    auto resp = curve(c_true, x, {(12e6 + c_low) / 2, c_low}, 12, 0.01, rng);
+    AvailbwEstimate e = estimate_availbw(resp, noise, 9e6, 12e6, c_low);
+    slope += e.crossing_capacity_source == "response_slope";
+    low_c.push_back(std::fabs(e.availbw_bps / 10e6 - 1));
+    // A C 8% high (a steeper slope, C_t < C): within the 15% the lab's
+    // slopes wander, so C stays; the crossing reads low by 0.08·(O - A)
+    // (-27%), below the bracket's lower end, and the bracket stands.
+    resp = curve(c_true, x, {(12e6 + c_high) / 2, c_high}, 12, 0.01, rng);
+    e = estimate_availbw(resp, noise, 9e6, 12e6, c_high);
+    kept += e.crossing_capacity_source == "narrow_link";
+    high_c.push_back(e.availbw_bps / 10e6 - 1);
+    bracket += e.basis == "bracket";
+  }
+  std::sort(low_c.begin(), low_c.end());
+  std::sort(high_c.begin(), high_c.end());
+  CHECK(slope >= 18);
+  CHECK(low_c[low_c.size() / 2] <= 0.06);
+  CHECK(kept >= 18);
+  // Within 2 standard errors of a whole threshold below the bracket a
+  // crossing is kept (a token bucket's knee sits high): 2 runs in 20 here.
+  CHECK(bracket >= 16);
+  CHECK(std::fabs(high_c[high_c.size() / 2]) <= 0.06);
 }
 
 TEST_CASE("response slope fit: reliability", "[availbw][tight]") {
@@ -575,4 +620,127 @@ TEST_CASE("response slope fit: reliability", "[availbw][tight]") {
   CHECK_FALSE(fit_response_slope(curve(80e6, 40e6, {79e6, 80e6}, 6, 0.001, rng), 80e6).reliable);
   // Noise far larger than the rise: not reliable.
   CHECK_FALSE(fit_response_slope(curve(80e6, 40e6, {70e6, 80e6}, 4, 0.2, rng), 80e6).reliable);
+}
+
+TEST_CASE("response rates below the knee are left out of the crossing (issue 11)", "[availbw]") {
+  // A = 60 on C = 100 (X = 40). A noise "above" left the bracket at [6, 11],
+  // so the session's response rates were (11 + 100)/2 = 55.5, below A, and
+  // C. The 55.5 trains stay at the baseline: their crossings read 55.5, and
+  // with them the mean was (55.5 + 60)/2 = 57.8, -4%.
+  NoiseModel noise;
+  noise.baseline = 1.0;
+  noise.threshold = 0.02;
+  std::mt19937 rng(11);
+  std::normal_distribution<double> jitter(0.0, 0.01);
+  std::vector<ResponseSample> resp;
+  for (int i = 0; i < 24; ++i) {
+    const double o = i % 2 ? 100e6 : 55.5e6;
+    const double r = std::max(1.0, (o + 40e6) / 100e6) + jitter(rng);
+    resp.push_back({o, r, i % 2});
+  }
+  const std::vector<ResponseSample> kept = response_above_knee(resp, noise);
+  CHECK(kept.size() == 12);
+  CHECK(
+      std::all_of(kept.begin(), kept.end(), [](const ResponseSample& x) { return x.group == 1; }));
+  const AvailbwEstimate e = estimate_availbw(resp, noise, 6e6, 11e6, 100e6);
+  CHECK(e.basis == "response_curve");
+  CHECK(e.points == 12);
+  CHECK(e.availbw_bps == Approx(60e6).margin(1.5e6));
+  CHECK(e.low_bps <= e.availbw_bps - 2 * e.crossing_se_bps);
+  CHECK(e.high_bps >= e.availbw_bps + 2 * e.crossing_se_bps);
+  // Without the grouping (every train one group) the below-knee rate drags
+  // the mean down, as it did: the test can fail.
+  std::vector<ResponseSample> one = resp;
+  for (auto& x : one) x.group = 0;
+  const AvailbwEstimate old = estimate_availbw(one, noise, 6e6, 11e6, 100e6);
+  CHECK(old.availbw_bps < 58.5e6);
+  // Both rates above the knee: both kept.
+  std::vector<ResponseSample> both;
+  for (int i = 0; i < 12; ++i) {
+    const double o = i % 2 ? 100e6 : 80e6;
+    both.push_back({o, (o + 40e6) / 100e6 + jitter(rng), i % 2});
+  }
+  CHECK(response_above_knee(both, noise).size() == 12);
+  // No rate above the knee: the bracket stands.
+  std::vector<ResponseSample> none;
+  for (int i = 0; i < 12; ++i) none.push_back({50e6, 1.0 + jitter(rng) / 4, i % 2});
+  CHECK(estimate_availbw(none, noise, 55e6, 62e6, 100e6).basis == "bracket");
+}
+
+TEST_CASE("tight != narrow without response trains: a hinge over the fleets' medians",
+          "[availbw][tight][hinge]") {
+  // Narrow 40, tight 100 carrying 70 (A = 30): above A the ratio rises by
+  // (O - A)/100 only. With a noise threshold of 0.06 the first "above" fleet
+  // is at 37.5, so no response trains run and the bracket [32, 37.5] reads
+  // +16%. The fleets' medians (noise sd 0.004) lie on the line.
+  const double c = 40e6;
+  NoiseModel noise;
+  noise.baseline = 1.0;
+  noise.threshold = 0.06;
+  std::mt19937 rng(29);
+  std::normal_distribution<double> n(0.0, 0.004);
+  int within = 0, applied = 0;
+  for (int run = 0; run < 20; ++run) {
+    std::vector<RatePoint> fleets;
+    for (double o : {20e6, 30e6, 35e6, 32.5e6, 37.5e6, 31.2e6, 36.2e6, 32.1e6}) {
+      const double r = 1.0 + std::max(0.0, o - 30e6) / 100e6 + n(rng);
+      const TrainVerdict v = classify_train(r, false, noise);
+      fleets.push_back({o, r,
+                        v == TrainVerdict::kAbove   ? FleetVerdict::kAbove
+                        : v == TrainVerdict::kBelow ? FleetVerdict::kBelow
+                                                    : FleetVerdict::kGrey});
+    }
+    AvailbwEstimate e = estimate_availbw({}, noise, 32.1e6, 37.5e6, c);
+    REQUIRE(e.basis == "bracket");
+    CHECK(e.availbw_bps / 30e6 - 1 > 0.1);  // the bracket's middle, as before
+    if (apply_fleet_hinge(e, fleets, noise, 32.1e6, 37.5e6, c)) {
+      ++applied;
+      CHECK(e.basis == "fleet_hinge");
+      CHECK(e.low_bps <= e.availbw_bps);
+      CHECK(e.availbw_bps <= e.high_bps);
+    }
+    within += std::fabs(e.availbw_bps / 30e6 - 1) <= 0.05;
+  }
+  CHECK(applied >= 18);
+  CHECK(within >= 18);
+}
+
+TEST_CASE("fleet hinge: never on an idle path, never over a response crossing",
+          "[availbw][hinge]") {
+  const double c = 100e6;
+  NoiseModel noise;
+  noise.baseline = 1.0;
+  noise.threshold = 0.02;
+  std::mt19937 rng(31);
+  std::normal_distribution<double> n(0.0, 0.004);
+  int applied = 0;
+  for (int run = 0; run < 50; ++run) {
+    // Idle: every fleet below, the bracket closes at C.
+    std::vector<RatePoint> fleets;
+    for (double o : {50e6, 75e6, 87.5e6, 93.7e6, 96.9e6, 98.4e6}) {
+      fleets.push_back({o, 1.0 + n(rng), FleetVerdict::kBelow});
+    }
+    AvailbwEstimate e = estimate_availbw({}, noise, 98.4e6, 100e6, c);
+    applied += apply_fleet_hinge(e, fleets, noise, 98.4e6, 100e6, c);
+  }
+  CHECK(applied == 0);
+  // A response-curve estimate is never replaced.
+  AvailbwEstimate e;
+  e.basis = "response_curve";
+  e.availbw_bps = 40e6;
+  const std::vector<RatePoint> line = {{30e6, 1.0, FleetVerdict::kBelow},
+                                       {50e6, 1.1, FleetVerdict::kAbove},
+                                       {60e6, 1.2, FleetVerdict::kAbove},
+                                       {70e6, 1.3, FleetVerdict::kAbove}};
+  CHECK_FALSE(apply_fleet_hinge(e, line, noise, 30e6, 50e6, c));
+  CHECK(e.availbw_bps == 40e6);
+  // Too few fleets above the knee: no fit.
+  CHECK_FALSE(
+      fit_hinge({{30e6, 1.0, FleetVerdict::kBelow}, {50e6, 1.1, FleetVerdict::kAbove}}, 1.0, c)
+          .usable);
+  // A clean line: A and 1/b found.
+  const HingeFit h = fit_hinge(line, 1.0, c);
+  REQUIRE(h.usable);
+  CHECK(h.availbw_bps == Approx(40e6).margin(0.3e6));
+  CHECK(1.0 / h.slope == Approx(100e6).epsilon(0.02));
 }

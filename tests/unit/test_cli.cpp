@@ -20,7 +20,7 @@ std::string rejection(const std::vector<std::string>& args) {
 TEST_CASE("valid command lines", "[cli]") {
   const auto r = parse_cli({"capacity", "198.18.3.2", "--json", "-n", "40", "--port", "4000",
                             "--max-bytes", "2M", "--max-time", "5", "-i", "eth1"});
-  CHECK(r.config.command == "capacity");
+  CHECK(r.config.command == Command::kCapacity);
   CHECK(r.config.target == "198.18.3.2");
   CHECK(r.config.json);
   CHECK(r.config.load_packets == 40);

@@ -255,13 +255,13 @@ TEST_CASE("ICMP budget: burst, then one token per second") {
 }
 
 TEST_CASE("marker kinds: initial choice per mode") {
-  CHECK(initial_marker_kind("auto", true, false, false) == MarkerKind::kTarget);
-  CHECK(initial_marker_kind("ttl", false, true, true) == MarkerKind::kTtl);
-  CHECK(initial_marker_kind("addr", false, true, false) == MarkerKind::kAddr);
-  CHECK(initial_marker_kind("addr", false, false, false) == MarkerKind::kTtl);  // unknown addr
-  CHECK(initial_marker_kind("auto", false, true, true) == MarkerKind::kAddr);
-  CHECK(initial_marker_kind("auto", false, true, false) == MarkerKind::kTtl);
-  CHECK(initial_marker_kind("auto", false, false, true) == MarkerKind::kTtl);
+  CHECK(initial_marker_kind(HopMarkers::kAuto, true, false, false) == MarkerKind::kTarget);
+  CHECK(initial_marker_kind(HopMarkers::kTtl, false, true, true) == MarkerKind::kTtl);
+  CHECK(initial_marker_kind(HopMarkers::kAddr, false, true, false) == MarkerKind::kAddr);
+  CHECK(initial_marker_kind(HopMarkers::kAddr, false, false, false) == MarkerKind::kTtl);  // unknown addr
+  CHECK(initial_marker_kind(HopMarkers::kAuto, false, true, true) == MarkerKind::kAddr);
+  CHECK(initial_marker_kind(HopMarkers::kAuto, false, true, false) == MarkerKind::kTtl);
+  CHECK(initial_marker_kind(HopMarkers::kAuto, false, false, true) == MarkerKind::kTtl);
 }
 
 TEST_CASE("marker kinds: a hop silent to one kind switches to the other once") {

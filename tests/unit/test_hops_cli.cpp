@@ -22,8 +22,8 @@ std::string hops_rejection(std::vector<std::string> args) {
 
 TEST_CASE("hops command lines", "[cli][hops]") {
   const auto d = parse_cli({"hops", "198.18.4.2"}).config;
-  CHECK(d.command == "hops");
-  CHECK(d.hop_markers == "auto");
+  CHECK(d.command == Command::kHops);
+  CHECK(d.hop_markers == HopMarkers::kAuto);
   CHECK(d.max_trains == 8);  // hops default, not capacity's 40
   CHECK(d.min_trains == 3);
   CHECK(d.max_hops == 30);
@@ -32,7 +32,7 @@ TEST_CASE("hops command lines", "[cli][hops]") {
       parse_cli({"hops", "198.18.4.2", "--hop-markers", "ttl", "--trains", "2", "--max-hops", "12",
                  "--icmp-rate", "10", "--icmp-burst", "50", "--min-step", "0.3"})
           .config;
-  CHECK(c.hop_markers == "ttl");
+  CHECK(c.hop_markers == HopMarkers::kTtl);
   CHECK(c.max_trains == 2);
   CHECK(c.min_trains == 2);
   CHECK(c.max_hops == 12);

@@ -20,6 +20,7 @@
 #include "match/match.hpp"
 #include "plan/capacity_plan.hpp"
 #include "plan/hops_plan.hpp"
+#include "plan/shaper_plan.hpp"
 #include "send/packet_builder.hpp"
 
 using namespace lw;
@@ -237,6 +238,20 @@ TEST_CASE("capacity trains over IPv6: 60-byte markers, one flow label", "[ipv6][
   rp.hops = {HopMarker{1, IpAddr(), MarkerKind::kTtl}, HopMarker{2, IpAddr(), MarkerKind::kTarget}};
   const RecursiveTrain rt = make_recursive_train(rp, 4, seqs);
   for (const auto& q : rt.train.probes) CHECK(q.flow_label == 0x12345);
+  // The shaper probe's stream as well (its SYNs were 40 bytes: the builder
+  // refused them over IPv6, and the lab's IPv6 capacity run failed whenever
+  // the probe ran).
+  ShaperStreamParams sp;
+  sp.flow = p.flow;
+  sp.load_packets = 50;
+  const Train st = make_shaper_train(sp, -600, seqs);
+  for (const auto& q : st.probes) {
+    CHECK(q.flow_label == 0x12345);
+    if (q.flags & kSyn) CHECK(q.ip_len == 60);
+  }
+  CHECK(st.bits_from_head.back() == Approx(8.0 * (50 * 1500 + 60 * (st.markers.size() - 1))));
+  PacketBuilder b;
+  for (const auto& q : st.probes) CHECK_NOTHROW(b.build(q));
 }
 
 TEST_CASE("the target's RST/ACK and ICMPv6 errors quoting our probe are matched", "[ipv6][match]") {
