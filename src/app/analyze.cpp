@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "app/availbw_run.hpp"
+#include "app/shaper_run.hpp"
 #include "app/capacity_run.hpp"
 #include "app/capacity_tally.hpp"
 #include "app/cli.hpp"
@@ -521,6 +522,13 @@ MeasureResult replay_measure(const RecordedFile& f, const OfflineRead& r, const 
   if (ph.run.is_null()) {
     // The live run ended between the phases (interrupted): nothing to replay.
     m.availbw.stop_reason = StopReason::kIncomplete;
+    finish();
+    return m;
+  }
+  if (ph.run.value("shaper_refill", false)) {
+    // A token bucket's refill streams are not replayed (as the shaper
+    // probe's are not): the live run's result, as it noted it.
+    add_availbw(m, shaper_availbw_from_note(ph.end, m.capacity.shaper), f.availbw_drops);
     finish();
     return m;
   }

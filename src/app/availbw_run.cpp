@@ -749,7 +749,11 @@ MeasureResult run_measure(const Config& c, const std::atomic<bool>& stop) {
     }
   }
   const unsigned drops_before = session->prober->capture_stats().dropped;
-  AvailbwResult a = run_availbw_phase(*session, c, stop, C, t_end);
+  // A token bucket: the avail-bw from its refill (app/shaper_run.hpp).
+  AvailbwResult a =
+      m.capacity.shaper.found
+          ? run_shaper_availbw(*session, c, stop, m.capacity.shaper, t_end)
+          : run_availbw_phase(*session, c, stop, C, t_end);
   const unsigned drops = session->prober->capture_stats().dropped - drops_before;
   session->prober->note(note_json(DropsNote{"availbw", drops}));
   add_availbw(m, std::move(a), drops);

@@ -171,6 +171,20 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
       trains.shaper = probe(h);
       trains.shaper_tried = true;
     }
+  } else if (!trains.shaper_tried && res.valid && res.lower_bound && !stop.load()) {
+    // A bucket refilled at least as fast as the trains' average rate
+    // (max_load of the line) keeps every train in its burst: they come back
+    // at our own rate. One stream, three times the largest train, checks.
+    ShaperHints h = trains.shaper_hints;
+    h.trigger = "capacity_lower_bound";
+    h.slow_bps = c.max_load * res.capacity_bps;
+    h.queued_bytes = 0;
+    h.grow = false;
+    double largest = 0;
+    for (const auto& t : res.trains) largest = std::max(largest, 1.0 * t.load_packets);
+    h.fast_bytes = 1.5 * largest * trains.packet_size;
+    trains.shaper = probe(h);
+    trains.shaper_tried = true;
   }
   if (trains.shaper_tried) apply_shaper(trains.shaper, res);
   if (trains.shaper.found && res.capacity_bps > 0) {

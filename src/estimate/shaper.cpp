@@ -204,4 +204,38 @@ bool offset_suggests_bucket(double offset_s, double capacity_bps, int packet_siz
          -offset_s * capacity_bps / 8 >= min_bucket_bytes;
 }
 
+RefillSample refill_sample(const ShaperFinding& f, double rate_bps, double bucket_bytes,
+                           double tau_s, const ShaperOptions& opt, double tail_wait_s) {
+  RefillSample r;
+  if (!(tau_s > 0) || !(rate_bps > 0) || !(tail_wait_s >= 0) || tail_wait_s > tau_s) {
+    return r;
+  }
+  const double D = tail_wait_s;
+  auto avail = [&](double content) {
+    return std::clamp((8.0 * content + rate_bps * D) / (tau_s + D), 0.0, rate_bps);
+  };
+  if (f.found && f.rate_bps > 0) {
+    r.content_bytes = rate_bps * f.bucket_bytes / f.rate_bps;
+    r.saturated = bucket_bytes > 0 && r.content_bytes > 0.8 * bucket_bytes;
+    r.availbw_bps = avail(r.content_bytes);
+    r.ok = !r.saturated;
+    return r;
+  }
+  // No burst: the whole stream came back at about the sustained rate, the
+  // bucket held less than the detector can see (the other flows spent
+  // nearly every token).
+  if (f.points >= opt.min_sustained_points && f.stream_rate_bps > 0 &&
+      f.stream_rate_bps < 1.2 * rate_bps &&
+      (f.reason == "no level shift" || f.reason == "burst too small" ||
+       f.reason == "burst within the timing noise")) {
+    r.ok = true;
+    if (f.reason == "burst too small" && f.rate_bps > 0 && f.bucket_bytes > 0) {
+      r.content_bytes = rate_bps * f.bucket_bytes / f.rate_bps;
+    }
+    r.availbw_bps = avail(r.content_bytes);
+    r.upper_bps = avail(opt.min_bucket_bytes);
+  }
+  return r;
+}
+
 }  // namespace lw

@@ -97,4 +97,30 @@ bool rate_drop_suggests_bucket(double sizing_bps, double later_bps, double min_s
 bool offset_suggests_bucket(double offset_s, double capacity_bps, int packet_size,
                             double min_bucket_bytes = 8000);
 
+// The avail-bw of a token bucket's sustained regime from its refill
+// (`measure`): one stream empties the bucket (its tail's reply marks the
+// moment the shaper's queue ran dry), an idle of tau seconds, then a stream
+// whose finding gives the bucket's content at its head. Tokens accrue at the
+// sustained rate R and every other flow through the shaper spends them at its
+// rate X, so the content is (R - X)·tau: the unused part of the sustained
+// rate, averaged over tau. The content is R times the head's lead on the
+// sustained line (f.bucket_bytes / f.rate_bps), which holds also when the
+// cross traffic took a share of the stream's sustained phase.
+//
+// `tail_wait_s`: how long the emptying stream's tail waited in the shaper's
+// queue (D). The other flows' packets that arrived meanwhile are still queued
+// behind it and leave on the refill's first tokens: the content is
+// A·tau - (R - A)·D, so A = (content + R·D) / (tau + D). The pair is unusable
+// when D exceeds tau (the correction would dominate).
+struct RefillSample {
+  bool ok = false;
+  bool saturated = false;     // the bucket was (nearly) full again: tau too long
+  double content_bytes = 0;   // the bucket's content at the head
+  double availbw_bps = 0;     // 8·content / tau, at most R
+  double upper_bps = 0;       // when no burst was seen (content under the detector's floor): the bound
+};
+RefillSample refill_sample(const ShaperFinding& f, double rate_bps, double bucket_bytes,
+                           double tau_s, const ShaperOptions& opt = {},
+                           double tail_wait_s = 0);
+
 }  // namespace lw

@@ -71,6 +71,11 @@ struct ShaperRecord {
   double elapsed_s = 0;
   std::string verdict;            // found / none / not_emptied / no_replies
   double stream_rate_bps = 0;     // the last stream's received rate when compressed (diagnostic)
+  // measure/availbw: the bucket's refill (app/shaper_run.hpp, run_shaper_availbw)
+  int refill_pairs = 0;           // emptying stream + refill stream pairs measured
+  std::uint64_t refill_bytes = 0;  // bytes of their streams
+  double refill_idle_s = 0;       // the idle tau between the two streams (last pair)
+  std::vector<double> refill_bps;  // each pair's avail-bw (8 x content / tau)
 };
 
 struct TrainRecord {

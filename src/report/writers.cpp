@@ -96,12 +96,20 @@ nlohmann::json shaper_json(const ShaperRecord& s) {
 
 nlohmann::json shaper_check_json(const ShaperRecord& s) {
   if (!s.probed) return nullptr;
-  return {{"trigger", s.trigger},
+  nlohmann::json j = {{"trigger", s.trigger},
           {"verdict", s.verdict},
           {"streams", s.streams},
           {"stream_bytes", s.stream_bytes},
           {"elapsed_s", s.elapsed_s},
           {"stream_rate_bps", nullable(s.stream_rate_bps > 0, s.stream_rate_bps)}};
+  if (s.refill_bytes > 0) {
+    // measure/availbw: the bucket's refill (app/shaper_run.hpp)
+    j["refill_pairs"] = s.refill_pairs;
+    j["refill_bytes"] = s.refill_bytes;
+    j["refill_idle_s"] = s.refill_idle_s;
+    j["refill_bps"] = s.refill_bps;
+  }
+  return j;
 }
 
 ShaperRecord shaper_from_json(const nlohmann::json& shaper, const nlohmann::json& check) {
@@ -114,6 +122,14 @@ ShaperRecord shaper_from_json(const nlohmann::json& shaper, const nlohmann::json
     s.stream_bytes = check.value("stream_bytes", std::uint64_t{0});
     s.elapsed_s = check.value("elapsed_s", 0.0);
     s.stream_rate_bps = or_zero(check, "stream_rate_bps");
+    s.refill_pairs = check.value("refill_pairs", 0);
+    s.refill_bytes = check.value("refill_bytes", std::uint64_t{0});
+    s.refill_idle_s = check.value("refill_idle_s", 0.0);
+    if (check.contains("refill_bps") && check["refill_bps"].is_array()) {
+      for (const auto& v : check["refill_bps"]) {
+        if (v.is_number()) s.refill_bps.push_back(v.get<double>());
+      }
+    }
   }
   if (shaper.is_object()) {
     s.found = shaper.value("bucket_bytes", nlohmann::json()).is_number();

@@ -59,6 +59,10 @@ RECORDED = {
     "measure_20m": ([None, 20e6], ["measure", "--no-hops", "--trains", "10", "--max-time", "4",
                                    "--fleet", "3", "--calibration-trains", "4"], no_setup),
     "hops_50m": ([None, 50e6, None], ["hops"], no_setup),
+    # A token bucket (issue 13): tbf 10 Mbit/s with a 30 KB burst; the shaper
+    # probe's streams and the avail-bw from the bucket's refill.
+    "shaper_10m": ([None, {"rate": 10e6, "burst": 30_000}],
+                   ["measure", "--no-hops", "--trains", "10"], no_setup),
 }
 # name: (source capture, transform_capture.py arguments)
 TRANSFORMED = {
@@ -67,9 +71,19 @@ TRANSFORMED = {
 }
 
 
+def link_name(r):
+    if r is None:
+        return "unshaped"
+    if isinstance(r, dict):
+        return f"tbf {r['rate'] / 1e6:g} Mbit/s, burst {r['burst']} bytes"
+    return f"tbf {r / 1e6:g} Mbit/s"
+
+
 def record(name, truth_db):
     rates, targs, setup = RECORDED[name]
-    spec = lab.Spec(links=[lab.Link(rate=r) for r in rates])
+    # A link is its rate (None: unshaped) or lab.Link's arguments.
+    spec = lab.Spec(links=[lab.Link(**r) if isinstance(r, dict) else lab.Link(rate=r)
+                           for r in rates])
     with lab.Lab(spec, name="anadata") as L:
         how = setup(L)
         tmp = tempfile.mkdtemp(prefix="lw-anadata-")
@@ -85,8 +99,7 @@ def record(name, truth_db):
             f.write("\n")
         truth_db[name] = {
             "truth_capacity_bps": L.ground_truth_capacity(ip_len=1500),
-            "lab": " - ".join(["prober"] + [f"({'unshaped' if r is None else f'tbf {r / 1e6:g} Mbit/s'})"
-                                             for r in rates] + ["target"]),
+            "lab": " - ".join(["prober"] + [f"({link_name(r)})" for r in rates] + ["target"]),
             "narrow_link": L.narrow_link(),
             "setup": how,
             "command": "linkwidth " + " ".join(args[:1] + ["TARGET"] + args[2:-1] + [name + ".pcap"]),
@@ -95,6 +108,10 @@ def record(name, truth_db):
             "live_bottleneck_hop": doc.get("bottleneck_hop"),
             "transformed": False,
         }
+        for r in rates:
+            if isinstance(r, dict) and "burst" in r:
+                # tbf counts the 14-byte Ethernet header: the bucket in IP bytes.
+                truth_db[name]["truth_bucket_bytes"] = r["burst"] * 1500 / 1514
         print(f"{name}: live {doc.get('capacity_bps')}, truth {truth_db[name]['truth_capacity_bps']:.0f}")
 
 

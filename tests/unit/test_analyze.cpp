@@ -92,6 +92,29 @@ TEST_CASE("a measure --no-hops run replays into its live document", "[analyze]")
   CHECK_THROWS_AS(analyze_capacity(r, "measure_20m", false), Error);
 }
 
+TEST_CASE("a measure run on a token bucket replays into its live document", "[analyze][shaper]") {
+  // tbf 10 Mbit/s with a 30 KB burst (issue 13): the shaper probe's finding
+  // and the refill pairs' avail-bw come from the run's notes, the capacity
+  // trains are replayed up to the train that called the probe.
+  const OfflineRead r = read_pcap_file(kData + "shaper_10m.pcap");
+  const AnalyzedRun run = analyze_run(r, "shaper_10m", false);
+  REQUIRE(run.kind == AnalyzedRun::kMeasure);
+  const nlohmann::json offline = to_json(run.measure);
+  const nlohmann::json live = load_json("shaper_10m.json");
+  check_same_document(offline, live);
+  const nlohmann::json truth_db = load_json("captures.json")["shaper_10m"];
+  const double t = truth("shaper_10m");
+  REQUIRE(offline["shaper"].is_object());
+  CHECK(offline["capacity_source"] == "shaper_stream");
+  CHECK(offline["shaper"]["rate_bps"].get<double>() == Approx(t).epsilon(0.03));
+  CHECK(offline["shaper"]["bucket_bytes"].get<double>() ==
+        Approx(truth_db["truth_bucket_bytes"].get<double>()).epsilon(0.25));
+  // An idle shaped link: the avail-bw is the sustained rate, from the refill.
+  CHECK(offline["availbw_bps"].get<double>() == Approx(t).epsilon(0.10));
+  CHECK(offline["stop_reason"] == "shaper");
+  CHECK(offline["shaper_check"]["refill_pairs"].get<int>() >= 1);
+}
+
 TEST_CASE("a hops run replays into its live document and names the narrow link", "[analyze]") {
   const AnalyzedRun run = analyze_run(read_pcap_file(kData + "hops_50m.pcap"), "hops_50m", false);
   REQUIRE(run.kind == AnalyzedRun::kHops);

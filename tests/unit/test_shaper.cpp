@@ -5,6 +5,7 @@
 // sustained rate, the peak and the bucket; ordinary paths (no bucket, a
 // bottleneck with cross traffic, an overflowing queue) must not report one.
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cmath>
 #include <deque>
 #include <random>
@@ -26,6 +27,7 @@ struct Path {
   double noise_s = 50e-6;     // reply timing noise, uniform in [0, noise]
   double reply_loss = 0;      // fraction of marker replies lost
   double cross_bps = 0;       // Poisson cross traffic through the same queue (1500 B)
+  double initial_bytes = -1;  // the bucket's content at the head (-1: full)
 };
 
 struct Stream {
@@ -66,7 +68,7 @@ Stream simulate(const Path& p, int load_packets, int markers, unsigned seed) {
   // tbf: tokens (bytes) at rate R up to the bucket; a packet leaves when the
   // tokens cover it and the link (peak) is free; FIFO with a byte limit.
   const double bucket = p.bucket_bytes > 0 ? p.bucket_bytes : 1514;
-  double tokens = bucket, tok_t = 0, link_free = 0;
+  double tokens = p.initial_bytes >= 0 ? p.initial_bytes : bucket, tok_t = 0, link_free = 0;
   std::deque<std::pair<double, double>> queued;  // (departure, bytes) of accepted packets
   std::vector<double> reply(markers, 0);
   double prev_dep = 0;
@@ -297,4 +299,73 @@ TEST_CASE("shaper: a follow-up stream puts most markers after the shift", "[shap
     after += pos[i] > 2000 ? 1 : 0;
   }
   CHECK(after >= 28);
+}
+
+TEST_CASE("shaper: the avail-bw from the bucket's refill", "[shaper]") {
+  // The reading stream meets a bucket holding (R - X)·tau, cross traffic X
+  // through the same queue during the stream too: 8·content/tau is R - X.
+  struct Case {
+    double rate, bucket, cross;
+  };
+  for (const Case k : {Case{10e6, 30e3, 0}, Case{10e6, 30e3, 2.5e6}, Case{20e6, 300e3, 5e6},
+                       Case{100e6, 3e6, 25e6}, Case{100e6, 300e3, 50e6}}) {
+    const double tau = 0.6 * 8 * k.bucket / k.rate;
+    const double truth = k.rate - k.cross;
+    std::vector<double> errs;
+    for (unsigned seed = 1; seed <= 5; ++seed) {
+      Path p;
+      p.rate_bps = k.rate;
+      p.bucket_bytes = k.bucket;
+      p.cross_bps = k.cross;
+      p.initial_bytes = truth * tau / 8;
+      const double b_max = k.rate * tau / 8;
+      const double bytes = 1.15 * b_max * 1.03 + std::max(24.0 * 1500, k.rate * 0.03 / 8);
+      ShaperOptions opt;
+      opt.min_bucket_bytes = std::min(8000.0, std::max(0.1 * k.bucket, 3000.0));
+      const int n = static_cast<int>(bytes / 1500);
+      const ShaperFinding f = detect_shaper(simulate(p, n, 24, seed).points, p.offered_bps, opt);
+      const RefillSample r = refill_sample(f, k.rate, k.bucket, tau, opt);
+      INFO(k.rate << " " << k.bucket << " " << k.cross << " seed " << seed << ": " << f.reason);
+      REQUIRE(r.ok);
+      CHECK_FALSE(r.saturated);
+      errs.push_back(r.availbw_bps / truth - 1);
+    }
+    std::sort(errs.begin(), errs.end());
+    INFO(k.rate << " " << k.bucket << " " << k.cross << ": median error " << errs[2]);
+    CHECK(std::abs(errs[2]) <= 0.05);
+  }
+}
+
+TEST_CASE("shaper: refill arithmetic (tail wait, saturation, no burst)", "[shaper]") {
+  ShaperFinding f;
+  f.found = true;
+  f.rate_bps = 20e6;
+  // A = 15 Mbit/s, tau 50 ms, the tail waited 20 ms: the other flows' 5 Mbit/s
+  // queued behind it spend (R - A)·D of the refill first.
+  const double A = 15e6, tau = 0.05, D = 0.02;
+  f.bucket_bytes = (A * tau - (20e6 - A) * D) / 8;
+  RefillSample r = refill_sample(f, 20e6, 300e3, tau, {}, D);
+  REQUIRE(r.ok);
+  CHECK(r.availbw_bps == Approx(A).epsilon(1e-9));
+  // Without the correction it would read low.
+  CHECK(refill_sample(f, 20e6, 300e3, tau).availbw_bps < 0.9 * A);
+  // A tail that waited longer than the idle: unusable.
+  CHECK_FALSE(refill_sample(f, 20e6, 300e3, tau, {}, 0.06).ok);
+  // Nearly a full bucket: tau was too long for the rate; not a sample.
+  f.bucket_bytes = 0.9 * 300e3;
+  r = refill_sample(f, 20e6, 300e3, 0.2);
+  CHECK(r.saturated);
+  CHECK_FALSE(r.ok);
+  // No burst at all, the stream came back at R: nothing refilled.
+  ShaperFinding none;
+  none.points = 24;
+  none.stream_rate_bps = 19.9e6;
+  none.reason = "no level shift";
+  r = refill_sample(none, 20e6, 300e3, tau);
+  REQUIRE(r.ok);
+  CHECK(r.availbw_bps == 0);
+  CHECK(r.upper_bps > 0);
+  // A stream that passed at line rate is no reading.
+  none.stream_rate_bps = 900e6;
+  CHECK_FALSE(refill_sample(none, 20e6, 300e3, tau).ok);
 }

@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""Token-bucket benchmark (issue 13): `linkwidth measure --no-hops` on tbf
+shapers of the issue's grid (buckets 30 KB, 300 KB, 3 MB at 10, 20 and 100
+Mbit/s), idle and with CBR UDP cross traffic through the shaper.
+
+For each (rate, bucket): a lab prober --(unshaped)-- r1 --(tbf rate, burst)--
+target, `--runs` runs of linkwidth (pinned to CPU 0; the cross-traffic
+generator to CPU 1). Truth: the sustained rate R = rate x 1500/1514 (IP
+layer), the bucket burst x 1500/1514 (IP bytes), the avail-bw R minus the
+cross traffic counted on the link's receiving interface during the run.
+Writes results/shaper_benchmark.csv and .md (rows appended per invocation
+with --append, so the grid can be run in parts under the lab lock):
+
+    flock /tmp/lw-lab.lock python3 scripts/bench_shaper.py --rates 10e6 --cross 0.25
+"""
+import argparse
+import csv
+import datetime
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import lab  # noqa: E402
+
+BIN = os.environ.get("LINKWIDTH_BIN", os.path.join(ROOT, "build", "linkwidth"))
+FIELDS = ["rate_bps", "burst_bytes", "cross_frac", "run", "exit", "truth_rate_bps",
+          "rate_est_bps", "rate_err", "truth_bucket_bytes", "bucket_est_bytes", "bucket_err",
+          "shaper_verdict", "cross_bps", "truth_availbw_bps", "availbw_bps", "availbw_err",
+          "refill_pairs", "elapsed_s", "probe_bytes", "stop_reason"]
+
+
+def err(a, b):
+    return None if a is None or not b else a / b - 1
+
+
+def one(L, rate, burst, frac, k):
+    R = L.ground_truth_capacity(ip_len=1500)
+    w = L.cross_window(2)
+    t0 = time.monotonic()
+    p = L.run_in_prober(["taskset", "-c", "0", BIN, "measure", L.target_ip, "--no-hops",
+                         "--json"], timeout=120)
+    elapsed = time.monotonic() - t0
+    X = w.stop().bps if frac > 0 else 0.0
+    doc = json.loads(p.stdout)
+    sh = doc.get("shaper") or {}
+    chk = doc.get("shaper_check") or {}
+    bucket = burst * 1500 / 1514
+    return {"rate_bps": rate, "burst_bytes": burst, "cross_frac": frac, "run": k,
+            "exit": p.returncode, "truth_rate_bps": R, "rate_est_bps": sh.get("rate_bps"),
+            "rate_err": err(sh.get("rate_bps"), R), "truth_bucket_bytes": bucket,
+            "bucket_est_bytes": sh.get("bucket_bytes"),
+            "bucket_err": err(sh.get("bucket_bytes"), bucket),
+            "shaper_verdict": chk.get("verdict"), "cross_bps": X,
+            "truth_availbw_bps": R - X, "availbw_bps": doc.get("availbw_bps"),
+            "availbw_err": err(doc.get("availbw_bps"), R - X),
+            "refill_pairs": chk.get("refill_pairs"), "elapsed_s": round(elapsed, 2),
+            "probe_bytes": doc.get("probe_bytes"), "stop_reason": doc.get("stop_reason")}
+
+
+def pct(v):
+    return "-" if v is None else f"{v:+.1%}"
+
+
+def med(rows, key):
+    v = [r[key] for r in rows if r[key] is not None]
+    return statistics.median(v) if v else None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rates", nargs="*", type=float, default=[10e6, 20e6, 100e6])
+    ap.add_argument("--bursts", nargs="*", type=int, default=[30_000, 300_000, 3_000_000])
+    ap.add_argument("--cross", type=float, default=0.25, help="cross traffic, fraction of the rate")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--append", action="store_true", help="add to the existing csv")
+    ap.add_argument("--out", default=os.path.join(ROOT, "results", "shaper_benchmark"))
+    a = ap.parse_args()
+    rows = []
+    if a.append and os.path.exists(a.out + ".csv"):
+        with open(a.out + ".csv") as f:
+            for r in csv.DictReader(f):
+                rows.append({k: (None if r[k] in ("", "None") else
+                                 (r[k] if k in ("shaper_verdict", "stop_reason") else float(r[k])))
+                             for k in FIELDS})
+    for rate in a.rates:
+        for burst in a.bursts:
+            spec = lab.Spec(links=[lab.Link(rate=None), lab.Link(rate=rate, burst=burst)])
+            with lab.Lab(spec) as L:
+                x = L.cross(2, "udp", rate=a.cross * rate, cpu=1) if a.cross > 0 else None
+                try:
+                    if x:
+                        time.sleep(0.5)
+                    for k in range(a.runs):
+                        r = one(L, rate, burst, a.cross, k)
+                        rows.append(r)
+                        print(f"{rate / 1e6:g}M {burst / 1e3:g}K run {k}: exit {r['exit']} "
+                              f"rate {pct(r['rate_err'])} bucket {pct(r['bucket_err'])} "
+                              f"avail {pct(r['availbw_err'])} {r['elapsed_s']} s "
+                              f"{(r['probe_bytes'] or 0) / 1e6:.1f} MB", flush=True)
+                finally:
+                    if x:
+                        x.stop()
+    os.makedirs(os.path.dirname(a.out), exist_ok=True)
+    with open(a.out + ".csv", "w", newline="") as f:
+        wr = csv.DictWriter(f, fieldnames=FIELDS)
+        wr.writeheader()
+        wr.writerows(rows)
+    rev = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+                         capture_output=True, text=True).stdout.strip()
+    lines = [f"# Token-bucket benchmark ({datetime.date.today()}, commit {rev})", "",
+             "`" + " ".join(["python3", "scripts/bench_shaper.py", *sys.argv[1:]]) + "`"
+             " (under the lab lock; linkwidth on CPU 0, cross traffic on CPU 1).", "",
+             "`linkwidth measure TARGET --no-hops` on tbf RATE with `burst` B, CBR UDP cross "
+             "traffic through the shaper at the fraction given. Medians over the runs; "
+             "errors against R = rate x 1500/1514, B x 1500/1514, R - cross (counted).", "",
+             "| rate | bucket | cross | runs | found | rate err | bucket err | avail-bw err "
+             "(each run) | refill pairs | time s | MB |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    keys = sorted({(r["rate_bps"], r["burst_bytes"], r["cross_frac"]) for r in rows})
+    for rate, burst, frac in keys:
+        g = [r for r in rows if (r["rate_bps"], r["burst_bytes"], r["cross_frac"]) ==
+             (rate, burst, frac)]
+        found = sum(1 for r in g if r["shaper_verdict"] == "found")
+        each = " ".join(pct(r["availbw_err"]) for r in g)
+        lines.append(f"| {rate / 1e6:g} Mbit/s | {burst / 1e3:g} KB | {frac:.0%} | {len(g)} | "
+                     f"{found} | {pct(med(g, 'rate_err'))} | {pct(med(g, 'bucket_err'))} | "
+                     f"{pct(med(g, 'availbw_err'))} ({each}) | {med(g, 'refill_pairs')} | "
+                     f"{med(g, 'elapsed_s'):.1f} | {(med(g, 'probe_bytes') or 0) / 1e6:.1f} |")
+    with open(a.out + ".md", "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
