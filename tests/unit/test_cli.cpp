@@ -2,19 +2,13 @@
 #include <catch2/catch.hpp>
 
 #include "app/cli.hpp"
+#include "usage_rejection.hpp"
 #include "linkwidth/error.hpp"
 
 using namespace lw;
 
 namespace {
-std::string rejection(const std::vector<std::string>& args) {
-  try {
-    parse_cli(args);
-  } catch (const UsageError& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::rejection;
 }  // namespace
 
 TEST_CASE("valid command lines", "[cli]") {

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "app/cli.hpp"
+#include "usage_rejection.hpp"
 #include "linkwidth/error.hpp"
 #include "report/hops_writers.hpp"
 
@@ -11,12 +12,7 @@ using namespace lw;
 namespace {
 std::string hops_rejection(std::vector<std::string> args) {
   args.insert(args.begin(), {"hops", "198.18.4.2"});
-  try {
-    parse_cli(args);
-  } catch (const UsageError& e) {
-    return e.what();
-  }
-  return "";
+  return test::rejection(args);
 }
 }  // namespace
 

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "app/cli.hpp"
+#include "usage_rejection.hpp"
 #include "app/hops_run.hpp"
 #include "app/net.hpp"
 #include "app/prober.hpp"
@@ -516,14 +517,7 @@ TEST_CASE("forbidden IPv6 targets", "[ipv6][safety]") {
 }
 
 TEST_CASE("-4 / -6 and IPv6 targets on the command line", "[ipv6][cli]") {
-  auto rejection = [](const std::vector<std::string>& args) -> std::string {
-    try {
-      parse_cli(args);
-    } catch (const UsageError& e) {
-      return e.what();
-    }
-    return "";
-  };
+  using test::rejection;
   CHECK(parse_cli({"capacity", "2001:2:0:3::2"}).config.family == 0);
   CHECK(parse_cli({"capacity", "-6", "2001:2:0:3::2"}).config.family == 6);
   CHECK(parse_cli({"hops", "dual.lab", "-4"}).config.family == 4);

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "app/cli.hpp"
+#include "usage_rejection.hpp"
 #include "app/main_app.hpp"
 #include "app/options.hpp"
 #include "linkwidth/error.hpp"
@@ -16,16 +17,7 @@ using namespace lw;
 
 namespace {
 
-// The rejection's sentence, or "" if accepted; a rejection must be a UsageError.
-std::string rejection(const std::vector<std::string>& args) {
-  try {
-    parse_cli(args);
-  } catch (const UsageError& e) {
-    CHECK(e.exit_code() == ExitCode::kUsage);
-    return e.what();
-  }
-  return "";
-}
+using test::rejection;
 
 // A command that takes the option.
 std::string command_for(const OptionSpec& o) {

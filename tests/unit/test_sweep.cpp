@@ -10,18 +10,14 @@
 #include "app/sweep.hpp"
 #include "app/sweep_run.hpp"
 #include "linkwidth/error.hpp"
+#include "usage_rejection.hpp"
 
 using namespace lw;
 using nlohmann::json;
 
 namespace {
 std::string rejection(const std::vector<std::string>& args) {
-  try {
-    parse_sweep_cli(args);
-  } catch (const UsageError& e) {
-    return e.what();
-  }
-  return "";
+  return test::usage_rejection([&] { parse_sweep_cli(args); });
 }
 
 std::string list_rejection(const std::string& text) {
