@@ -391,7 +391,7 @@ void run_fleet_method(PacedTrains& runner, PhasePath& path, const Config& c, dou
   std::vector<ResponseSample> response;
   // Response trains well above the bracket (see estimate_availbw), alternating
   // halfway to C and at C, until the mean crossing's standard error is below
-  // ω/2 (at least 2K, at most 5K trains). Each train's own ratio counts.
+  // response_se_target (at least 2K, at most 5K trains). Each train's own ratio counts.
   auto run_response = [&](double high) {
     const double rates[2] = {(high + C) / 2, C};
     RateRecord rec[2];
@@ -433,9 +433,9 @@ void run_fleet_method(PacedTrains& runner, PhasePath& path, const Config& c, dou
         // tight link's from the slope carries the slope's error too).
         // Over the rates that lie above the knee (response_above_knee).
         const auto above = response_above_knee(response, noise);
-        if (above.size() >= 2 &&
-            response_crossing_tight(above, noise.baseline, C, slope_points).se_bps <= omega / 2) {
-          break;
+        if (above.size() >= 2) {
+          const Crossing x = response_crossing_tight(above, noise.baseline, C, slope_points);
+          if (x.se_bps <= response_se_target(omega, x.mean_bps)) break;
         }
       }
     }

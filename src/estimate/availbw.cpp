@@ -330,6 +330,11 @@ Crossing response_crossing_tight(const std::vector<ResponseSample>& s, double ba
   return x;
 }
 
+double response_se_target(double omega_bps, double crossing_bps) {
+  const double rel = kResponseRelSe * std::max(0.0, crossing_bps);
+  return std::min(omega_bps / 2, std::max(rel, omega_bps / 6));
+}
+
 std::vector<ResponseSample> response_above_knee(const std::vector<ResponseSample>& s,
                                                 const NoiseModel& noise) {
   std::vector<ResponseSample> out;

@@ -297,6 +297,17 @@ Crossing response_crossing_tight(const std::vector<ResponseSample>& s, double ba
                                  double capacity_bps,
                                  const std::vector<ResponseSample>& slope_extra = {});
 
+// The response trains' stopping rule: the crossing's standard error a
+// user needs is relative to the avail-bw, not only to C. ω/2 alone (ω = 3%
+// of C) let a crossing at 20% of C stop after 12 trains with a standard
+// error of 7% of A (the fresh-clone CI at f0fab75 read -10.4% and +10.3% at
+// 80% load on a 50 Mbit/s link; iperf3's 1 ms bursts spread 20 ms trains'
+// crossings by about 1.2 Mbit/s). The target is kResponseRelSe x A, never
+// above ω/2 and never below ω/6 (an avail-bw near zero would otherwise ask
+// for the 5K-train cap every time).
+constexpr double kResponseRelSe = 0.025;
+double response_se_target(double omega_bps, double crossing_bps);
+
 // Hinge fit over the search's fleets (issue 11, tight != narrow): their
 // median ratios against offered rate, ratio = baseline + max(0, O - A)·b,
 // by least squares with A on a grid of C/400 steps. Needs no threshold: with
