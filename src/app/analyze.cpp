@@ -201,7 +201,11 @@ void fill_head(R& res, const nlohmann::json& head) {
 }
 
 // An address of either family from the run record; 0.0.0.0 if none.
-IpAddr parse_addr(const std::string& s) { return IpAddr::parse(s).value_or(IpAddr()); }
+// A recorded address; a zone (fe80::1%eth0) names an interface of the
+// machine that recorded it, not of this one: left out.
+IpAddr parse_addr(const std::string& s) {
+  return IpAddr::parse(s.substr(0, s.find('%'))).value_or(IpAddr());
+}
 
 // The recorded marker kind: the replayed phases plan their trains with it.
 TargetMarker marker_of(const std::string& kind, const std::string& name) {

@@ -456,7 +456,7 @@ nlohmann::json plan_header(const Config& c, IpAddr* dst, Route* route,
   plan["type"] = "plan";
   plan["command"] = c.command;
   plan["target"] = c.target;
-  plan["target_addr"] = format_ipv4(*dst);
+  plan["target_addr"] = format_scoped(*dst);
   try {
     *route = find_route(*dst, c.interface, c.source);
   } catch (const Error& e) {
@@ -480,7 +480,7 @@ nlohmann::json plan_capacity(const Config& c) {
   const nlohmann::json packets = plan_packets_json(t);
   plan["params"] = params_json(c);
   plan["params"]["packet_size"] = L;
-  plan["source"] = format_ipv4(route.source);
+  plan["source"] = format_scoped(route.source);
   plan["interface"] = route.interface;
   plan["first_train"] = {{"load_packets", n}, {"bytes", t.total_bytes()}, {"packets", packets}};
   plan["schedule"] = {

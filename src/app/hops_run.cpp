@@ -65,7 +65,7 @@ HopsResult run_hops(Session& s, const Config& c, const std::atomic<bool>&) {
   res.params["icmp_rate"] = icmp_rate_for(c, s.dst);  // the family's default unless given
 
   const IpAddr dst = s.dst;
-  res.target_addr = format_ipv4(dst);
+  res.target_addr = format_scoped(dst);
   res.source = format_ipv4(s.route.source);
   res.interface = s.route.interface;
   res.source_port = s.reserved->port();

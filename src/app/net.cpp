@@ -90,6 +90,13 @@ int prefix_len(const sockaddr* mask) {
 
 }  // namespace
 
+std::string format_scoped(const IpAddr& a) {
+  if (a.scope_id() == 0) return a.str();
+  char name[IF_NAMESIZE] = {};
+  const char* n = if_indextoname(a.scope_id(), name);
+  return a.str() + "%" + (n ? std::string(n) : std::to_string(a.scope_id()));
+}
+
 std::uint32_t zone_index(const std::string& zone) {
   if (zone.empty() || zone.size() >= IF_NAMESIZE) return 0;
   if (const unsigned idx = if_nametoindex(zone.c_str())) return idx;

@@ -22,6 +22,9 @@ std::uint32_t resolve_ipv4(const std::string& target);
 // Interface name or decimal index -> the index of an interface of this host;
 // 0 when there is none.
 std::uint32_t zone_index(const std::string& zone);
+// The address as a user writes it: with its zone for a scoped one
+// (fe80::1%eth0; the decimal index when the interface has no name any more).
+std::string format_scoped(const IpAddr& a);
 
 // Empty string if fine, else the reason the address is never a probe target
 // (loopback, multicast, broadcast, unspecified, IPv6 link-local without a

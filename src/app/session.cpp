@@ -63,8 +63,8 @@ std::unique_ptr<Session> open_session(const Config& c, const std::atomic<bool>& 
 
 void describe_endpoints(const Session& s, const Config& c, CapacityResult& r) {
   r.target = c.target;
-  r.target_addr = format_ipv4(s.dst);
-  r.source = format_ipv4(s.route.source);
+  r.target_addr = format_scoped(s.dst);
+  r.source = format_scoped(s.route.source);
   r.interface = s.route.interface;
   r.source_port = s.reserved->port();
   r.port = s.disc.port;

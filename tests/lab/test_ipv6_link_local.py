@@ -27,8 +27,9 @@ def test_capacity_to_the_first_hops_link_local_address():
         for zone in ("dn", "dn", str(ifindex)):  # by name and by index
             code, doc, err = tool(L, "capacity", f"{hop}%{zone}")
             assert code == 0, (doc, err)
-            assert doc["target_addr"] == hop
-            assert doc["source"] == mine
+            # Both with their zone, by name even when the target gave an index.
+            assert doc["target_addr"] == f"{hop}%dn"
+            assert doc["source"] == f"{mine}%dn"
             assert doc["interface"] == "dn"
             assert doc["marker_kind"] == "closed_syn"
             est.append(doc["capacity_bps"])
@@ -37,11 +38,11 @@ def test_capacity_to_the_first_hops_link_local_address():
         # hops: one hop, the target itself.
         code, doc, err = tool(L, "hops", f"{hop}%dn")
         assert code == 0, (doc, err)
-        assert doc["target_addr"] == hop and doc["bottleneck_hop"] == 1
+        assert doc["target_addr"] == f"{hop}%dn" and doc["bottleneck_hop"] == 1
         # The plan names the zone's interface and the link-local source.
         code, plan, err = tool(L, "capacity", f"{hop}%dn", "--dry-run")
         assert code == 0, err
-        assert plan["interface"] == "dn" and plan["source"] == mine
+        assert plan["interface"] == "dn" and plan["source"] == f"{mine}%dn"
         # Without a zone, with an unknown one, or with --interface naming
         # another interface: one sentence, exit 2, nothing sent.
         before = L.iface_stats(0, "dn")["tx_packets"]

@@ -813,6 +813,12 @@ TEST_CASE("scoped link-local targets: the zone becomes the scope id; a missing o
   CHECK(IpAddr::v6_from(A("fe80::1").bytes6().data()) == by_name);
   CHECK(std::hash<IpAddr>()(A("fe80::1")) == std::hash<IpAddr>()(by_name));
   CHECK(by_name.str() == "fe80::1");
+  // Shown with its zone (target_addr, source): the interface's name, or its
+  // index when no interface has it.
+  CHECK(format_scoped(by_name) == "fe80::1%lo");
+  CHECK(format_scoped(A("fe80::1")) == "fe80::1");
+  CHECK(format_scoped(A("fe80::1").with_scope(4000000000u)) == "fe80::1%4000000000");
+  CHECK(format_scoped(A("198.18.0.1")) == "198.18.0.1");
   CHECK(IpAddr(0xC6120302u).with_scope(lo).scope_id() == 0);  // IPv4 has no zones
 
   auto usage_error = [](const std::string& target, int family = 0) -> std::string {
