@@ -314,24 +314,52 @@ bool calibrate_search(PacedTrains& runner, PhasePath& path, const Config& c, dou
   return true;
 }
 
-void run_fleet_method(PacedTrains& runner, PhasePath& path, const Config& c, double C,
-                      AvailbwResult& res, Nanos t0, Nanos t_cap) {
-  const int L = path.packet_size;
-  const double omega = res.resolution_bps;
-  double scale = 1.0;
-  NoiseModel noise;
-  if (!calibrate_search(runner, path, c, C, res, t0, t_cap, &noise, &scale)) return;
+// The fleet method's steps over one run: calibrate, search the rates with
+// fleets, then the response trains above the bracket, then the estimate.
+// Each step reads and writes the run's state (the noise model, the train
+// length scale, the bracket, the points on the response curve).
+class FleetRun {
+ public:
+  FleetRun(PacedTrains& runner_in, PhasePath& path_in, const Config& c_in, double C_in,
+           AvailbwResult& res_in, Nanos t0_in, Nanos t_cap_in)
+      : runner(runner_in),
+        path(path_in),
+        c(c_in),
+        C(C_in),
+        res(res_in),
+        t0(t0_in),
+        t_cap(t_cap_in),
+        L(path_in.packet_size),
+        omega(res_in.resolution_bps),
+        search(search_params(C_in, res_in.resolution_bps)) {}
 
-  FleetSearchParams fp;
-  fp.capacity_bps = C;
-  fp.resolution_bps = omega;
-  FleetSearch search(fp);
-  res.stop_reason = StopReason::kNone;
+  void run() {
+    if (!calibrate_search(runner, path, c, C, res, t0, t_cap, &noise, &scale)) return;
+    res.stop_reason = StopReason::kNone;
+    const bool search_cut = run_search();
+    if (res.stop_reason == StopReason::kNone) {
+      if (search.high() < 0.9 * C) run_response(search.high());
+      // A cap that cuts the response trains short leaves the search's reason.
+      if (res.stop_reason == StopReason::kNone || search.done()) {
+        res.stop_reason = search.done() ? StopReason::kResolution
+                          : search_cut  ? StopReason::kMaxTime
+                                        : StopReason::kMaxFleets;
+      }
+    }
+    report_fleet_estimate(search, response, noise, slope_points, C, c, res);
+  }
 
-  std::vector<ResponseSample> slope_points;  // issue 11: search trains above the knee
+ private:
+  static FleetSearchParams search_params(double C, double omega) {
+    FleetSearchParams fp;
+    fp.capacity_bps = C;
+    fp.resolution_bps = omega;
+    return fp;
+  }
+
   // One fleet at `rate`: K trains, stopped early once the verdict is settled.
   // Returns false when a cap ended the run.
-  auto fleet = [&](double rate, const char* phase, FleetVerdict* fv, int* lost) {
+  bool fleet(double rate, const char* phase, FleetVerdict* fv, int* lost) {
     RateRecord rr;
     rr.phase = phase;
     rr.rate_bps = rate;
@@ -386,13 +414,65 @@ void run_fleet_method(PacedTrains& runner, PhasePath& path, const Config& c, dou
     if (!whole_fleet_lost) *lost = 0;
     res.rates.push_back(std::move(rr));
     return res.stop_reason == StopReason::kNone;
-  };
+  }
 
-  std::vector<ResponseSample> response;
+  // The search: fleets at the rates FleetSearch asks for until its bracket
+  // is narrower than ω, a cap ends the run, or only the response trains'
+  // reserve is left (true then: the search was cut short by time).
+  bool run_search() {
+    int lost_fleets = 0;
+    // Keep time for the response trains: 2K of them at C, each followed by
+    // its idle time, twice over.
+    const CapacityTrainParams top = search_train(c, path.flow, L, C, scale, runner.reply_burst());
+    const double top_span = 8.0 * top.load_packets * L / C;
+    // On a slow path that reserve can be most of what is left (3 Mbit/s:
+    // about 10 s): the search always gets at least half of the remaining time,
+    // and the response trains what is left after it.
+    const Nanos now = runner.now();
+    const Nanos search_deadline =
+        std::max(now + (t_cap - now) / 2,
+                 t_cap - from_seconds(2.0 * 2 * c.fleet_trains * top_span / c.max_load));
+    bool search_cut = false;
+    for (int f = 0; f < c.max_fleets && !search.done(); ++f) {
+      if (runner.now() > search_deadline) {
+        search_cut = true;
+        break;
+      }
+      const double rate = search.next_rate();
+      FleetVerdict fv = FleetVerdict::kGrey;
+      int lost = 0;
+      if (!fleet(rate, "search", &fv, &lost)) break;
+      const RateRecord& rr = res.rates.back();
+      // A fleet whose every train stalled (or said nothing) has no verdict,
+      // not a grey one: it must not narrow the grey band.
+      if (std::none_of(rr.trains.begin(), rr.trains.end(), counts)) continue;
+      // The bracket holds the rates we really offered (the markers add a little
+      // to the rate asked for).
+      const double offered = rr.offered_bps > 0 ? rr.offered_bps : rate;
+      search.observe(offered, rr.ratio, fv);
+      // Repeated loss: shorten the trains; if that does not help, give up.
+      if (lost > 0) {
+        if (++lost_fleets >= kLostFleetsToStop) {
+          res.stop_reason = StopReason::kLoss;
+          res.warnings.push_back({WarningCode::kRepeatedLoss,
+                                  "every train of " + std::to_string(kLostFleetsToStop) +
+                                      " fleets in a row lost marker replies, even shortened"});
+          break;
+        }
+        scale = std::max(0.25, scale / 2);
+        res.warnings.push_back(
+            {WarningCode::kTrainsShortened, "a whole fleet lost marker replies; trains shortened"});
+      } else {
+        lost_fleets = 0;
+      }
+    }
+    return search_cut;
+  }
+
   // Response trains well above the bracket (see estimate_availbw), alternating
   // halfway to C and at C, until the mean crossing's standard error is below
   // response_se_target (at least 2K, at most 5K trains). Each train's own ratio counts.
-  auto run_response = [&](double high) {
+  void run_response(double high) {
     const double rates[2] = {(high + C) / 2, C};
     RateRecord rec[2];
     CapacityTrainParams tp[2];
@@ -444,65 +524,26 @@ void run_fleet_method(PacedTrains& runner, PhasePath& path, const Config& c, dou
       r.verdict = r.ratio > noise.baseline + noise.threshold ? "above" : "below";
       if (!r.trains.empty()) res.rates.push_back(std::move(r));
     }
-  };
-
-  int lost_fleets = 0;
-  // Keep time for the response trains: 2K of them at C, each followed by
-  // its idle time, twice over.
-  const CapacityTrainParams top = search_train(c, path.flow, L, C, scale, runner.reply_burst());
-  const double top_span = 8.0 * top.load_packets * L / C;
-  // On a slow path that reserve can be most of what is left (3 Mbit/s:
-  // about 10 s): the search always gets at least half of the remaining time,
-  // and the response trains what is left after it.
-  const Nanos now = runner.now();
-  const Nanos search_deadline =
-      std::max(now + (t_cap - now) / 2,
-               t_cap - from_seconds(2.0 * 2 * c.fleet_trains * top_span / c.max_load));
-  bool search_cut = false;
-  for (int f = 0; f < c.max_fleets && !search.done(); ++f) {
-    if (runner.now() > search_deadline) {
-      search_cut = true;
-      break;
-    }
-    const double rate = search.next_rate();
-    FleetVerdict fv = FleetVerdict::kGrey;
-    int lost = 0;
-    if (!fleet(rate, "search", &fv, &lost)) break;
-    const RateRecord& rr = res.rates.back();
-    // A fleet whose every train stalled (or said nothing) has no verdict,
-    // not a grey one: it must not narrow the grey band.
-    if (std::none_of(rr.trains.begin(), rr.trains.end(), counts)) continue;
-    // The bracket holds the rates we really offered (the markers add a little
-    // to the rate asked for).
-    const double offered = rr.offered_bps > 0 ? rr.offered_bps : rate;
-    search.observe(offered, rr.ratio, fv);
-    // Repeated loss: shorten the trains; if that does not help, give up.
-    if (lost > 0) {
-      if (++lost_fleets >= kLostFleetsToStop) {
-        res.stop_reason = StopReason::kLoss;
-        res.warnings.push_back({WarningCode::kRepeatedLoss,
-                                "every train of " + std::to_string(kLostFleetsToStop) +
-                                    " fleets in a row lost marker replies, even shortened"});
-        break;
-      }
-      scale = std::max(0.25, scale / 2);
-      res.warnings.push_back(
-          {WarningCode::kTrainsShortened, "a whole fleet lost marker replies; trains shortened"});
-    } else {
-      lost_fleets = 0;
-    }
-  }
-  if (res.stop_reason == StopReason::kNone) {
-    if (search.high() < 0.9 * C) run_response(search.high());
-    // A cap that cuts the response trains short leaves the search's reason.
-    if (res.stop_reason == StopReason::kNone || search.done()) {
-      res.stop_reason = search.done() ? StopReason::kResolution
-                        : search_cut  ? StopReason::kMaxTime
-                                      : StopReason::kMaxFleets;
-    }
   }
 
-  report_fleet_estimate(search, response, noise, slope_points, C, c, res);
+  PacedTrains& runner;
+  PhasePath& path;
+  const Config& c;
+  const double C;
+  AvailbwResult& res;
+  const Nanos t0, t_cap;
+  const int L;
+  const double omega;
+  double scale = 1.0;
+  NoiseModel noise;
+  FleetSearch search;
+  std::vector<ResponseSample> slope_points;  // issue 11: search trains above the knee
+  std::vector<ResponseSample> response;
+};
+
+void run_fleet_method(PacedTrains& runner, PhasePath& path, const Config& c, double C,
+                      AvailbwResult& res, Nanos t0, Nanos t_cap) {
+  FleetRun(runner, path, c, C, res, t0, t_cap).run();
 }
 
 void run_linkwidth_method(PacedTrains& runner, PhasePath& path, const Config& c, double C,
@@ -603,9 +644,7 @@ void search_availbw(ProbeRunner& probes, PhasePath& path, const Config& c, doubl
 AvailbwResult run_availbw_phase(Session& ss, const Config& c, const std::atomic<bool>&,
                                 double capacity_bps, Nanos t_cap) {
   AvailbwResult res;
-  const Nanos t0 = mono_now();
-  const std::uint64_t bytes0 = ss.prober->bytes_sent();
-  const std::uint64_t packets0 = ss.prober->packets_sent();
+  const PhaseStart at = phase_start(ss);
   ss.prober->note({{"kind", "run"},
                    {"phase", "availbw"},
                    {"capacity_bps", capacity_bps},
@@ -621,12 +660,8 @@ AvailbwResult run_availbw_phase(Session& ss, const Config& c, const std::atomic<
   PhasePath path{ss.flow, ss.packet_size, ss.disc.rtt_s, ss.seqs};
   search_availbw(runner, path, c, capacity_bps, t_cap, res);
   // Not re-derived offline: noted for `linkwidth analyze`.
-  std::vector<Warning> reply;
-  take_reply_warnings(ss, reply);
-  res.warnings.insert(res.warnings.end(), reply.begin(), reply.end());
-  res.probe_bytes = ss.prober->bytes_sent() - bytes0;
-  res.probe_packets = ss.prober->packets_sent() - packets0;
-  res.elapsed_s = to_seconds(mono_now() - t0);
+  const std::vector<Warning> reply =
+      close_phase(ss, at, res.warnings, &res.probe_bytes, &res.probe_packets, &res.elapsed_s);
   ss.prober->note({{"kind", "end"},
                    {"phase", "availbw"},
                    {"elapsed_s", res.elapsed_s},

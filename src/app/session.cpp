@@ -246,4 +246,19 @@ void take_reply_warnings(Session& s, std::vector<Warning>& to) {
   s.reply_warnings.clear();
 }
 
+PhaseStart phase_start(const Session& s) {
+  return {mono_now(), s.prober->bytes_sent(), s.prober->packets_sent()};
+}
+
+std::vector<Warning> close_phase(Session& s, const PhaseStart& at, std::vector<Warning>& warnings,
+                                 std::uint64_t* bytes, std::uint64_t* packets, double* elapsed_s) {
+  std::vector<Warning> reply;
+  take_reply_warnings(s, reply);
+  warnings.insert(warnings.end(), reply.begin(), reply.end());
+  *bytes = s.prober->bytes_sent() - at.bytes0;
+  *packets = s.prober->packets_sent() - at.packets0;
+  *elapsed_s = to_seconds(mono_now() - at.t0);
+  return reply;
+}
+
 }  // namespace lw

@@ -83,6 +83,20 @@ void begin_load_phase(Session& s);
 // Moves the reply warnings not yet reported into `to`.
 void take_reply_warnings(Session& s, std::vector<Warning>& to);
 
+// Where a phase began: its time and the prober's counters then.
+struct PhaseStart {
+  Nanos t0 = 0;
+  std::uint64_t bytes0 = 0;
+  std::uint64_t packets0 = 0;
+};
+PhaseStart phase_start(const Session& s);
+
+// A phase's close: the reply warnings not yet reported join `warnings` (and
+// are returned, for the end note: they are not re-derived offline); bytes,
+// packets and seconds since `at` are stored through the pointers.
+std::vector<Warning> close_phase(Session& s, const PhaseStart& at, std::vector<Warning>& warnings,
+                                 std::uint64_t* bytes, std::uint64_t* packets, double* elapsed_s);
+
 // Resolves and checks the target (lw::Error with exit 2 for forbidden ones).
 IpAddr checked_target(const Config& c);
 

@@ -271,9 +271,7 @@ AvailbwResult run_shaper_availbw(Session& s, const Config& c, const std::atomic<
                                  ShaperRecord& rec, Nanos t_cap) {
   AvailbwResult res;
   res.method = name(c.method);
-  const Nanos t0 = mono_now();
-  const std::uint64_t bytes0 = s.prober->bytes_sent();
-  const std::uint64_t packets0 = s.prober->packets_sent();
+  const PhaseStart at = phase_start(s);
   const double R = rec.rate_bps;
   const double B = rec.bucket_bytes;
   s.prober->note({{"kind", "run"},
@@ -375,7 +373,7 @@ AvailbwResult run_shaper_availbw(Session& s, const Config& c, const std::atomic<
     const std::uint64_t pair_bytes0 = s.prober->bytes_sent();
     RateRecord rr;
     rr.phase = "shaper_refill";
-    rr.at_s = to_seconds(pair_start - t0);
+    rr.at_s = to_seconds(pair_start - at.t0);
     // 1. Empty the bucket: past its content by 10% and two packets (they
     //    queue: their wait delays the refill, see refill_sample), the tail's
     //    reply says when the shaper's queue ran dry.
@@ -475,12 +473,8 @@ AvailbwResult run_shaper_availbw(Session& s, const Config& c, const std::atomic<
          "avail-bw for its sustained regime"});
   }
   const nlohmann::json own_warnings = warnings_json(res.warnings);
-  std::vector<Warning> reply;
-  take_reply_warnings(s, reply);
-  res.warnings.insert(res.warnings.end(), reply.begin(), reply.end());
-  res.probe_bytes = s.prober->bytes_sent() - bytes0;
-  res.probe_packets = s.prober->packets_sent() - packets0;
-  res.elapsed_s = to_seconds(mono_now() - t0);
+  const std::vector<Warning> reply =
+      close_phase(s, at, res.warnings, &res.probe_bytes, &res.probe_packets, &res.elapsed_s);
   s.prober->note({{"kind", "end"},
                   {"phase", "availbw"},
                   {"elapsed_s", res.elapsed_s},
