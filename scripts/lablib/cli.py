@@ -223,7 +223,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--udp", metavar="RATE", help="iperf3 UDP at RATE (UDP payload bit/s, like iperf3 -b)")
     g.add_argument("--tcp", metavar="N", type=int, help="iperf3 TCP (cubic), N parallel flows")
     g.add_argument("--poisson", metavar="RATE", help="bursty Poisson UDP at RATE (IP-layer bit/s)")
-    s.add_argument("--size", type=int, default=1472, help="UDP payload bytes for --udp (default 1472)")
+    s.add_argument("--size", type=int, default=None,
+                   help="UDP payload bytes for --udp (default: 1500-byte IP packets, 1472 over IPv4)")
     s.add_argument("--duration", type=float, help="seconds (default: until Ctrl-C/SIGTERM)")
     s.set_defaults(func=cmd_cross)
 

@@ -253,19 +253,22 @@ class _Iperf(CrossTraffic):
 
 class IperfUDP(_Iperf):
     """iperf3 UDP at a fixed rate.  ``rate``: bit/s of UDP *payload* (that is
-    what iperf3 -b counts); ``size``: UDP payload bytes (default 1472 ->
-    1500-byte IP packets).  The IP-layer rate crossing the link is therefore
-    rate*(size+28)/size."""
+    what iperf3 -b counts); ``size``: UDP payload bytes (default: 1500-byte
+    IP packets, 1472 over IPv4 and 1452 over IPv6; 1472 over IPv6 made
+    1520-byte packets that the 1500-byte links fragmented).  The IP-layer
+    rate crossing the link is therefore rate*(size+28)/size (+48 over IPv6)."""
     kind = "udp"
 
-    def __init__(self, lab, link, rate, size: int = 1472, **kw):
+    def __init__(self, lab, link, rate, size: Optional[int] = None, **kw):
         super().__init__(lab, link, **kw)
         self.rate = parse_rate(rate)
         if self.rate is None:
             raise LabError("udp cross traffic needs a rate")
-        if not 16 <= int(size) <= 1472:
-            raise LabError("udp payload size must be 16..1472")
-        self.size = int(size)
+        top = 1500 - self.udp_overhead
+        size = top if size is None else int(size)
+        if not 16 <= size <= top:
+            raise LabError(f"udp payload size must be 16..{top} (1500-byte IP packets at most)")
+        self.size = size
 
     def expected_ip_bps(self) -> float:
         return self.rate * (self.size + self.udp_overhead) / self.size
