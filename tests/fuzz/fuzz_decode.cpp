@@ -15,7 +15,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "app/analyze.hpp"
+#include "app/frontends/analyze.hpp"
 #include "capture/decode.hpp"
 #include "capture/offline_capture.hpp"
 #include "linkwidth/error.hpp"

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "app/analyze.hpp"
+#include "app/frontends/analyze.hpp"
 #include "capture/offline_capture.hpp"
 #include "linkwidth/error.hpp"
 #include "nlohmann/json.hpp"

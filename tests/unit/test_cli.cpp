@@ -1,7 +1,7 @@
 // Command lines mapped to a parsed config, or to a required rejection.
 #include <catch2/catch.hpp>
 
-#include "app/cli.hpp"
+#include "app/frontends/cli.hpp"
 #include "usage_rejection.hpp"
 #include "linkwidth/error.hpp"
 
@@ -73,7 +73,7 @@ TEST_CASE("SI suffixes", "[cli]") {
   CHECK_THROWS_AS(parse_si("", "x"), UsageError);
 }
 
-#include "app/net.hpp"
+#include "app/plumbing/net.hpp"
 
 TEST_CASE("targets no probe may be sent to", "[net]") {
   CHECK(forbidden_target_reason(0x7f000001).find("loopback") != std::string::npos);

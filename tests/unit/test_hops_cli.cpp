@@ -2,7 +2,7 @@
 // renderings of a hops result.
 #include <catch2/catch.hpp>
 
-#include "app/cli.hpp"
+#include "app/frontends/cli.hpp"
 #include "usage_rejection.hpp"
 #include "linkwidth/error.hpp"
 #include "report/hops_writers.hpp"
@@ -103,7 +103,7 @@ TEST_CASE("hops result: JSON fields and the text table", "[hops]") {
   CHECK(to_text(r).find("none named") != std::string::npos);
 }
 
-#include "app/prober.hpp"
+#include "app/plumbing/prober.hpp"
 #include "match/match.hpp"
 #include "plan/hops_plan.hpp"
 

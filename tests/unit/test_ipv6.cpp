@@ -9,11 +9,11 @@
 #include <random>
 #include <set>
 
-#include "app/cli.hpp"
+#include "app/frontends/cli.hpp"
 #include "usage_rejection.hpp"
-#include "app/hops_run.hpp"
-#include "app/net.hpp"
-#include "app/prober.hpp"
+#include "app/runs/hops_run.hpp"
+#include "app/plumbing/net.hpp"
+#include "app/plumbing/prober.hpp"
 #include "capture/decode.hpp"
 #include "capture/offline_capture.hpp"
 #include "capture/run_record.hpp"

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <set>
 
-#include "app/discovery_rules.hpp"
+#include "app/plumbing/discovery_rules.hpp"
 #include "capture/decode.hpp"
 #include "capture/run_record.hpp"
 #include "match/match.hpp"

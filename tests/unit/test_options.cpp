@@ -7,10 +7,10 @@
 #include <cstdio>
 #include <set>
 
-#include "app/cli.hpp"
+#include "app/frontends/cli.hpp"
 #include "usage_rejection.hpp"
-#include "app/main_app.hpp"
-#include "app/options.hpp"
+#include "app/frontends/main_app.hpp"
+#include "app/plumbing/options.hpp"
 #include "linkwidth/error.hpp"
 
 using namespace lw;

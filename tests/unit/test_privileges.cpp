@@ -13,7 +13,7 @@
 #include <map>
 #include <sstream>
 
-#include "app/privileges.hpp"
+#include "app/plumbing/privileges.hpp"
 #include "linkwidth/error.hpp"
 
 using namespace lw;

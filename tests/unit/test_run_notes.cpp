@@ -2,7 +2,7 @@
 // reader per kind, in the format the captures in tests/data hold.
 #include <catch2/catch.hpp>
 
-#include "app/run_notes.hpp"
+#include "app/plumbing/run_notes.hpp"
 
 using namespace lw;
 using nlohmann::json;

@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "app/availbw_run.hpp"
-#include "app/capacity_run.hpp"
-#include "app/config.hpp"
-#include "app/runner.hpp"
+#include "app/runs/availbw_run.hpp"
+#include "app/runs/capacity_run.hpp"
+#include "app/plumbing/config.hpp"
+#include "app/plumbing/runner.hpp"
 #include "linkwidth/error.hpp"
 
 using namespace lw;

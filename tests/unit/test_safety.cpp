@@ -4,8 +4,8 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
-#include "app/cli.hpp"
-#include "app/net.hpp"
+#include "app/frontends/cli.hpp"
+#include "app/plumbing/net.hpp"
 #include "linkwidth/error.hpp"
 #include "plan/capacity_plan.hpp"
 

@@ -7,8 +7,8 @@
 #include <cstdio>
 #include <sstream>
 
-#include "app/sweep.hpp"
-#include "app/sweep_run.hpp"
+#include "app/frontends/sweep.hpp"
+#include "app/frontends/sweep_run.hpp"
 #include "linkwidth/error.hpp"
 #include "usage_rejection.hpp"
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "app/cli.hpp"
+#include "app/frontends/cli.hpp"
 #include "linkwidth/error.hpp"
 
 namespace lw::test {

@@ -1,0 +1,293 @@
+#include "app/plumbing/path_checks.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "app/plumbing/session.hpp"
+#include "estimate/capacity.hpp"
+#include "estimate/load_budget.hpp"
+#include "estimate/stats.hpp"
+#include "plan/hops_plan.hpp"
+#include "plan/syn_train.hpp"
+#include "report/writers.hpp"
+
+namespace lw {
+
+namespace {
+
+constexpr int kSynMarkers = 5;       // per verification train: 4 gaps of full-size SYNs
+constexpr int kMaxSynTrains = 8;
+constexpr int kEnoughSynTrains = 5;  // kept trains after which we stop
+constexpr int kEnoughUncompressed = 3;
+// A router's ICMP bucket refills one token per second (Linux): wait that long
+// before asking a silent hop again.
+constexpr Nanos kIcmpRefill = 1050 * kMs;
+
+TtlAnswer answer_of(const ProbeOutcome& o, const IpAddr& target) {
+  TtlAnswer a;
+  a.from = o.reply_from;
+  a.ttl = o.reply_ttl;
+  if (o.reply == 0) {
+    a.kind = TtlAnswer::kNone;
+  } else if (is_tcp_answer(o.kind) && o.reply_from == target) {
+    a.kind = TtlAnswer::kTargetReply;
+  } else if (o.kind == ReplyKind::kIcmp && o.icmp_kind == IcmpKind::kTimeExceeded) {
+    a.kind = TtlAnswer::kTimeExceeded;
+  } else {
+    a.kind = TtlAnswer::kOther;
+  }
+  return a;
+}
+
+// The interface's link speed from sysfs (bit/s); 0 when it does not say.
+double interface_bps(const std::string& ifname) {
+  std::ifstream f("/sys/class/net/" + ifname + "/speed");
+  long mbps = 0;
+  if (!(f >> mbps) || mbps <= 0) return 0;
+  return static_cast<double>(mbps) * 1e6;
+}
+
+}  // namespace
+
+std::string hop_list(const std::vector<int>& hops) {
+  std::string out;
+  for (int h : hops) out += (out.empty() ? "" : ", ") + std::to_string(h);
+  return out;
+}
+
+void apply_replier_check(const ReplierCheck& chk, const IpAddr& target, ReplierInfo& info,
+                         std::vector<Warning>& warnings) {
+  info.check = replier_verdict_name(chk.verdict);
+  if (chk.verdict != ReplierVerdict::kMiddlebox) return;
+  const std::string h = std::to_string(chk.reply_hops);
+  info.box = format_ipv4(chk.box);
+  warnings.push_back(
+      {WarningCode::kMiddleboxReply,
+       "the replies in the name of " + format_ipv4(target) +
+           " probably come from a middlebox at hop " + h + " (" + info.box +
+           " or a box right behind it), not from the target: they travelled " + h +
+           " hop(s) back, but a SYN sent with TTL " + h + " expired at " + info.box + " (itself " +
+           h + " hop(s) back) and only a SYN with TTL " + std::to_string(chk.reply_hops + 1) +
+           " drew the RST/ACK; the capacity and avail-bw are then those of the path up to "
+           "that box (a forward path one hop longer than the return path could look the "
+           "same)"});
+}
+
+ReplierInfo check_replier(Session& s, const Config& c, std::vector<Warning>& warnings) {
+  ReplierInfo info;
+  info.reply_ttl = s.disc.reply_ttl;
+  info.reply_hops = reply_hops(info.reply_ttl);
+  if (info.reply_hops == 0) return info;
+  const Nanos wait = reply_wait(s, c);
+  const Nanos t_cap = s.t_begin + from_seconds(c.max_time_s);
+  const Nanos spacing =
+      c.max_rate_bps > 0
+          ? std::max<Nanos>(kMs, min_gap_for_rate(c.max_rate_bps, bare_tcp_len(s.dst)))
+          : kMs;
+  ReplierCheck chk;
+  for (int round = 0; round < 2 && !s.prober->stopped(); ++round) {
+    if (round > 0) {
+      // Only silence at TTL h is worth asking again: the router there may
+      // have had no ICMP token left.
+      const Nanos again = mono_now() + kIcmpRefill;
+      if (again + wait > t_cap) break;
+      while (mono_now() < again && !s.prober->stopped()) sleep_until(again);
+      if (s.prober->stopped()) break;
+    }
+    // Two SYNs in the run's 5-tuple, TTL h and h + 1, spaced like discovery.
+    const Train t = make_ttl_sweep(s.flow, {info.reply_hops, std::min(255, info.reply_hops + 1)},
+                                   spacing, -300 - round, s.seqs);
+    if (s.prober->bytes_sent() + t.total_bytes() > c.max_bytes) break;
+    // Both may reach the target (or the box): they count against its budget.
+    if (!wait_for_reply_budget(s, s.dst, 2, t_cap - wait)) break;
+    const TrainRun run = s.prober->run(t, t.markers, wait);
+    const ProbeOutcome& at_h = run.outcome.probes[static_cast<std::size_t>(t.markers[0])];
+    const ProbeOutcome& at_h1 = run.outcome.probes[static_cast<std::size_t>(t.markers[1])];
+    chk = classify_replier(info.reply_ttl, answer_of(at_h, s.dst), answer_of(at_h1, s.dst));
+    if (at_h.reply != 0) break;
+  }
+  apply_replier_check(chk, s.dst, info, warnings);
+  return info;
+}
+
+void add_reply_stamps(const Train& t, const TrainOutcome& o, std::vector<ReplyStamp>& out) {
+  for (int m : t.markers) {
+    const ProbeOutcome& p = o.probes[m];
+    if (is_tcp_answer(p.kind)) out.push_back({p.reply_ttl, p.reply_ip_id});
+  }
+}
+
+void check_capacity_plausible(Session& s, const Config& c, const std::atomic<bool>& stop,
+                              Nanos t_cap, const std::vector<ReplyStamp>& stamps,
+                              CapacityResult& res) {
+  const MixedReplies mix = mixed_repliers(stamps);
+  if (mix.mixed) {
+    res.warnings.push_back(
+        {WarningCode::kRepliesMixed,
+         std::to_string(mix.minority) + " of " + std::to_string(mix.total) +
+             " marker replies differ from the rest in hop count (" + hop_list(mix.hops) +
+             " hops back) or IP ID behaviour: some probably come from a box on the path "
+             "answering in the target's name, or the route changed during the run"});
+  }
+  if (!res.valid || stop.load()) return;
+  double sent = 0;  // the fastest train we managed to offer
+  for (const auto& t : res.trains) sent = std::max(sent, t.offered_bps);
+  const double limit = send_limit_bps(sent, c.max_rate_bps, interface_bps(res.interface));
+  // Heavy loss of marker replies: the path drops our packets (a full queue
+  // on a saturated link, loss on the way), and lost load packets shorten a
+  // train unseen, so the RST trains look faster than the path (a saturated
+  // 3 Mbit/s link with HTTP cross traffic gave 0.6 to 1.1 Gbit/s).
+  // Trains the path carried at our own sending rate among compressed ones:
+  // on a path slower than we send every train is compressed, unless our load
+  // is lost on the way (a byte-limited queue that is full still takes our
+  // 40-byte markers, not the 1500-byte load: a saturated 3 Mbit/s link gave
+  // a capacity of 526 Mbit/s this way).
+  int measured = 0, lost = 0, uncompressed = 0;
+  for (const auto& t : res.trains) {
+    if (t.verdict == "sizing" || t.verdict == "path_mtu") continue;
+    ++measured;
+    lost += t.verdict == "lost_reply" ? 1 : 0;
+    uncompressed += t.verdict == "not_compressed" ? 1 : 0;
+  }
+  const bool heavy_loss = measured >= 5 && lost >= 0.3 * measured;
+  const bool mixed = measured >= 5 && uncompressed >= std::max(2.0, 0.25 * measured);
+  const bool at_rate = res.lower_bound || capacity_at_send_rate(res.capacity_bps, limit);
+  // A token bucket (app/shaper_run) explains trains that passed in its burst
+  // and lost their tails behind it; the stream measured the sustained rate.
+  if (res.capacity_source == "shaper_stream") return;
+  if (!at_rate && !heavy_loss && !mixed) return;
+  if (at_rate) {
+    res.warnings.push_back(
+        {WarningCode::kCapacityAtSendRate,
+         "the capacity " + format_rate(res.capacity_bps) + " is at or above what we could send (" +
+             format_rate(limit) +
+             "): the replies only show our own sending rate; the path may be faster than we can "
+             "send, or a firewall or NAT on the way drops our RST load"});
+  } else if (!heavy_loss) {
+    res.warnings.push_back({WarningCode::kUncompressedTrains,
+                            std::to_string(uncompressed) + " of " + std::to_string(measured) +
+                                " trains came back at our own sending rate while others were "
+                                "compressed: the path is about as fast as we send, or our "
+                                "load is lost on the way; checked with trains of full-size "
+                                "SYNs"});
+  } else {
+    res.warnings.push_back(
+        {WarningCode::kHeavyLoss,
+         std::to_string(lost) + " of " + std::to_string(measured) +
+             " trains lost marker replies: the path drops our packets (a full "
+             "queue, or loss on the way), and lost load packets make trains look "
+             "faster than the path; checked with trains of full-size SYNs"});
+  }
+
+  // Verification: full-size SYN trains, through the same prober and caps.
+  LoadCheckRecord& lc = res.load_check;
+  lc.ran = true;
+  lc.rst_capacity_bps = res.capacity_bps;
+  lc.send_limit_bps = limit;
+  SynTrainParams p;
+  p.flow = s.flow;
+  p.markers = kSynMarkers;
+  p.drain = c.drain_packets;
+  p.packet_size = static_cast<std::uint16_t>(s.packet_size);
+  p.max_rate_bps = c.max_rate_bps;
+  const CapacityFilter filter;
+  const Nanos wait = reply_wait(s, c);
+  std::vector<double> kept;
+  // The --max-load gate counts the check's own bytes from here: the RST
+  // trains' bytes re-priced at the SYN trains' lower rate would keep the
+  // check from ever running on the very path it is for (a firewall drops our
+  // RST load, the trains read our own sending rate, C_b with them: 21 MB in
+  // 1.9 s, 35 s of debt at 50 Mbit/s under --max-time 5, in the lab).
+  begin_load_phase(s);
+  Nanos next_start = mono_now();
+  for (int i = 0; i < kMaxSynTrains && !stop.load(); ++i) {
+    const Train t = make_syn_train(p, 1000 + i, s.seqs);
+    if (s.prober->bytes_sent() + t.total_bytes() > c.max_bytes) break;
+    // The idle below and the --max-load gate on the capacity phase's bytes.
+    next_start = std::max(next_start, load_ready(s, c, t.total_bytes()));
+    if (std::max(next_start, mono_now()) + wait > t_cap) break;
+    while (mono_now() < next_start && !stop.load()) sleep_until(next_start);
+    if (stop.load() || mono_now() + wait > t_cap) break;
+    const double rate = kept.empty() ? 1e6 : median(kept);
+    const double bits = 8.0 * static_cast<double>(t.total_bytes());
+    const Nanos busy =
+        std::min<Nanos>(from_seconds(1.5 * bits / rate) + 2 * kMs, 50 * kMs);
+    const TrainRun run = run_train(s, c, t, t.markers, wait, t_cap, false, busy).run;
+    ++lc.trains_sent;
+    const CapacitySample smp = evaluate_capacity_train(timing_of(t, run.outcome), filter);
+    if (smp.kept()) kept.push_back(smp.capacity_bps);
+    if (smp.verdict == SampleVerdict::kNotCompressed) ++lc.trains_uncompressed;
+    if (c.verbose) {
+      std::fprintf(stderr, "syn train %d: %s C=%.4g\n", i, verdict_name(smp.verdict),
+                   smp.capacity_bps);
+    }
+    // Idle: under --max-load of the rate these trains show, and the queue
+    // drains. A kept SYN train lost nothing (every packet draws a reply), so
+    // its rate is not inflated by lost load as the RST trains' may be: it
+    // lowers the session's budget rate; never above that rate either.
+    double shown = kept.empty() ? std::max(smp.capacity_bps, kUnknownPathBps) : median(kept);
+    if (s.load.capacity_bps > 0) {
+      shown = std::min(shown, s.load.capacity_bps);
+      if (!kept.empty()) s.load.capacity_bps = shown;
+    }
+    next_start = run.start_mono + from_seconds(std::max(bits / shown / c.max_load, 0.002));
+    if (static_cast<int>(kept.size()) >= kEnoughSynTrains ||
+        lc.trains_uncompressed >= kEnoughUncompressed) {
+      break;
+    }
+  }
+  const LoadCheck j = judge_load(res.capacity_bps, kept, lc.trains_uncompressed);
+  lc.trains_used = j.used;
+  lc.syn_capacity_bps = j.syn_capacity_bps;
+  lc.ratio = j.ratio;
+  lc.dropped = j.dropped;
+  if (lc.trains_sent >= 3 && lc.trains_used == 0 && lc.trains_uncompressed == 0) {
+    // Even the SYN trains lost their replies: the path drops much of what we
+    // send (a full queue, heavy loss). No number from this run can be trusted.
+    res.valid = false;
+    res.warnings.push_back(
+        {WarningCode::kLoadCheckFailed,
+         "the " + std::to_string(lc.trains_sent) +
+             " trains of full-size SYNs sent to check the estimate lost their replies too: the "
+             "path drops much of what we send (a saturated link with a full queue, or heavy "
+             "loss); the capacity is unknown"});
+    return;
+  }
+  if (!j.dropped) return;
+  // Reported, but labelled: a handful of short SYN trains, each a few packet
+  // pairs, is a weaker measurement than the RST trains were meant to be; the
+  // RST trains' number (our own sending rate) would be wrong outright.
+  const CapacityEstimate e = aggregate_capacity(kept);
+  res.capacity_bps = e.capacity_bps;
+  res.low_bps = e.low_bps;
+  res.high_bps = e.high_bps;
+  res.kde_bandwidth_bps = e.kde_bandwidth_bps;
+  res.lower_bound = false;
+  res.capacity_source = "syn_pairs";
+  // The lower-bound warnings spoke of the RST trains' number, now replaced.
+  res.warnings.erase(std::remove_if(res.warnings.begin(), res.warnings.end(),
+                                    [](const Warning& w) {
+                                      return w.code == "capacity_lower_bound" ||
+                                             w.code == "max_rate_limited";
+                                    }),
+                     res.warnings.end());
+  if (!at_rate) {
+    res.warnings.push_back({WarningCode::kLoadLost,
+                            "trains of full-size SYNs show about " +
+                                format_rate(j.syn_capacity_bps) + ", far below the RST trains' " +
+                                format_rate(lc.rst_capacity_bps) +
+                                ": most of our RST load was lost on the way; the capacity reported "
+                                "is the SYN trains' (low confidence)"});
+    return;
+  }
+  res.warnings.push_back(
+      {WarningCode::kLoadDropped,
+       "the replies came back at our own sending rate (" + format_rate(lc.rst_capacity_bps) +
+           "), but trains of full-size SYNs show about " + format_rate(j.syn_capacity_bps) +
+           ": a stateful firewall or NAT on the path probably drops the RST "
+           "load; the capacity reported is the SYN trains' (low confidence)"});
+}
+
+}  // namespace lw

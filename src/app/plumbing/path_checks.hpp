@@ -1,0 +1,46 @@
+#pragma once
+// Checks that the numbers are of the path to the target (issue 6), sent
+// through the session's Prober (same pacer, --max-rate, --max-bytes) and
+// judged by the pure functions of estimate/middlebox.hpp:
+//
+// - check_replier: right after closed-port discovery, two SYNs with TTL h and
+//   h + 1 (h = the hop count of the discovery reply). A real host h hops away
+//   answers the first; a router-middlebox answering in its name does not.
+// - check_capacity_plausible: after the capacity trains, flags an estimate at
+//   or above what we could send and then sends a few full-size SYN trains: if
+//   those say the path is much slower, the RST load was dropped on the way.
+#include <atomic>
+#include <vector>
+
+#include "app/plumbing/config.hpp"
+#include "estimate/middlebox.hpp"
+#include "match/match.hpp"
+#include "report/result.hpp"
+
+namespace lw {
+
+struct Session;
+
+// Runs the TTL check (at most 2 rounds; the second only after silence at TTL
+// h) and returns its result; adds a middlebox_reply warning to `warnings`.
+ReplierInfo check_replier(Session& s, const Config& c, std::vector<Warning>& warnings);
+
+// Records a check's verdict in `info`; a middlebox adds its warning.
+void apply_replier_check(const ReplierCheck& chk, const IpAddr& target, ReplierInfo& info,
+                         std::vector<Warning>& warnings);
+
+// The TTL and IP ID of every RST/ACK that answered one of a train's markers.
+// "1, 3, 4": hop numbers as warnings list them.
+std::string hop_list(const std::vector<int>& hops);
+
+void add_reply_stamps(const Train& t, const TrainOutcome& o, std::vector<ReplyStamp>& out);
+
+// After the capacity phase: replies_mixed (TTL/IP ID changed within the run),
+// capacity_at_send_rate, and the SYN-train verification with load_dropped.
+// When the load was dropped, the result's capacity becomes the SYN trains'
+// (capacity_source "syn_pairs").
+void check_capacity_plausible(Session& s, const Config& c, const std::atomic<bool>& stop,
+                              Nanos t_cap, const std::vector<ReplyStamp>& stamps,
+                              CapacityResult& res);
+
+}  // namespace lw

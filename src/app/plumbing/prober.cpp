@@ -1,0 +1,178 @@
+#include "app/plumbing/prober.hpp"
+
+#include <algorithm>
+
+#include <cstdio>
+
+#include "capture/run_record.hpp"
+#include "linkwidth/error.hpp"
+
+namespace lw {
+
+namespace {
+
+PacerOptions pacer_options(const Config& c) {
+  PacerOptions o;
+  o.max_rate_bps = c.max_rate_bps;
+  return o;
+}
+
+}  // namespace
+
+Prober::PrivilegeGate::PrivilegeGate(const IpAddr& target) {
+  // Refused again here, whatever the session checked: nothing below sends to them.
+  std::string why = forbidden_target_reason(target);
+  if (why.empty()) why = local_target_reason(target);
+  if (!why.empty()) {
+    throw Error("target", "refusing to probe " + format_ipv4(target) + ": it is " + why,
+                "forbidden_target", ExitCode::kUsage);
+  }
+  require_capture_privileges();
+}
+
+std::string capture_filter(const IpAddr& self, const IpAddr& target, std::uint16_t sport,
+                           bool any_peer) {
+  const std::string s = format_ip(self), t = format_ip(target), p = std::to_string(sport);
+  if (self.is_v6()) {
+    const std::string icmp6 = "(icmp6 and dst host " + s + " and ip6[40] < 128)";
+    // libpcap's `tcp`, `icmp6` and `port` read the next-header field of the
+    // fixed header only: a reply behind a hop-by-hop, routing, fragment, AH or
+    // destination-options header would fail them all. Such packets to us pass
+    // whole (kernel-side: `ip6 protochain` compiles to a backward jump the
+    // kernel refuses, which moves all filtering into user space), and
+    // decode.cpp walks the chain; the matcher checks ports and addresses.
+    const std::string ext = " or (ip6 and dst host " + s +
+                            " and (ip6[6] == 0 or ip6[6] == 43 or ip6[6] == 44 or ip6[6] == 51 "
+                            "or ip6[6] == 60))";
+    if (any_peer) return "(ip6 and tcp and host " + s + " and port " + p + ") or " + icmp6 + ext;
+    return "(ip6 and tcp and host " + t + " and host " + s + " and port " + p + ") or " + icmp6 +
+           ext;
+  }
+  if (any_peer)
+    return "(tcp and host " + s + " and port " + p + ") or (icmp and dst host " + s + ")";
+  // Our probes and the target's replies in one 5-tuple family, plus ICMP errors
+  // addressed to us (they quote the probe that caused them).
+  return "(tcp and host " + t + " and host " + s + " and port " + p + ") or (icmp and dst host " +
+         s + ")";
+}
+
+Prober::Prober(const Route& route, const IpAddr& target, std::uint16_t sport,
+               const std::atomic<bool>& stop, const Config& c, bool any_peer)
+    : route_(route),
+      target_(target),
+      stop_(stop),
+      max_bytes_(c.max_bytes),
+      max_rate_bps_(c.max_rate_bps),
+      gate_(target),
+      socket_(route.interface, 8 << 20, target.family()),
+      capture_(route.interface, capture_filter(route.source, target, sport, any_peer)),
+      pacer_(socket_, pacer_options(c)) {
+  // Created while we may still write where the user can (before the drop).
+  if (!c.save_pcap.empty()) capture_.save_to(c.save_pcap);
+  saving_ = !c.save_pcap.empty();
+  privileges_ = drop_privileges();
+  if (c.verbose) {
+    std::fprintf(stderr, "privileges: dropped; running as %s (uid %u, gid %u), no capabilities%s\n",
+                 privileges_.user.c_str(), privileges_.uid, privileges_.gid,
+                 privileges_.bounding_cleared ? ", bounding set cleared" : "");
+  }
+}
+
+void Prober::note(const nlohmann::json& j) {
+  if (!saving_) return;
+  const Nanos now = real_now();
+  for (const auto& body :
+       note_bodies(notes_++, j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)))
+    capture_.save_record(now, body);
+}
+
+TrainRun Prober::run(const Train& train, const std::vector<int>& wait_for, Nanos reply_timeout,
+                     bool any, Nanos busy_wait, Nanos settle, Nanos quiet) {
+  std::vector<std::vector<std::uint8_t>> bytes;
+  bytes.reserve(train.probes.size());
+  std::uint64_t total = 0;
+  for (const auto& p : train.probes) {
+    bytes.push_back(builder_.build(p));
+    total += bytes.back().size();
+  }
+  if (bytes_ + total > max_bytes_) {
+    // The session stops before this; reaching it is a bug we must not act on.
+    throw Error("send",
+                "train " + std::to_string(train.id) + " would pass --max-bytes (" +
+                    std::to_string(bytes_ + total) + " > " + std::to_string(max_bytes_) +
+                    " bytes); nothing sent",
+                "max_bytes_exceeded");
+  }
+
+  captured_.clear();
+  capture_.drain(captured_);  // stale packets of earlier trains
+  captured_.clear();
+
+  TrainRun r;
+  r.start_mono = mono_now();
+  r.sent = pacer_.send(train, bytes, &stop_);
+  for (std::size_t i = 0; i < r.sent.size(); ++i) {
+    if (r.sent[i].sent) {
+      ++packets_;
+      bytes_ += bytes[i].size();
+      // The offered schedule, which the capture cannot see (--save-pcap only).
+      capture_.save_record(r.sent[i].actual_real, send_record_body(train.probes[i]));
+    }
+  }
+  const Nanos sent_at = mono_now();
+  Nanos deadline = sent_at + reply_timeout;
+  // The busy window opens when the head's reply is due (its send + the RTT,
+  // less a margin for jitter), not when sending ends: on a long path nothing
+  // can come back for a whole round trip, and spinning through it would only
+  // burn a CPU. On a short path (RTT under the train's send time) this is the
+  // end of sending, as before.
+  // `busy_wait` is how long the replies take to come in after the head's.
+  // The RTT is the smallest seen, so no reply comes before it; the margin
+  // is for a timer that wakes late and for the RTT's own jitter.
+  const Nanos jitter = kMs + rtt_ / 100;
+  const Nanos spin_from = std::min(deadline, std::max(sent_at, r.start_mono + rtt_ - jitter));
+  const Nanos spin_until = std::min(
+      deadline, std::max(sent_at, r.start_mono + rtt_ + jitter) + std::min(busy_wait, reply_timeout));
+  bool first = true;
+  int last_got = 0;
+  Nanos last_reply = 0, longest_gap = 0;
+  for (;;) {
+    const bool fresh = capture_.drain(captured_) > 0;
+    if (fresh || first) {
+      r.outcome = match_train(train, r.sent, captured_, route_.source);
+      first = false;
+    }
+    int got = 0;
+    for (int i : wait_for) got += r.outcome.probes[i].reply != 0 ? 1 : 0;
+    const bool done = any ? got > 0 : got == static_cast<int>(wait_for.size());
+    const Nanos now = mono_now();
+    if (settle > 0 && got > 0 && now + settle < deadline) {
+      deadline = now + settle;
+      settle = 0;
+    }
+    if (done || stop_.load() || now >= deadline) break;
+    if (quiet > 0) {
+      if (got > last_got) {
+        if (last_reply != 0) longest_gap = std::max(longest_gap, now - last_reply);
+        last_reply = now;
+        last_got = got;
+      } else if (last_reply != 0 && now - last_reply > std::max(quiet, 3 * longest_gap)) {
+        break;
+      }
+    }
+    // Busy-poll while replies are due: a CPU that sleeps wakes up late for the
+    // interrupt that timestamps the tail reply (tens of µs on a VM), and it
+    // would not for the head reply, which arrives while we are still sending.
+    if (now >= spin_from && now < spin_until) continue;
+    capture_.wait(std::min<Nanos>({deadline - now, 20 * kMs, now < spin_from ? spin_from - now : deadline - now}));
+  }
+  r.end_mono = mono_now();
+  // The smallest round trip seen so far opens the next trains' busy windows.
+  for (const ProbeOutcome& o : r.outcome.probes) {
+    const Nanos d = o.reply > 0 && o.left > 0 ? o.reply - o.left : 0;
+    if (d > 0 && (rtt_ == 0 || d < rtt_)) rtt_ = d;
+  }
+  return r;
+}
+
+}  // namespace lw

@@ -1,0 +1,109 @@
+#pragma once
+// Wires send -> capture -> match for one train at a time. Owns the raw socket,
+// the capture and the packet builder for a run; counts what it sent.
+//
+// A run opens one Prober, after route lookup and port reservation: its
+// constructor checks privileges first (a clear message naming what is missing),
+// opens the socket and the capture, then drops every capability and any root
+// identity of the process (app/privileges.hpp). Nothing after it needs them;
+// a second Prober in the same process would fail with a privilege error. It
+// also enforces the hard caps of Config in one place: the pacer refuses trains
+// above --max-rate and run() refuses a train that would pass --max-bytes.
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "app/plumbing/config.hpp"
+#include "app/plumbing/net.hpp"
+#include "app/plumbing/privileges.hpp"
+#include "capture/live_capture.hpp"
+#include "match/match.hpp"
+#include "nlohmann/json.hpp"
+#include "plan/probe.hpp"
+#include "send/pacer.hpp"
+#include "send/packet_builder.hpp"
+#include "send/raw_socket.hpp"
+
+namespace lw {
+
+struct TrainRun {
+  std::vector<SendRecord> sent;
+  TrainOutcome outcome;
+  Nanos start_mono = 0;  // when the pacer started
+  Nanos end_mono = 0;    // when we stopped waiting for replies
+};
+
+class Prober {
+ public:
+  // `any_peer`: capture our port's TCP with every host, not only the target
+  // (markers addressed to routers on the path draw RST/ACKs from them).
+  Prober(const Route& route, const IpAddr& target, std::uint16_t sport,
+         const std::atomic<bool>& stop, const Config& c, bool any_peer = false);
+
+  // Sends the train on its schedule and waits until every probe in `wait_for`
+  // (with `any`: one of them) has a reply, or `reply_timeout` has passed since
+  // the last send. For `busy_wait` from when the replies are due (the end of
+  // sending, or the head's send + the RTT of set_rtt() if later) it polls the
+  // capture without sleeping; before and after, it sleeps in poll().
+  // With `settle` > 0 it stops waiting `settle` after the first reply among
+  // `wait_for` (discovery: the rest answer about then or not at all).
+  // With `quiet` > 0 it also stops once replies have come and none has for
+  // max(quiet, 3 x the longest gap between them so far) (a long stream whose
+  // tail a shaper's full queue dropped).
+  TrainRun run(const Train& train, const std::vector<int>& wait_for, Nanos reply_timeout,
+               bool any = false, Nanos busy_wait = 0, Nanos settle = 0, Nanos quiet = 0);
+
+  // With --save-pcap: a JSON note in the file (capture/run_record.hpp) that
+  // lets `linkwidth analyze` tell the run's phases and trains apart.
+  void note(const nlohmann::json& j);
+
+  // The path's round trip (from discovery): when replies are due. Each run
+  // lowers it to the smallest reply time it saw (from a probe's capture to
+  // its reply: ICMP from a near router too); 0 = unknown.
+  void set_rtt(Nanos rtt) { rtt_ = rtt > 0 ? rtt : 0; }
+  Nanos rtt() const { return rtt_; }
+
+  std::uint64_t packets_sent() const { return packets_; }
+  std::uint64_t bytes_sent() const { return bytes_; }
+  CaptureStats capture_stats() { return capture_.stats(); }
+  const IpAddr& self() const { return route_.source; }
+  bool stopped() const { return stop_.load(); }
+  double max_rate_bps() const { return max_rate_bps_; }
+  // What the constructor's privilege drop left (verified).
+  const PrivilegeDrop& privileges() const { return privileges_; }
+
+ private:
+  // Runs the privilege check before any member opens a socket.
+  struct PrivilegeGate {
+    explicit PrivilegeGate(const IpAddr& target);
+  };
+
+  Route route_;
+  IpAddr target_;
+  const std::atomic<bool>& stop_;
+  std::uint64_t max_bytes_;
+  double max_rate_bps_;
+  PrivilegeGate gate_;
+  RawSocket socket_;
+  LiveCapture capture_;
+  PacketBuilder builder_;
+  Pacer pacer_;
+  std::vector<Decoded> captured_;
+  std::uint64_t packets_ = 0;
+  std::uint64_t bytes_ = 0;
+  std::uint32_t notes_ = 0;
+  Nanos rtt_ = 0;
+  bool saving_ = false;  // --save-pcap: notes go into the file
+  PrivilegeDrop privileges_;
+};
+
+// The pcap filter of one run: our TCP flow and the ICMP errors sent to us.
+// IPv6: ICMPv6 errors only (type < 128, not neighbour discovery), and every
+// packet to us whose fixed header is followed by an extension header (BPF's
+// `tcp`/`icmp6` see the transport only right behind the fixed header; the
+// decoder walks the chain and the matcher keeps what is ours).
+std::string capture_filter(const IpAddr& self, const IpAddr& target, std::uint16_t sport,
+                           bool any_peer = false);
+
+}  // namespace lw

@@ -1,0 +1,799 @@
+#include "app/runs/availbw_run.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <random>
+
+#include "app/runs/capacity_run.hpp"
+#include "app/runs/hops_run.hpp"
+#include "app/plumbing/run_notes.hpp"
+#include "app/plumbing/runner.hpp"
+#include "app/plumbing/session.hpp"
+#include "estimate/availbw.hpp"
+#include "estimate/capacity.hpp"
+#include "estimate/stats.hpp"
+#include "linkwidth/error.hpp"
+#include "plan/capacity_plan.hpp"
+#include "report/writers.hpp"
+
+namespace lw {
+
+namespace {
+
+constexpr int kMinCalibrationUsable = 3;
+constexpr int kLostFleetsToStop = 3;
+// Calibration threshold above which the trains are lengthened (a ratio noise
+// of 3% hides an avail-bw step of 3% of C), and how often.
+constexpr double kNoisyThreshold = 0.03;
+constexpr int kMaxLengthening = 2;
+
+// Paced trains through the runner: the gate (caps, time, wait), the reply
+// wait, the avail-bw idle rule, the sample of each train. run() returns false
+// (stop_reason set) when a cap, the time budget or a signal ends the run
+// before the train is sent. The same code live and in `linkwidth analyze`.
+class PacedTrains {
+ public:
+  PacedTrains(ProbeRunner& r, const Config& c, double capacity_bps, AvailbwResult& res)
+      : r_(r), c_(c), capacity_(capacity_bps), res_(res) {}
+
+  Nanos now() { return r_.now(); }
+  int reply_burst() { return r_.reply_burst(); }
+
+  bool run(const Train& train, PacedSample* out, Nanos min_idle = 0) {
+    const Nanos span = train.probes.back().offset;
+    const StopReason why = r_.admit(
+        train, [&] { return next_start_; }, span);
+    if (why != StopReason::kNone) {
+      res_.stop_reason = why;
+      return false;
+    }
+    // Busy-poll while the replies are due: the train's span at the path's
+    // capacity, bounded; the prober opens the window one RTT after the head.
+    TrainOptions o;
+    o.wait_for = train.markers;
+    o.busy_wait =
+        busy_wait(to_seconds(span) + 8.0 * static_cast<double>(train.total_bytes()) / capacity_);
+    const TrainResult run = r_.run(train, o);
+    *out = paced_train_sample(run.train, run.outcome, res_);
+    settle(out, run.replies_limited);
+    // Idle: the average probing rate stays under max_load of the train's own
+    // rate (pathload's rule: idle >= span·(1/max_load - 1)) and of the
+    // capacity the runner budgets with (estimate/load_budget.hpp: a train
+    // offered above it, e.g. a response train at a capacity estimate inflated
+    // by lost load, counts as if it took its bits' time at that capacity),
+    // and the bottleneck queue the train may have built drains (>= 2·N·L/C).
+    double load_bits = 0;
+    for (const auto& p : train.probes) load_bits += 8.0 * p.ip_len;
+    const double sent_span = std::max(out->send_span_s, to_seconds(span));
+    const double budget = r_.load_capacity() > 0 ? r_.load_capacity() : capacity_;
+    const double at_budget = std::max(sent_span, load_bits / budget);
+    const double idle = std::max(
+        {at_budget / c_.max_load - sent_span, 2.0 * load_bits / capacity_, to_seconds(min_idle)});
+    next_start_ = std::max(run.end_mono, run.start_mono + from_seconds(sent_span + idle));
+    if (out->stalled) r_.after_stall();
+    return true;
+  }
+
+  // The send_stalls warning, if any train was stalled.
+  void warn_stalls(AvailbwResult& res) const {
+    if (stalls_ == 0) return;
+    char worst[32];
+    std::snprintf(worst, sizeof worst, "%.0f", worst_stall_s_ * 1e6);
+    res.warnings.push_back(
+        {WarningCode::kSendStalls,
+         std::to_string(stalls_) + " of " + std::to_string(res.trains_sent) +
+             " trains left this host off their schedule (worst " + worst +
+             " us: the CPU was busy or the process descheduled) and were not used"});
+  }
+
+ private:
+  // A train whose replies the target's reply limit took is no sample
+  // (neither above nor below); stalls of our own host are counted.
+  void settle(PacedSample* out, bool replies_limited) {
+    if (out->stalled) {
+      ++stalls_;
+      worst_stall_s_ = std::max(worst_stall_s_, out->pacing_error_s);
+    }
+    if (replies_limited) {
+      // The target's reply limit took this train's replies (the check that
+      // found it has just adapted our trains): they say nothing of the path.
+      out->usable = false;
+      out->lost = false;
+    }
+  }
+
+  ProbeRunner& r_;
+  const Config& c_;
+  double capacity_;
+  AvailbwResult& res_;
+  Nanos next_start_ = 0;  // the first train goes at once
+  int stalls_ = 0;
+  double worst_stall_s_ = 0;
+};
+
+PacedTrainRecord record_of(const Train& t, const PacedSample& s, int packet_size,
+                           const std::string& verdict) {
+  PacedTrainRecord r;
+  for (const auto& p : t.probes) r.load_packets += p.role == Role::kLoad ? 1 : 0;
+  r.packet_size = packet_size;
+  r.offered_bps = s.offered_bps;
+  r.received_bps = s.received_bps;
+  r.ratio = s.ratio;
+  r.ratio_head_tail = s.ratio_head_tail;
+  r.pdt = s.pdt;
+  r.pacing_error_s = s.pacing_error_s;
+  r.markers = s.markers;
+  r.replies = s.replies;
+  r.verdict = verdict;
+  return r;
+}
+
+// Median of the trains' numbers that have them (0 if none), over the trains
+// that say something about the path. A train our host sent off schedule
+// (send_stall) or whose replies do not count (unusable) is left out: a stall
+// and its catch-up burst move the train's offered rate by tens of % either
+// way (a 3.5 ms time slice inside a 3 ms train) and its ratio to 10 or more;
+// on a busy host, where most trains of a fleet can stall, their median put
+// the search's bracket where the fleet's decided trains were never sent
+// (issue 11: the 100M/40M regression).
+bool counts(const PacedTrainRecord& t) {
+  return t.verdict != "send_stall" && t.verdict != "unusable";
+}
+
+void summarize(RateRecord& rr) {
+  std::vector<double> off, rec, rat;
+  for (const auto& t : rr.trains) {
+    if (!counts(t)) continue;
+    if (t.offered_bps > 0) off.push_back(t.offered_bps);
+    if (t.received_bps > 0) rec.push_back(t.received_bps);
+    if (t.ratio > 0) rat.push_back(t.ratio);
+  }
+  rr.offered_bps = off.empty() ? 0 : median(off);
+  rr.received_bps = rec.empty() ? 0 : median(rec);
+  rr.ratio = rat.empty() ? 0 : median(rat);
+}
+
+// The default method's train at rate O: MTU-sized load (the knee then sits at
+// the avail-bw as IP-layer bits of full-size packets count it), at least
+// train_time_s and min_train_packets long.
+// `scale` lengthens (noisy path) or shortens (lossy path) it.
+CapacityTrainParams search_train(const Config& c, const FlowId& flow, int L, double rate,
+                                 double scale, int max_burst) {
+  CapacityTrainParams p;
+  p.flow = flow;
+  p.packet_size = static_cast<std::uint16_t>(L);
+  const double n = std::ceil(c.train_time_s * rate / (8.0 * L));
+  const int n_min = std::max(2, static_cast<int>(std::lround(c.min_train_packets * scale)));
+  p.load_packets = static_cast<int>(
+      std::clamp(n * scale, static_cast<double>(n_min), static_cast<double>(c.max_load_packets)));
+  p.gap = gap_for_rate(rate, L);
+  // Drain packets right before the head empty a shaper's token bucket: with
+  // it full, the first B bits of a train pass at line rate and a train of
+  // span T sees C + B/T (at 10 Mbit/s and B = 2 packets, +10% over 24 ms).
+  // They queue ahead of the head at a busy link, so the ratio starts at the
+  // first marker after the head, at least two load packets in.
+  p.drain_packets = c.drain_packets;
+  // A target that answers only so many replies at once (reply_rate.hpp) gets
+  // fewer markers; the warm-up SYN draws one too.
+  p.markers = std::max(2, std::min({c.avail_markers, 1 + p.load_packets / 2, max_burst - 1}));
+  // Never above --max-rate (the pacer refuses such a train): the offered rate
+  // is measured from the send times, so the search sees the capped rate.
+  apply_rate_cap(p, c.max_rate_bps);
+  return p;
+}
+
+// The avail-bw from the search's bracket and the response trains
+// (estimate_availbw), as the result reports it.
+void report_fleet_estimate(const FleetSearch& search, const std::vector<ResponseSample>& response,
+                           const NoiseModel& noise,
+                           const std::vector<ResponseSample>& slope_points, double C,
+                           const Config& c, AvailbwResult& res) {
+  const double omega = res.resolution_bps;
+  AvailbwEstimate est =
+      estimate_availbw(response, noise, search.low(), search.high(), C, slope_points);
+  // issue 11 (tight != narrow): no response trains ran; the fleets' own
+  // medians may still show the line above the knee.
+  if (response.empty()) {
+    apply_fleet_hinge(est, search.history(), noise, search.low(), search.high(), C);
+  }
+  // The reported range adds the search's resolution ω on each side: the
+  // estimate's error in the lab is of that order (benchmark median 3% of the
+  // avail-bw, a few % of C), and a range narrower than the typical error would
+  // claim more than the measurement knows.
+  res.low_bps = std::max(0.0, est.low_bps - omega);
+  res.high_bps = std::min(C, est.high_bps + omega);
+  res.availbw_bps = est.availbw_bps;
+  res.response_points = est.points;
+  res.tight_link_capacity_bps = est.tight_capacity_bps;
+  // issue 11: which capacity the reported crossing used (none: the bracket).
+  if (est.basis == "response_curve") res.crossing_capacity_source = est.crossing_capacity_source;
+  res.valid = !search.history().empty();
+  if (c.verbose) {
+    std::fprintf(stderr, "bracket [%.4g, %.4g] crossing %.4g +- %.3g -> %s %.4g, Ct %.4g\n",
+                 search.low(), search.high(), est.crossing_bps, est.crossing_se_bps,
+                 est.basis.c_str(), est.availbw_bps, est.tight_capacity_bps);
+  }
+}
+
+// Calibration: the trains' timing noise on this path (the comment inside
+// says how), with the search trains' length `scale` it settled on. Returns
+// false when a cap or the stop flag ended the run (res.stop_reason).
+bool calibrate_search(PacedTrains& runner, PhasePath& path, const Config& c, double C,
+                      AvailbwResult& res, Nanos t0, Nanos t_cap, NoiseModel* noise,
+                      double* scale) {
+  const int L = path.packet_size;
+  // Calibration: the time structure of a search train at C/2 (same gap and
+  // length, so the same absolute timing noise) with packets shrunk to offer
+  // calibration_rate·C, far below any avail-bw worth measuring. Timing noise
+  // is absolute, so its share of a train's span falls as the train grows:
+  // when the path is noisy (a busy tight link), lengthen the trains and
+  // calibrate again (PRC-MT's automatic train sizing), at most twice.
+  int burst_restarts = 0;
+  const Nanos cal_start = runner.now();
+  for (int round = 0;; ++round) {
+    const Nanos round_start = runner.now();
+    const int burst_before = runner.reply_burst();
+    const CapacityTrainParams mid =
+        search_train(c, path.flow, L, C / 2, *scale, runner.reply_burst());
+    CapacityTrainParams cal = mid;
+    cal.packet_size = static_cast<std::uint16_t>(
+        std::clamp(std::lround(L * c.calibration_rate / 0.5), 64L, static_cast<long>(L)));
+    RateRecord calib;
+    calib.phase = "calibration";
+    calib.rate_bps = 8.0 * cal.packet_size / to_seconds(cal.gap);
+    calib.verdict = "calibration";
+    calib.at_s = to_seconds(runner.now() - t0);
+    std::vector<double> cal_ratios;
+    // Trains our host sent off schedule say nothing: send more in their
+    // place, up to twice as many again.
+    int stalled = 0;
+    for (int i = 0; i < c.calibration_trains + std::min(stalled, 2 * c.calibration_trains); ++i) {
+      const Train t = make_capacity_train(cal, res.trains_sent, path.seqs);
+      PacedSample s;
+      if (!runner.run(t, &s)) break;
+      stalled += s.stalled ? 1 : 0;
+      const bool ok = s.usable && !s.lost;
+      if (ok) cal_ratios.push_back(s.ratio);
+      calib.trains.push_back(record_of(t, s, cal.packet_size,
+                                       ok ? "calibration" : s.stalled ? "send_stall" : "lost"));
+      if (c.verbose) {
+        std::fprintf(stderr,
+                     "calibration %d: N=%d ratio %.5f ht %.5f pdt %.2f replies %d/%d pacing %.0f us%s\n",
+                     i, cal.load_packets, s.ratio, s.ratio_head_tail, s.pdt, s.replies, s.markers,
+                     s.pacing_error_s * 1e6, s.stalled ? " (stall)" : "");
+      }
+    }
+    summarize(calib);
+    res.rates.push_back(calib);
+    if (res.stop_reason != StopReason::kNone) return false;
+    if (runner.reply_burst() < burst_before && burst_restarts++ < 2) {
+      // The target turned out to answer fewer replies at once than these
+      // trains asked: calibrate again with fewer markers.
+      --round;
+      continue;
+    }
+    if (static_cast<int>(cal_ratios.size()) < kMinCalibrationUsable) {
+      throw Error("availbw",
+                  "the target answered too few markers of the low-rate calibration trains (" +
+                      std::to_string(cal_ratios.size()) + " of " +
+                      std::to_string(c.calibration_trains) + " usable)",
+                  "calibration_failed");
+    }
+    *noise = calibrate_noise(cal_ratios);
+    if (noise->threshold <= kNoisyThreshold || round >= kMaxLengthening ||
+        2 * mid.load_packets > c.max_load_packets) {
+      break;
+    }
+    // A round of trains twice as long takes twice as long: on a slow path
+    // (3 Mbit/s: 6 s a round) it would leave the search no time. Calibration
+    // keeps to 40% of the phase's budget.
+    const Nanos at = runner.now();
+    if (at + 2 * (at - round_start) > cal_start + (t_cap - cal_start) * 2 / 5) {
+      res.warnings.push_back({WarningCode::kNoisyPath,
+                              "timing noise on this path was high (threshold " +
+                                  std::to_string(noise->threshold) +
+                                  ") but there was no time to calibrate with longer trains; the "
+                                  "search decides with the wide threshold"});
+      break;
+    }
+    *scale *= 2;
+    res.warnings.push_back(
+        {WarningCode::kTrainsLengthened, "timing noise on this path was high (threshold " +
+                                             std::to_string(noise->threshold) +
+                                             "); trains doubled in length and calibrated again"});
+  }
+  res.noise_baseline = noise->baseline;
+  res.noise_threshold = noise->threshold;
+  if (noise->baseline > 1.05) {
+    res.warnings.push_back({WarningCode::kCalibrationDisturbed,
+                            "even trains at " + std::to_string(c.calibration_rate) +
+                                " of the capacity came back spread out: the path may be "
+                                "saturated; the avail-bw may be below the lowest rate tested"});
+  }
+  return true;
+}
+
+// The fleet method's steps over one run: calibrate, search the rates with
+// fleets, then the response trains above the bracket, then the estimate.
+// Each step reads and writes the run's state (the noise model, the train
+// length scale, the bracket, the points on the response curve).
+class FleetRun {
+ public:
+  FleetRun(PacedTrains& runner_in, PhasePath& path_in, const Config& c_in, double C_in,
+           AvailbwResult& res_in, Nanos t0_in, Nanos t_cap_in)
+      : runner(runner_in),
+        path(path_in),
+        c(c_in),
+        C(C_in),
+        res(res_in),
+        t0(t0_in),
+        t_cap(t_cap_in),
+        L(path_in.packet_size),
+        omega(res_in.resolution_bps),
+        search(search_params(C_in, res_in.resolution_bps)) {}
+
+  void run() {
+    if (!calibrate_search(runner, path, c, C, res, t0, t_cap, &noise, &scale)) return;
+    res.stop_reason = StopReason::kNone;
+    const bool search_cut = run_search();
+    if (res.stop_reason == StopReason::kNone) {
+      if (search.high() < 0.9 * C) run_response(search.high());
+      // A cap that cuts the response trains short leaves the search's reason.
+      if (res.stop_reason == StopReason::kNone || search.done()) {
+        res.stop_reason = search.done() ? StopReason::kResolution
+                          : search_cut  ? StopReason::kMaxTime
+                                        : StopReason::kMaxFleets;
+      }
+    }
+    report_fleet_estimate(search, response, noise, slope_points, C, c, res);
+  }
+
+ private:
+  static FleetSearchParams search_params(double C, double omega) {
+    FleetSearchParams fp;
+    fp.capacity_bps = C;
+    fp.resolution_bps = omega;
+    return fp;
+  }
+
+  // One fleet at `rate`: K trains, stopped early once the verdict is settled.
+  // Returns false when a cap ended the run.
+  bool fleet(double rate, const char* phase, FleetVerdict* fv, int* lost) {
+    RateRecord rr;
+    rr.phase = phase;
+    rr.rate_bps = rate;
+    rr.at_s = to_seconds(runner.now() - t0);
+    std::vector<TrainVerdict> verdicts;
+    std::vector<ResponseSample> fleet_points;
+    *lost = 0;
+    bool settled = false;
+    CapacityTrainParams tp;
+    // Trains our host sent off schedule get no verdict: send others in their
+    // place (at most K more), so a fleet on a busy host still decides on K
+    // trains instead of the one or two that were not stalled.
+    int stalled = 0;
+    for (int k = 0; k < c.fleet_trains + std::min(stalled, c.fleet_trains) && !settled; ++k) {
+      // A reply limit found on the way may cut the markers.
+      tp = search_train(c, path.flow, L, rate, scale, runner.reply_burst());
+      const Train t = make_capacity_train(tp, res.trains_sent, path.seqs);
+      PacedSample s;
+      if (!runner.run(t, &s)) break;
+      std::string v;
+      if (s.stalled) {
+        ++stalled;
+        v = "send_stall";  // our host, not the path: no verdict
+      } else if (s.lost) {
+        ++*lost;
+        verdicts.push_back(TrainVerdict::kAbove);  // loss inside a train counts as above
+        v = "lost";
+      } else if (!s.usable) {
+        v = "unusable";
+      } else {
+        verdicts.push_back(classify_train(s.ratio, false, noise));
+        v = train_verdict_name(verdicts.back());
+        fleet_points.push_back({s.offered_bps, s.ratio});  // issue 11
+      }
+      rr.trains.push_back(record_of(t, s, L, v));
+      settled = fleet_settled(verdicts, c.fleet_trains, c.fleet_fraction, fv);
+      if (c.verbose) {
+        std::fprintf(stderr, "%s %.4g N=%d: ratio %.5f ht %.5f pdt %.2f %s\n", phase, rate,
+                     tp.load_packets, s.ratio, s.ratio_head_tail, s.pdt, v.c_str());
+      }
+    }
+    summarize(rr);
+    // Cut short by a cap, or unusable trains: decide on what came back.
+    if (!settled) *fv = decide_fleet(verdicts, c.fleet_fraction);
+    rr.verdict = fleet_verdict_name(*fv);
+    // issue 11: an above fleet well past the noise band lies on the response
+    // curve's second segment; its trains help the slope (PRC-MT §II-D).
+    if (*fv == FleetVerdict::kAbove && rr.ratio > noise.baseline + 2 * noise.threshold) {
+      slope_points.insert(slope_points.end(), fleet_points.begin(), fleet_points.end());
+    }
+    const bool whole_fleet_lost = !rr.trains.empty() && *lost == static_cast<int>(rr.trains.size());
+    if (!whole_fleet_lost) *lost = 0;
+    res.rates.push_back(std::move(rr));
+    return res.stop_reason == StopReason::kNone;
+  }
+
+  // The search: fleets at the rates FleetSearch asks for until its bracket
+  // is narrower than ω, a cap ends the run, or only the response trains'
+  // reserve is left (true then: the search was cut short by time).
+  bool run_search() {
+    int lost_fleets = 0;
+    // Keep time for the response trains: 2K of them at C, each followed by
+    // its idle time, twice over.
+    const CapacityTrainParams top = search_train(c, path.flow, L, C, scale, runner.reply_burst());
+    const double top_span = 8.0 * top.load_packets * L / C;
+    // On a slow path that reserve can be most of what is left (3 Mbit/s:
+    // about 10 s): the search always gets at least half of the remaining time,
+    // and the response trains what is left after it.
+    const Nanos now = runner.now();
+    const Nanos search_deadline =
+        std::max(now + (t_cap - now) / 2,
+                 t_cap - from_seconds(2.0 * 2 * c.fleet_trains * top_span / c.max_load));
+    bool search_cut = false;
+    for (int f = 0; f < c.max_fleets && !search.done(); ++f) {
+      if (runner.now() > search_deadline) {
+        search_cut = true;
+        break;
+      }
+      const double rate = search.next_rate();
+      FleetVerdict fv = FleetVerdict::kGrey;
+      int lost = 0;
+      if (!fleet(rate, "search", &fv, &lost)) break;
+      const RateRecord& rr = res.rates.back();
+      // A fleet whose every train stalled (or said nothing) has no verdict,
+      // not a grey one: it must not narrow the grey band.
+      if (std::none_of(rr.trains.begin(), rr.trains.end(), counts)) continue;
+      // The bracket holds the rates we really offered (the markers add a little
+      // to the rate asked for).
+      const double offered = rr.offered_bps > 0 ? rr.offered_bps : rate;
+      search.observe(offered, rr.ratio, fv);
+      // Repeated loss: shorten the trains; if that does not help, give up.
+      if (lost > 0) {
+        if (++lost_fleets >= kLostFleetsToStop) {
+          res.stop_reason = StopReason::kLoss;
+          res.warnings.push_back({WarningCode::kRepeatedLoss,
+                                  "every train of " + std::to_string(kLostFleetsToStop) +
+                                      " fleets in a row lost marker replies, even shortened"});
+          break;
+        }
+        scale = std::max(0.25, scale / 2);
+        res.warnings.push_back(
+            {WarningCode::kTrainsShortened, "a whole fleet lost marker replies; trains shortened"});
+      } else {
+        lost_fleets = 0;
+      }
+    }
+    return search_cut;
+  }
+
+  // Response trains well above the bracket (see estimate_availbw), alternating
+  // halfway to C and at C, until the mean crossing's standard error is below
+  // response_se_target (at least 2K, at most 5K trains). Each train's own ratio counts.
+  void run_response(double high) {
+    const double rates[2] = {(high + C) / 2, C};
+    RateRecord rec[2];
+    CapacityTrainParams tp[2];
+    for (int j = 0; j < 2; ++j) {
+      rec[j].phase = "response";
+      rec[j].rate_bps = rates[j];
+      rec[j].at_s = to_seconds(runner.now() - t0);
+      tp[j] = search_train(c, path.flow, L, rates[j], scale, runner.reply_burst());
+    }
+    int lost = 0, stalled = 0;
+    const int min_n = 2 * c.fleet_trains, max_n = 5 * c.fleet_trains;
+    // Stalled trains are replaced, at most max_n of them (see the fleets).
+    for (int i = 0; i < max_n + std::min(stalled, max_n); ++i) {
+      const int j = i % 2;
+      const Train t = make_capacity_train(tp[j], res.trains_sent, path.seqs);
+      PacedSample s;
+      if (!runner.run(t, &s)) break;
+      stalled += s.stalled ? 1 : 0;
+      std::string v = s.stalled ? "send_stall" : s.lost ? "lost" : !s.usable ? "unusable" : "";
+      if (v.empty()) {
+        response.push_back({s.offered_bps, s.ratio, j});
+        v = train_verdict_name(classify_train(s.ratio, false, noise));
+      }
+      lost += s.lost && !s.stalled ? 1 : 0;
+      rec[j].trains.push_back(record_of(t, s, L, v));
+      if (c.verbose) {
+        std::fprintf(stderr, "response %.4g: ratio %.5f %s\n", rates[j], s.ratio, v.c_str());
+      }
+      if (lost > max_n / 4) {
+        res.warnings.push_back({WarningCode::kResponseLoss,
+                                "trains well above the avail-bw lost replies; the estimate "
+                                "rests on the search's bracket"});
+        response.clear();
+        break;
+      }
+      if (static_cast<int>(response.size()) >= min_n) {
+        // issue 11: the crossing's error with the capacity it will use (the
+        // tight link's from the slope carries the slope's error too).
+        // Over the rates that lie above the knee (response_above_knee).
+        const auto above = response_above_knee(response, noise);
+        if (above.size() >= 2) {
+          const Crossing x = response_crossing_tight(above, noise.baseline, C, slope_points);
+          if (x.se_bps <= response_se_target(omega, x.mean_bps)) break;
+        }
+      }
+    }
+    for (auto& r : rec) {
+      summarize(r);
+      r.verdict = r.ratio > noise.baseline + noise.threshold ? "above" : "below";
+      if (!r.trains.empty()) res.rates.push_back(std::move(r));
+    }
+  }
+
+  PacedTrains& runner;
+  PhasePath& path;
+  const Config& c;
+  const double C;
+  AvailbwResult& res;
+  const Nanos t0, t_cap;
+  const int L;
+  const double omega;
+  double scale = 1.0;
+  NoiseModel noise;
+  FleetSearch search;
+  std::vector<ResponseSample> slope_points;  // issue 11: search trains above the knee
+  std::vector<ResponseSample> response;
+};
+
+void run_fleet_method(PacedTrains& runner, PhasePath& path, const Config& c, double C,
+                      AvailbwResult& res, Nanos t0, Nanos t_cap) {
+  FleetRun(runner, path, c, C, res, t0, t_cap).run();
+}
+
+void run_linkwidth_method(PacedTrains& runner, PhasePath& path, const Config& c, double C,
+                          AvailbwResult& res, Nanos t0) {
+  LinkWidthSearchParams p;
+  p.capacity_bps = C;
+  p.theta_bps = res.resolution_bps;
+  p.epsilon = c.epsilon;
+  LinkWidthSearch search(p);
+  const int L = path.packet_size;
+  int steps = 0;
+  while (!search.done() && steps++ < c.max_fleets) {
+    const double rate = search.next_rate();
+    const PairGaps g = pair_gaps_for_rate(rate, c.pairs, L, from_seconds(c.pair_gap_s));
+    PairTrainParams tp;
+    tp.flow = path.flow;
+    tp.pairs = c.pairs;
+    tp.packet_size = static_cast<std::uint16_t>(L);
+    tp.intra_gap = g.intra_gap;
+    tp.inter_gap = g.inter_gap;
+    const Train t = make_pair_train(tp, res.trains_sent, path.seqs);
+    RateRecord rr;
+    rr.phase = "search";
+    rr.rate_bps = rate;
+    rr.at_s = to_seconds(runner.now() - t0);
+    PacedSample s;
+    if (!runner.run(t, &s, from_seconds(c.train_delay_s))) break;
+    // The paper's ratio is head to tail; a lost marker gives none, and we
+    // take it as "above" (step 5).
+    const double ratio = s.lost || s.ratio_head_tail <= 0 ? 2.0 : s.ratio_head_tail;
+    search.observe(ratio);
+    const bool within = ratio >= 1.0 - c.epsilon && ratio <= 1.0;
+    rr.trains.push_back(record_of(t, s, L, s.lost ? "lost" : within ? "below" : "above"));
+    summarize(rr);
+    rr.ratio = s.ratio_head_tail;
+    rr.verdict = within ? "below" : "above";
+    if (!g.reachable) {
+      res.warnings.push_back(
+          {WarningCode::kRateUnreachable,
+           "the fixed inter-pair gap is too long to offer " + std::to_string(rate) + " bit/s"});
+    }
+    res.rates.push_back(rr);
+    if (c.verbose) {
+      std::fprintf(stderr, "linkwidth rate %.4g: ratio %.5f %s\n", rate, ratio, rr.verdict.c_str());
+    }
+  }
+  if (res.stop_reason == StopReason::kNone)
+    res.stop_reason = search.done() ? StopReason::kResolution : StopReason::kMaxFleets;
+  res.low_bps = search.low();
+  res.high_bps = search.high();
+  res.availbw_bps = search.estimate();
+  res.valid = !res.rates.empty();
+}
+
+}  // namespace
+
+PacedSample paced_train_sample(const Train& train, const TrainOutcome& outcome,
+                               AvailbwResult& res) {
+  ++res.trains_sent;
+  const PacedSample s = evaluate_paced_train(timing_of(train, outcome));
+  // issue 11: our own qdisc spread the train out more than timing noise does.
+  if (s.shaped_locally && s.local_ratio > 1.02) ++res.locally_shaped_trains;
+  return s;
+}
+
+void search_availbw(ProbeRunner& probes, PhasePath& path, const Config& c, double capacity_bps,
+                    Nanos t_cap, AvailbwResult& res) {
+  res.method = name(c.method);
+  if (capacity_bps > c.max_rate_bps) {
+    res.warnings.push_back({WarningCode::kMaxRateLimited,
+                            "the search stops at --max-rate, below the capacity; an avail-bw "
+                            "above it reads as the cap"});
+    capacity_bps = c.max_rate_bps;
+  }
+  res.search_capacity_bps = capacity_bps;
+  PacedTrains runner(probes, c, capacity_bps, res);
+  const Nanos t0 = runner.now();
+  res.resolution_bps = c.method == Method::kLinkwidth && c.theta_bps > 0 ? c.theta_bps
+                       : c.method == Method::kLinkwidth                  ? c.theta * capacity_bps
+                                                                  : c.resolution * capacity_bps;
+  if (c.method == Method::kLinkwidth) {
+    run_linkwidth_method(runner, path, c, capacity_bps, res, t0);
+  } else {
+    run_fleet_method(runner, path, c, capacity_bps, res, t0, t_cap);
+  }
+  runner.warn_stalls(res);
+  if (res.locally_shaped_trains > 0) {  // issue 11
+    res.warnings.push_back(
+        {WarningCode::kLocalShaping, std::to_string(res.locally_shaped_trains) + " of " +
+                              std::to_string(res.trains_sent) +
+                              " trains were spread out by this host's own queue before they "
+                              "left (an egress shaper, or this host's traffic in the same queue): "
+                              "our own interface may be the tight link; offered rates are taken "
+                              "from the send times"});
+  }
+}
+
+AvailbwResult run_availbw_phase(Session& ss, const Config& c, const std::atomic<bool>&,
+                                double capacity_bps, Nanos t_cap) {
+  AvailbwResult res;
+  const PhaseStart at = phase_start(ss);
+  ss.prober->note({{"kind", "run"},
+                   {"phase", "availbw"},
+                   {"capacity_bps", capacity_bps},
+                   {"packet_size", ss.packet_size},
+                   {"t_cap", t_cap},
+                   {"config", config_json(c)}});
+  LiveRunner runner(ss, c, "availbw", t_cap);
+  // The --max-load budget: the capacity searched under, or the lower rate an
+  // earlier phase budgeted with (a capacity estimate inflated by lost load is
+  // not the one to trust here either).
+  runner.set_load_capacity(ss.load.capacity_bps > 0 ? std::min(ss.load.capacity_bps, capacity_bps)
+                                                    : capacity_bps);
+  PhasePath path{ss.flow, ss.packet_size, ss.disc.rtt_s, ss.seqs};
+  search_availbw(runner, path, c, capacity_bps, t_cap, res);
+  // Not re-derived offline: noted for `linkwidth analyze`.
+  const std::vector<Warning> reply =
+      close_phase(ss, at, res.warnings, &res.probe_bytes, &res.probe_packets, &res.elapsed_s);
+  ss.prober->note({{"kind", "end"},
+                   {"phase", "availbw"},
+                   {"elapsed_s", res.elapsed_s},
+                   {"probe_bytes", res.probe_bytes},
+                   {"probe_packets", res.probe_packets},
+                   {"reply_warnings", warnings_json(reply)}});
+  return res;
+}
+
+Config availbw_config_from(const nlohmann::json& j) {
+  // The ranges parse_cli allows (validate()): a damaged record must not size the search.
+  return recorded_config(config_from_json(j), "avail-bw");
+}
+
+bool capacity_phase_done(MeasureResult& m, double* capacity_bps, bool with_hops) {
+  if (m.capacity.stop_reason == StopReason::kInterrupted) {
+    m.availbw.stop_reason = StopReason::kInterrupted;
+    return false;
+  }
+  if (!m.capacity.valid) {
+    m.availbw.stop_reason = StopReason::kNoCapacity;
+    m.availbw.warnings.push_back({WarningCode::kNoCapacity,
+                                  "no capacity estimate, so no upper end for the avail-bw search"});
+    return false;
+  }
+  *capacity_bps = m.capacity.capacity_bps;
+  if (m.capacity.load_check.dropped) {
+    // Paced RST trains would meet no queue at all: nothing to search.
+    m.availbw.stop_reason = StopReason::kLoadDropped;
+    m.availbw.warnings.push_back(
+        {WarningCode::kAvailbwNotRun,
+         std::string("the avail-bw search") + (with_hops ? " and the hops phase" : "") +
+             " did not run: our RST load is dropped before the narrow link, so their "
+             "trains would measure nothing"});
+    return false;
+  }
+  if (m.capacity.lower_bound) {
+    m.availbw.warnings.push_back(
+        {WarningCode::kCapacityLowerBound,
+         "the capacity is only a lower bound (we could not send faster), so is the search's "
+         "upper end"});
+  }
+  return true;
+}
+
+void given_capacity(MeasureResult& m, double capacity_bps) {
+  m.capacity_given = true;
+  m.capacity.valid = true;
+  m.capacity.capacity_bps = m.capacity.low_bps = m.capacity.high_bps = capacity_bps;
+  m.capacity.stop_reason = StopReason::kGiven;
+}
+
+void add_availbw(MeasureResult& m, AvailbwResult a, unsigned capture_drops) {
+  a.warnings.insert(a.warnings.begin(), m.availbw.warnings.begin(), m.availbw.warnings.end());
+  m.availbw = std::move(a);
+  if (capture_drops > 0) {
+    m.availbw.warnings.push_back(
+        {WarningCode::kCaptureDrops, std::to_string(capture_drops) +
+                                         " packets dropped by the capture buffer "
+                                         "during the avail-bw search"});
+  }
+}
+
+MeasureResult run_measure(const Config& c, const std::atomic<bool>& stop) {
+  MeasureResult m;
+  m.command = c.command;
+  const bool with_hops = c.command == Command::kMeasure && c.measure_hops;
+  // Router-addressed hop markers draw replies from routers: capture any peer.
+  auto session = open_session(c, stop, with_hops);
+  const Nanos t_end = session->t_begin + from_seconds(c.max_time_s);
+  auto finish = [&] {
+    m.elapsed_s = to_seconds(mono_now() - session->t_begin);
+    m.probe_packets = session->prober->packets_sent();
+    m.probe_bytes = session->prober->bytes_sent();
+    session->prober->note({{"kind", "end"},
+                           {"phase", "measure"},
+                           {"elapsed_s", m.elapsed_s},
+                           {"probe_packets", m.probe_packets},
+                           {"probe_bytes", m.probe_bytes}});
+  };
+  double C = c.capacity_bps;
+  if (C > 0) {
+    describe_endpoints(*session, c, m.capacity);
+    m.capacity.params = params_json(c);
+    m.capacity.params["privileges"] = session->prober->privileges().to_json();
+    m.capacity.warnings = session->warnings;
+  }
+  // With --save-pcap: what `linkwidth analyze` needs to replay the run.
+  session->prober->note({{"kind", "run"},
+                         {"phase", "measure"},
+                         {"command", c.command},
+                         {"hops", with_hops},
+                         {"head", to_json(m.capacity)},
+                         {"config", config_json(c)}});
+  if (C > 0) {
+    given_capacity(m, C);
+  } else {
+    // The capacity phase gets at most half the budget; it usually needs ~1 s.
+    m.capacity =
+        run_capacity_phase(*session, c, stop, session->t_begin + from_seconds(c.max_time_s / 2));
+    if (!capacity_phase_done(m, &C, with_hops)) {
+      finish();
+      return m;
+    }
+  }
+  if (with_hops) {
+    // Which hop is the narrow link: a few recursive trains (the hops
+    // command's defaults), within the same time budget.
+    Config hc = c;
+    hc.max_trains = std::min(c.max_trains, 8);
+    hc.min_trains = std::min(c.min_trains, 3);
+    hc.max_time_s = std::min(
+        c.max_time_s, to_seconds(mono_now() - session->t_begin) + std::max(1.0, c.max_time_s / 4));
+    m.hops = run_hops(*session, hc, stop);
+    m.has_hops = true;
+    if (m.hops.stop_reason == StopReason::kInterrupted) {
+      m.availbw.stop_reason = StopReason::kInterrupted;
+      finish();
+      return m;
+    }
+  }
+  const unsigned drops_before = session->prober->capture_stats().dropped;
+  // A token bucket: the avail-bw from its refill (app/shaper_run.hpp).
+  AvailbwResult a =
+      m.capacity.shaper.found
+          ? run_shaper_availbw(*session, c, stop, m.capacity.shaper, t_end)
+          : run_availbw_phase(*session, c, stop, C, t_end);
+  const unsigned drops = session->prober->capture_stats().dropped - drops_before;
+  session->prober->note(note_json(DropsNote{"availbw", drops}));
+  add_availbw(m, std::move(a), drops);
+  finish();
+  return m;
+}
+
+}  // namespace lw

@@ -1,0 +1,57 @@
+#pragma once
+// The available-bandwidth measurement (issue 3): paced trains of RST load
+// between SYN markers at rates chosen by a search, with the narrow-link
+// capacity as the upper end.
+//   fleet      (default) fleets of K trains per rate, thresholds from the
+//              path's own timing noise, a grey region, a response-curve fit
+//              for the point estimate and the tight-link capacity;
+//   linkwidth  the paper's TOPP binary search as published (§3.4-3.5.1).
+#include <atomic>
+
+#include "app/plumbing/config.hpp"
+#include "linkwidth/time.hpp"
+#include "nlohmann/json.hpp"
+#include "report/measure_result.hpp"
+#include "report/result.hpp"
+
+namespace lw {
+
+struct Session;
+
+// Runs the search on an open session, ending by t_cap (CLOCK_MONOTONIC).
+// `capacity_bps` is the upper end of the search.
+AvailbwResult run_availbw_phase(Session& s, const Config& c, const std::atomic<bool>& stop,
+                                double capacity_bps, Nanos t_cap);
+
+// `availbw` and `measure`: capacity first (unless --capacity), then avail-bw.
+MeasureResult run_measure(const Config& c, const std::atomic<bool>& stop);
+
+// ---- Shared by the live run and `linkwidth analyze` (app/analyze.cpp) ----
+
+class ProbeRunner;
+struct PhasePath;
+struct PacedSample;
+struct Train;
+struct TrainOutcome;
+
+// The avail-bw search (fleet or linkwidth method) up to `capacity_bps`, its
+// trains sent or replayed by `runner`, ending by t_cap. Throws
+// lw::Error("calibration_failed") as the live run does.
+void search_availbw(ProbeRunner& runner, PhasePath& path, const Config& c, double capacity_bps,
+                    Nanos t_cap, AvailbwResult& res);
+// One paced train's sample (counted in res.trains_sent).
+PacedSample paced_train_sample(const Train& train, const TrainOutcome& outcome, AvailbwResult& res);
+
+// The configuration recorded with --save-pcap (config_json), read back and
+// checked against the ranges the CLI allows for the search (exit-2 error).
+Config availbw_config_from(const nlohmann::json& j);
+
+// After the capacity phase of `measure`/`availbw`: false (the avail-bw
+// result says why) if the search cannot run, else *capacity_bps is its upper end.
+bool capacity_phase_done(MeasureResult& m, double* capacity_bps, bool with_hops = false);
+// --capacity given: the capacity part of the result (its endpoints already set).
+void given_capacity(MeasureResult& m, double capacity_bps);
+// The avail-bw phase's result into the document, after the earlier warnings.
+void add_availbw(MeasureResult& m, AvailbwResult a, unsigned capture_drops);
+
+}  // namespace lw

@@ -1,0 +1,74 @@
+#pragma once
+// The capacity measurement: discovery, automatic train sizing, trains until the
+// interval is tight enough or a cap is reached, idle time that keeps the
+// average probing rate under --max-load of the capacity.
+#include <atomic>
+#include <functional>
+
+#include "app/runs/capacity_tally.hpp"
+#include "app/plumbing/config.hpp"
+#include "app/plumbing/options.hpp"  // params_json
+#include "app/plumbing/runner.hpp"
+#include "app/runs/shaper_run.hpp"
+#include "estimate/middlebox.hpp"
+#include "linkwidth/ip_addr.hpp"
+#include "linkwidth/time.hpp"
+#include "nlohmann/json.hpp"
+#include "report/result.hpp"
+
+namespace lw {
+
+// Throws lw::Error on setup failures (privileges, filtered target, ...).
+// On interruption returns what it has, with stop_reason "interrupted".
+CapacityResult run_capacity(const Config& c, const std::atomic<bool>& stop);
+
+// The capacity measurement on an open session (used by `measure`), ending
+// by t_cap (CLOCK_MONOTONIC) at the latest.
+struct Session;
+CapacityResult run_capacity_phase(Session& s, const Config& c, const std::atomic<bool>& stop,
+                                  Nanos t_cap);
+
+// The trains of the capacity phase, live or replayed: automatic sizing,
+// trains until the interval is tight enough, a cap stops it or the runner
+// says stop (res.stop_reason), idle under --max-load. Fills res.trains; the
+// caller draws the estimate (tally.finish) after setting the stop reason.
+struct CapacityTrains {
+  CapacityTrains(bool two_lengths, bool verbose, double precision)
+      : tally(two_lengths, verbose, precision) {}
+  CapacityTally tally;
+  std::vector<ReplyStamp> stamps;  // TTL and IP ID of every marker reply
+  int packet_size = 0;             // L at the end (a path-MTU shrink lowers it)
+  // The shaper probe, if the trains called for it (app/shaper_run.hpp).
+  ShaperHints shaper_hints;
+  ShaperRecord shaper;
+  bool shaper_tried = false;
+};
+// Runs the shaper probe when the trains call for it (live: the streams;
+// replay: the recorded finding). Null: never.
+using ShaperProbe = std::function<ShaperRecord(const ShaperHints&)>;
+CapacityTrains capacity_trains(ProbeRunner& runner, const Config& c, PhasePath& path,
+                               CapacityResult& res, const ShaperProbe& shaper_probe = nullptr);
+
+// The checks after a capacity estimate (reply limits, replies_mixed, the
+// dropped-load check with its SYN trains) are not re-run by `linkwidth
+// analyze`: the live run notes what they changed (warnings removed and added,
+// the load check, a replaced capacity) and analyze applies the same change.
+nlohmann::json capacity_checks_note(const std::vector<Warning>& before,
+                                    const CapacityResult& after);
+void apply_capacity_checks(CapacityResult& res, const nlohmann::json& note);
+
+// --dry-run: the planned packets and schedule, without privileges or sending.
+nlohmann::json plan_capacity(const Config& c);
+std::string plan_text(const nlohmann::json& plan);
+
+// The start of every --dry-run document: the checked target (lw::Error if
+// forbidden) and the route, or a no_route warning when there is none.
+struct Route;
+nlohmann::json plan_header(const Config& c, IpAddr* dst, Route* route,
+                           std::vector<Warning>* warnings);
+
+// The --dry-run listing of one train's packets (what plan_text prints).
+struct Train;
+nlohmann::json plan_packets_json(const Train& t);
+
+}  // namespace lw

@@ -1,0 +1,310 @@
+#include "app/runs/capacity_tally.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+#include "estimate/stats.hpp"
+#include "match/match.hpp"
+#include "plan/probe.hpp"
+#include "report/writers.hpp"
+
+namespace lw {
+
+namespace {
+
+void apply_estimate(CapacityResult& res, const CapacityEstimate& e) {
+  res.valid = e.valid;
+  res.capacity_bps = e.capacity_bps;
+  res.low_bps = e.low_bps;
+  res.high_bps = e.high_bps;
+  res.kde_bandwidth_bps = e.kde_bandwidth_bps;
+}
+
+// The smallest next-hop MTU in ICMP "fragmentation needed" or ICMPv6 "packet
+// too big" replies, 0 if none. Below the family's minimum (68, RFC 791; 1280,
+// RFC 8200 §5) a reported MTU is bogus and ignored.
+int reported_path_mtu(const TrainOutcome& o) {
+  int mtu = 0;
+  for (const auto& p : o.probes) {
+    const int floor = p.reply_from.is_v6() ? 1280 : 68;
+    if (p.kind == ReplyKind::kIcmp && p.icmp_kind == IcmpKind::kTooBig && p.icmp_mtu >= floor) {
+      mtu = mtu == 0 ? p.icmp_mtu : std::min<int>(mtu, p.icmp_mtu);
+    }
+  }
+  return mtu;
+}
+
+}  // namespace
+
+TallyStep CapacityTally::add(const Train& train, const TrainOutcome& outcome, int n_train,
+                             int n_short, int group, bool sizing, int packet_size,
+                             CapacityResult& res) {
+  TallyStep step;
+  ++res.trains_sent;
+  const CapacitySample s = evaluate_capacity_train(timing_of(train, outcome), CapacityFilter{});
+  step.sample = s;
+  std::vector<Nanos> replies;
+  for (const auto& o : outcome.probes) {
+    if (o.reply != 0) replies.push_back(o.reply);
+  }
+  reply_times_.push_back(std::move(replies));
+
+  TrainRecord rec;
+  rec.train = train.id;
+  rec.load_packets = n_train;
+  rec.verdict = verdict_name(s.verdict);
+  rec.capacity_bps = s.capacity_bps;
+  rec.offered_bps = s.offered_bps;
+  rec.reply_dispersion_s = s.reply_dispersion_s;
+  rec.send_dispersion_s = s.send_dispersion_s;
+  rec.max_send_lag_s = s.max_send_lag_s;
+  rec.left_dispersion_s = s.left_dispersion_s;
+  if (s.kept() && s.left_dispersion_s > 0) {
+    sm_.left_ratio.push_back(s.left_dispersion_s / s.reply_dispersion_s);
+  }
+
+  // A router with a smaller MTU dropped our DF load and said so: the caller
+  // shrinks the packets to the path MTU and starts over with the sizing train.
+  const int path_mtu = reported_path_mtu(outcome);
+  if (path_mtu > 0 && path_mtu < packet_size) {
+    res.warnings.push_back({WarningCode::kPathMtu, "a router reported a path MTU of " +
+                                                       std::to_string(path_mtu) +
+                                                       "; load packets shrunk from " +
+                                                       std::to_string(packet_size) + " bytes"});
+    step.path_mtu = std::max(path_mtu, 64);
+    res.params["packet_size"] = step.path_mtu;
+    restart();
+    rec.verdict = "path_mtu";
+    res.trains.push_back(rec);
+    return step;
+  }
+
+  if (sizing) {
+    rec.verdict = "sizing";
+  } else {
+    ++measured_;
+    if (group == 1) long_losses_ = s.verdict == SampleVerdict::kLostReply ? long_losses_ + 1 : 0;
+    if (s.kept()) {
+      sm_.kept.push_back(s.capacity_bps);
+      sm_.kept_by_group[group].push_back(s.capacity_bps);
+      sm_.disp[group].push_back(s.reply_dispersion_s);
+      sm_.group_bits[group] = s.capacity_bps * s.reply_dispersion_s;
+      sm_.kept_bits.push_back(s.capacity_bps * s.reply_dispersion_s);
+      sm_.kept_disp.push_back(s.reply_dispersion_s);
+      sm_.trains.push_back({s.capacity_bps * s.reply_dispersion_s, s.send_dispersion_s,
+                            s.reply_dispersion_s, group});
+    } else if (s.verdict == SampleVerdict::kNotCompressed) {
+      // The path carried what we offered: a lower bound no higher than our
+      // own sending rate (reply timing noise can put the reply rate above it).
+      sm_.uncompressed.push_back(s.offered_bps > 0 ? std::min(s.capacity_bps, s.offered_bps)
+                                                   : s.capacity_bps);
+    } else {
+      ++sm_.rejected[rec.verdict];
+    }
+  }
+  if (long_losses_ >= 2 && n_short > kMinLoadPackets) {
+    // Long trains keep losing their tail: a queue on the path cannot hold
+    // them. Halve the trains and start over.
+    step.shortened_to = std::max(kMinLoadPackets, n_short / 2);
+    restart();
+    res.warnings.push_back({WarningCode::kTrainsShortened,
+                            "long trains lost their tail reply repeatedly; trains shortened to " +
+                                std::to_string(step.shortened_to) + " load packets"});
+  }
+  res.trains.push_back(rec);
+  if (verbose_) {
+    std::fprintf(stderr, "train %d: N=%d %s C=%.4g disp=%.6f\n", train.id, n_train,
+                 rec.verdict.c_str(), s.capacity_bps, s.reply_dispersion_s);
+  }
+  return step;
+}
+
+void CapacityTally::restart() {
+  sm_ = Samples{};
+  measured_ = 0;
+  long_losses_ = 0;
+}
+
+const CapacityEstimate& CapacityTally::estimate() {
+  if (two_lengths_) {
+    // The pooled two-length slope, or its extrapolation over the two offered
+    // rates when the dispersions grow with the send span (cross traffic).
+    two_rate_ = estimate_capacity_two_rates(sm_.trains);
+    est_ = two_rate_.capacity;
+    offset_s_ = two_rate_.rate_corrected ? two_rate_.rate.offset_s : two_rate_.pooled.offset_s;
+  } else {
+    est_ = aggregate_capacity(sm_.kept);
+  }
+  return est_;
+}
+
+bool CapacityTally::enough(int min_trains) const {
+  return two_lengths_ ? static_cast<int>(sm_.disp[0].size() + sm_.disp[1].size()) >= min_trains &&
+                            sm_.disp[0].size() >= 2 && sm_.disp[1].size() >= 2
+                      : static_cast<int>(sm_.kept.size()) >= min_trains;
+}
+
+void CapacityTally::finish(CapacityResult& res, double max_rate_bps) {
+  estimate();
+  res.dispersion_offset_s = offset_s_;
+  conclude(res);
+  check_quantisation(res);
+  if (res.lower_bound && res.capacity_bps >= max_rate_bps / 1.15) {
+    res.warnings.push_back({WarningCode::kMaxRateLimited,
+                            "trains were paced at --max-rate " + format_rate(max_rate_bps) +
+                                "; the path may be faster: raise --max-rate to measure it"});
+  }
+}
+
+// The final estimate from the samples, with the warnings that qualify it.
+void CapacityTally::conclude(CapacityResult& res) const {
+  const Samples& sm = sm_;
+  const CapacityEstimate& est = est_;
+  res.trains_used = static_cast<int>(sm.kept.size());
+  const CapacityEstimate per_train = aggregate_capacity(sm.kept);
+  if (!sm.kept.empty()) res.per_train_capacity_bps = per_train.capacity_bps;
+  // Most trains came back at our own sending rate, a few compressed (cross
+  // traffic, or load lost in a full queue: a saturated 3 Mbit/s link gave 3
+  // such trains of 40 and a slope of 2 Gbit/s): the few say nothing the many
+  // do not contradict; the result is the lower bound.
+  const bool mostly_uncompressed =
+      !sm.uncompressed.empty() && sm.uncompressed.size() > 2 * sm.kept.size();
+  // Not when replies were lost: lost load packets shorten a train unseen and
+  // push its per-train rate up (the slope is not biased that way).
+  if (mostly_uncompressed) {
+    // handled below, as when every train was uncompressed
+  } else if (est.valid && two_lengths_ && sm.kept.size() >= 4 && sm.rejected.count("lost_reply") == 0 &&
+             !two_rate_.cross_traffic_seen() && prefer_per_train(est, per_train, precision_)) {
+    // (Not when the two-rate fit saw cross traffic: every per-train sample
+    // carries its bias, and a wide interval there is the honest one.)
+    apply_estimate(res, per_train);
+    res.warnings.push_back({WarningCode::kSlopeTooNoisy,
+                            "the two-length slope was too noisy (" + format_rate(est.capacity_bps) +
+                                ", 95% interval " + format_rate(est.low_bps) + " to " +
+                                format_rate(est.high_bps) +
+                                "); reported: the per-train estimate, which may include a small "
+                                "fixed offset"});
+  } else if (est.valid) {
+    apply_estimate(res, est);
+    if (two_rate_.rate_corrected) {
+      char m[200];
+      std::snprintf(m, sizeof m,
+                    "the train dispersions grew with the time the trains took to send (cross "
+                    "traffic on the narrow link, about %.0f%% of its capacity); the capacity is "
+                    "extrapolated from trains sent at two rates (the pooled two-length slope said %s)",
+                    100 * two_rate_.rate.cross_ratio,
+                    format_rate(two_rate_.pooled.capacity.capacity_bps).c_str());
+      res.warnings.push_back({WarningCode::kCrossTrafficCorrected, m});
+    }
+  }
+  if (mostly_uncompressed || (!est.valid && !sm.uncompressed.empty() && sm.kept.empty())) {
+    // Everything we sent came back at our own sending rate: the path is at
+    // least this fast, and we cannot say more.
+    CapacityEstimate lb;
+    lb.valid = true;
+    lb.capacity_bps = lb.low_bps = lb.high_bps =
+        *std::max_element(sm.uncompressed.begin(), sm.uncompressed.end());
+    apply_estimate(res, lb);
+    res.lower_bound = true;
+    res.warnings.push_back(
+        {WarningCode::kCapacityLowerBound,
+         sm.kept.empty()
+             ? "the path carried every train as fast as we could send it; the capacity is at "
+               "least this and possibly more"
+             : "the path carried " + std::to_string(sm.uncompressed.size()) + " of " +
+                   std::to_string(sm.uncompressed.size() + sm.kept.size()) +
+                   " trains as fast as we could send them (the others were not used); the "
+                   "capacity is at least this and possibly more"});
+  } else if (!est.valid && !sm.kept.empty()) {
+    // Only one train length survived: fall back to the per-train estimate.
+    apply_estimate(res, aggregate_capacity(sm.kept));
+    res.warnings.push_back({WarningCode::kSingleLengthEstimate,
+                            "too few trains of one of the two lengths survived; the estimate "
+                            "includes the fixed head/tail offset"});
+  }
+  if (!sm.uncompressed.empty() && est.valid && !mostly_uncompressed) {
+    res.warnings.push_back({WarningCode::kTrainsNotCompressed,
+                            std::to_string(sm.uncompressed.size()) +
+                                " train(s) were not sent faster than the path and were "
+                                "not used"});
+  }
+  if (const auto it = sm.rejected.find("send_stall"); it != sm.rejected.end()) {
+    res.warnings.push_back(
+        {WarningCode::kSendStalls,
+         std::to_string(it->second) +
+             " train(s) left this host so late that the bottleneck could have run "
+             "dry (the CPU was busy or the process descheduled) and were not used"});
+  }
+  if (!sm.rejected.empty()) {
+    std::ostringstream m;
+    int total = 0;
+    for (const auto& [k, v] : sm.rejected) {
+      m << (total ? ", " : "") << v << " " << k;
+      total += v;
+    }
+    res.warnings.push_back({WarningCode::kTrainsRejected,
+                            std::to_string(total) + " train(s) rejected (" + m.str() + ")"});
+  }
+  if (!res.valid && res.stop_reason != StopReason::kInterrupted) {
+    res.warnings.push_back({WarningCode::kNoEstimate, "no train gave a usable sample"});
+  }
+  if (!mostly_uncompressed && two_lengths_ && sm.kept_by_group[0].size() >= 2 &&
+      sm.kept_by_group[1].size() >= 2 &&
+      median(sm.kept_by_group[1]) > 1.1 * median(sm.kept_by_group[0]) &&
+      quantile(sm.kept_by_group[1], 0.9) > 1.1 * quantile(sm.kept_by_group[0], 0.9)) {
+    // (The fastest trains of each length too: bursty cross traffic can put
+    // the median short train behind a burst and the median long one clear of
+    // it, but the least-disturbed trains of both lengths then agree; lost
+    // load speeds up every long train. A lab cbr80 run read 77 for 99 before.)
+    // Long trains carried more per second than short ones by far more than a
+    // fixed offset explains: load packets were probably lost inside the
+    // network (which shortens a train unseen). Trust the short trains only.
+    apply_estimate(res, aggregate_capacity(sm.kept_by_group[0]));
+    res.warnings.push_back({WarningCode::kLoadLossSuspected,
+                            "long trains looked much faster than short ones (lost load packets "
+                            "shorten a train unseen); the estimate uses the short trains only"});
+  }
+  if (sm.left_ratio.size() >= 2 && median(sm.left_ratio) > 0.9) {
+    res.warnings.push_back({WarningCode::kLocalBottleneck,
+                            "the trains were already spread to this rate when they left " +
+                                res.interface +
+                                ": the narrow link is this host's own interface or its qdisc"});
+  }
+}
+
+// Interrupt coalescence at either end put the reply times on a lattice of
+// period P: each dispersion is off by up to P, so the estimate is wrong, not
+// noisy. What still holds: a train's true dispersion is at most its measured
+// one plus P, and at least bits/C, so C >= bits / (D + P) for every kept
+// train; their median is reported as a lower bound.
+void CapacityTally::check_quantisation(CapacityResult& res) const {
+  const QuantisationFinding q = detect_quantisation(reply_times_);
+  if (!q.quantised) return;
+  char period[64];
+  std::snprintf(period, sizeof period, "%.1f us", q.period_s * 1e6);
+  std::string msg = std::string("reply timestamps are quantised to multiples of ") + period +
+                    " (interrupt coalescence at one end; " + std::to_string(q.zero_gaps) + " of " +
+                    std::to_string(q.gaps) + " reply gaps were about zero)";
+  if (!sm_.kept_bits.empty()) {
+    std::vector<double> bounds;
+    for (std::size_t i = 0; i < sm_.kept_bits.size(); ++i) {
+      bounds.push_back(sm_.kept_bits[i] / (sm_.kept_disp[i] + q.period_s));
+    }
+    const double lb = median(bounds);
+    res.valid = true;
+    res.lower_bound = true;
+    res.capacity_bps = res.low_bps = res.high_bps = lb;
+    res.kde_bandwidth_bps = 0;
+    msg +=
+        "; the dispersions are off by up to that much, so the capacity is only bounded: at "
+        "least " +
+        format_rate(lb);
+  } else if (res.valid) {
+    res.lower_bound = true;
+    msg += "; the capacity is only a lower bound";
+  }
+  res.warnings.push_back({WarningCode::kTimestampsQuantised, msg});
+}
+
+}  // namespace lw

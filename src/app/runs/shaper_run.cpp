@@ -1,0 +1,539 @@
+#include "app/runs/shaper_run.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <random>
+
+#include "app/plumbing/config.hpp"
+#include "app/plumbing/run_notes.hpp"
+#include "app/plumbing/session.hpp"
+#include "estimate/stats.hpp"
+#include "estimate/shaper.hpp"
+#include "match/match.hpp"
+#include "plan/shaper_plan.hpp"
+#include "report/writers.hpp"
+
+namespace lw {
+
+namespace {
+
+constexpr int kMaxStreams = 4;
+constexpr double kMinStreamBytes = 256e3;
+constexpr double kMaxStreamBytes = 32e6;
+// Seconds of the sustained phase a stream aims at beyond the bucket.
+constexpr double kSustainedS = 0.15;
+
+std::vector<ShaperPoint> points_of(const Train& t, const TrainOutcome& o) {
+  std::vector<ShaperPoint> pts;
+  for (std::size_t k = 0; k < t.markers.size(); ++k) {
+    const auto& p = o.probes[static_cast<std::size_t>(t.markers[k])];
+    pts.push_back({t.bits_from_head[k], p.reply});
+  }
+  return pts;
+}
+
+std::string kb(double bytes) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.0f KB", bytes / 1e3);
+  return b;
+}
+
+// A stream's finding into the record (the last one found wins).
+void keep_finding(const ShaperFinding& f, ShaperRecord& rec) {
+  rec.found = true;
+  rec.verdict = "found";
+  rec.rate_bps = f.rate_bps;
+  rec.rate_low_bps = f.rate_low_bps;
+  rec.rate_high_bps = f.rate_high_bps;
+  rec.peak_bps = f.peak_bps;
+  rec.peak_is_lower_bound = f.peak_at_offered;
+  rec.bucket_bytes = f.bucket_bytes;
+}
+
+}  // namespace
+
+ShaperRecord run_shaper_probe(Session& s, const Config& c, const std::atomic<bool>& stop,
+                              Nanos t_cap, const ShaperHints& h) {
+  ShaperRecord rec;
+  rec.trigger = h.trigger;
+  const int L = s.packet_size;
+  // The stream is sent back to back, or at --max-rate.
+  const Nanos gap = min_gap_for_rate(c.max_rate_bps, L + 40);
+  const double send_bps = std::min(c.max_rate_bps, h.fast_bps > 0 ? h.fast_bps : c.max_rate_bps);
+  // The slow rate bounds how long replies take and how long a bucket takes to
+  // refill; unknown, 1 Mbit/s (the slowest sustained rate we look for).
+  const double slow = h.slow_bps > 0 ? h.slow_bps : 1e6;
+  double bytes = std::max(kMinStreamBytes, 2 * h.fast_bytes) + slow * kSustainedS / 8;
+  double refill_s = 8.0 * (h.fast_bytes + h.queued_bytes) / slow;
+  int shift_at = 0;
+  bool confirming = false;
+  double last_bucket = 0;
+  for (int k = 0; k < kMaxStreams && !stop.load(); ++k) {
+    const double room = static_cast<double>(c.max_bytes) -
+                        static_cast<double>(s.prober->bytes_sent()) - 64e3;
+    bytes = std::min({bytes, kMaxStreamBytes, room});
+    if (bytes < 64e3) break;
+    ShaperStreamParams p;
+    p.flow = s.flow;
+    p.packet_size = static_cast<std::uint16_t>(L);
+    p.load_packets = shaper_load_packets(bytes, L);
+    p.gap = gap;
+    p.shift_at = shift_at;
+    const Train t = make_shaper_train(p, -600 - k, s.seqs);
+    // Idle: the queue drains and the bucket refills.
+    const Nanos now = mono_now();
+    const Nanos idle = std::min<Nanos>(from_seconds(std::min(refill_s, 5.0)),
+                                       std::max<Nanos>(0, (t_cap - now) / 3));
+    // Replies come back at the sustained rate, which may be far below what
+    // the trains showed: wait long, but stop when they stop coming.
+    const Nanos wait_replies = std::min<Nanos>(8 * kSec, std::max<Nanos>(0, (t_cap - now - idle) / 2));
+    const Nanos quiet = std::max<Nanos>(300 * kMs, from_seconds(20 * s.disc.rtt_s));
+    const Nanos send_time = from_seconds(8.0 * static_cast<double>(t.total_bytes()) / send_bps);
+    if (wait_replies < 4 * quiet || now + idle + send_time + wait_replies > t_cap) {
+      if (c.verbose) std::fprintf(stderr, "shaper stream %d: no time left\n", k);
+      break;
+    }
+    const Nanos start = now + idle;
+    const double idle_s = to_seconds(idle);
+    while (mono_now() < start && !stop.load()) sleep_until(start);
+    if (stop.load()) break;
+    // Within the reply budget; no reply check: the stream is meant to lose
+    // its tail when the shaper's queue overflows.
+    if (!wait_for_reply_budget(s, s.dst, static_cast<int>(t.markers.size()), t_cap - wait_replies))
+      break;
+    s.prober->note(note_json(ShaperStreamNote{t.id, t.total_bytes()}));
+    const TrainRun run = s.prober->run(t, t.markers, wait_replies, false, 2 * kMs, 0, quiet);
+    ++rec.streams;
+    rec.probed = true;
+    rec.stream_bytes += t.total_bytes();
+    // What we actually offered: the stream's bits over its send span (a busy
+    // host sends slower than planned).
+    double offered = send_bps;
+    {
+      const std::size_t head = static_cast<std::size_t>(t.markers.front());
+      const std::size_t tail = static_cast<std::size_t>(t.markers.back());
+      if (run.sent.size() > tail && run.sent[head].sent && run.sent[tail].sent &&
+          run.sent[tail].actual > run.sent[head].actual) {
+        offered = t.bits_from_head.back() / to_seconds(run.sent[tail].actual - run.sent[head].actual);
+      }
+    }
+    const ShaperFinding f = detect_shaper(points_of(t, run.outcome), offered);
+    if (c.verbose) {
+      std::fprintf(stderr,
+                   "shaper stream %d: %llu bytes, %d replies: %s rate %.4g peak %.4g bucket %.0f "
+                   "stream %.4g overflow %.0f%s\n",
+                   k, static_cast<unsigned long long>(t.total_bytes()), f.points,
+                   f.found ? "found" : f.reason.c_str(), f.rate_bps, f.peak_bps, f.bucket_bytes,
+                   f.stream_rate_bps, f.overflow_bits / 8, f.uncompressed ? " (uncompressed)" : "");
+    }
+    rec.stream_rate_bps = f.uncompressed ? 0 : f.stream_rate_bps;
+    // The idle before this stream was too short for the measured rate to
+    // refill a bucket that could hold what the trains saw pass fast, or this
+    // stream found a clearly larger bucket than the last: the bucket was not
+    // full. Again, after an idle that refills 2.5 times the estimate.
+    const bool short_idle =
+        idle_s < 8.0 * std::max(h.fast_bytes, 1.2 * f.bucket_bytes) / f.rate_bps;
+    const bool grew = last_bucket > 0 && f.bucket_bytes > 1.15 * last_bucket;
+    if (f.found && k + 1 < kMaxStreams && ((!confirming && short_idle) || grew)) {
+      confirming = true;
+      last_bucket = f.bucket_bytes;
+      const double b = std::max(h.fast_bytes, 2.5 * f.bucket_bytes);
+      // The markers go after the shift this stream saw; the stream runs on
+      // far enough past it for a bucket up to 1.3 times larger.
+      const double shift_bytes =
+          f.bucket_bytes * f.peak_bps / std::max(1.0, f.peak_bps - f.rate_bps);
+      const double sustained = f.rate_bps * 2 * kSustainedS / 8;
+      refill_s = 8.0 * (b + (f.overflow_bits > 0 ? f.overflow_bits / 8 - f.bucket_bytes : 0)) /
+                 f.rate_bps;
+      shift_at = static_cast<int>(shift_bytes / L);
+      bytes = 1.3 * shift_bytes + sustained;
+      // Keep what this stream found, should time run out for the next.
+      keep_finding(f, rec);
+      if (c.verbose) std::fprintf(stderr, "shaper: confirming after %.2f s\n", refill_s);
+      continue;
+    }
+    if (f.found) {
+      keep_finding(f, rec);
+      rec.not_emptied = false;
+      break;
+    }
+    if (rec.found && f.stream_rate_bps > 2 * rec.rate_bps && k + 1 < kMaxStreams) {
+      // A confirming stream that passed whole at the burst's speed: the full
+      // bucket is larger than it. Once more, longer, after a longer idle.
+      const double b = static_cast<double>(t.total_bytes());
+      last_bucket = b;
+      refill_s = 8.0 * 2.5 * b / rec.rate_bps;
+      shift_at = 0;
+      bytes = 2 * b + rec.rate_bps * 2 * kSustainedS / 8;
+      continue;
+    }
+    if (rec.found) break;  // a confirming stream failed: keep the earlier finding
+    if (f.points < 5) {
+      rec.verdict = "no_replies";
+      break;
+    }
+    if (f.uncompressed && !h.grow) {
+      // A fast path that the trains could not tell from a bucket: the stream
+      // passed whole too. No shaper claimed; shaper_check says how large a
+      // bucket could still hide (its stream_bytes).
+      rec.verdict = "not_emptied";
+      rec.bucket_at_least_bytes = static_cast<double>(t.total_bytes());
+      break;
+    }
+    if (f.uncompressed) {
+      // The whole stream passed at the rate we sent it: a bucket larger
+      // than the stream, or no shaper and a path at least that fast.
+      rec.not_emptied = true;
+      rec.verdict = "not_emptied";
+      rec.bucket_at_least_bytes = static_cast<double>(t.total_bytes());
+      rec.peak_bps = f.stream_rate_bps;
+      rec.peak_is_lower_bound = true;
+      refill_s = 8.0 * bytes / slow;
+      bytes *= 4;
+      continue;
+    }
+    rec.verdict = "none";
+    rec.not_emptied = false;
+    if (f.reason == "sustained phase too short" && f.rate_bps > 0 && f.peak_bps > f.rate_bps) {
+      // A shift near the end (or before the shaper's queue overflowed): a
+      // stream that ends a little after the shift, its markers after it.
+      const double shift_bytes = f.bucket_bytes * f.peak_bps / (f.peak_bps - f.rate_bps);
+      double sustained = f.rate_bps * 2 * kSustainedS / 8;
+      if (f.overflow_bits > 0) {
+        sustained = std::min(sustained, 0.7 * (f.overflow_bits / 8 - shift_bytes));
+      }
+      sustained = std::max(sustained, 8.0 * L);
+      refill_s = 8.0 * (1.2 * f.bucket_bytes +
+                        (f.overflow_bits > 0 ? f.overflow_bits / 8 - shift_bytes : 0)) /
+                 f.rate_bps;
+      shift_at = static_cast<int>(shift_bytes / L);
+      bytes = shift_bytes + sustained;
+      continue;
+    }
+    break;
+  }
+  return rec;
+}
+
+void apply_shaper(const ShaperRecord& rec, CapacityResult& res) {
+  res.shaper = rec;
+  if (rec.found) {
+    res.valid = true;
+    res.lower_bound = false;
+    res.capacity_bps = rec.rate_bps;
+    res.low_bps = rec.rate_low_bps;
+    res.high_bps = std::isfinite(rec.rate_high_bps) ? rec.rate_high_bps : rec.rate_bps;
+    res.kde_bandwidth_bps = 0;
+    res.capacity_source = "shaper_stream";
+    // The trains' own verdicts described the burst, not the path.
+    res.warnings.erase(std::remove_if(res.warnings.begin(), res.warnings.end(),
+                                      [](const Warning& w) {
+                                        return w.code == "no_estimate" ||
+                                               w.code == "capacity_lower_bound" ||
+                                               w.code == "slope_too_noisy" ||
+                                               w.code == "load_loss_suspected" ||
+                                               w.code == "single_length_estimate" ||
+                                               w.code == "max_rate_limited" ||
+                                               w.code == "capacity_at_send_rate" ||
+                                               w.code == "trains_shortened";
+                                      }),
+                       res.warnings.end());
+    res.warnings.push_back(
+        {WarningCode::kTokenBucket,
+         "a token-bucket shaper: " + format_rate(rec.rate_bps) + " sustained after a burst of " +
+             kb(rec.bucket_bytes) + " at " + (rec.peak_is_lower_bound ? "at least " : "") +
+             format_rate(rec.peak_bps) +
+             "; capacity_bps is the sustained rate, peak_capacity_bps the burst's"});
+  } else if (rec.not_emptied) {
+    res.warnings.push_back(
+        {WarningCode::kShaperNotEmptied,
+         "the capacity trains disagreed the way a token bucket makes them, but a stream of " +
+             kb(rec.bucket_at_least_bytes) +
+             " came back at the rate it was sent: a bucket of at least that much, larger than "
+             "--max-bytes / --max-time allowed to empty; the capacity may be the burst's"});
+  }
+}
+
+namespace {
+
+nlohmann::json rates_note(const std::vector<RateRecord>& rates) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& r : rates) {
+    a.push_back({{"rate_bps", r.rate_bps}, {"verdict", r.verdict}, {"at_s", r.at_s}});
+  }
+  return a;
+}
+
+}  // namespace
+
+AvailbwResult run_shaper_availbw(Session& s, const Config& c, const std::atomic<bool>& stop,
+                                 ShaperRecord& rec, Nanos t_cap) {
+  AvailbwResult res;
+  res.method = name(c.method);
+  const PhaseStart at = phase_start(s);
+  const double R = rec.rate_bps;
+  const double B = rec.bucket_bytes;
+  s.prober->note({{"kind", "run"},
+                  {"phase", "availbw"},
+                  {"shaper_refill", true},
+                  {"capacity_bps", R},
+                  {"packet_size", s.packet_size},
+                  {"t_cap", t_cap},
+                  {"config", config_json(c)}});
+  res.search_capacity_bps = R;
+  res.tight_link_capacity_bps = R;
+  const int L = s.packet_size;
+  const Nanos gap = min_gap_for_rate(c.max_rate_bps, L + 40);
+  const double send_bps = c.max_rate_bps;
+  // Stream bytes that pass by the time a bucket of b bytes is empty: b·P/(P - R).
+  const double P = std::max(rec.peak_bps, 1.4 * R);
+  const double fill = P / (P - R);
+  const double rtt = s.disc.rtt_s;
+  // The idle between the pair's streams: the bucket refills to at most 60%.
+  double tau = std::clamp(0.6 * 8.0 * B / R, 0.005, 3.0);
+  ShaperOptions opt;
+  // The bucket is known: the detector's floor (there against false shapers
+  // on ordinary paths) can be lower, a tenth of it or two packets.
+  opt.min_bucket_bytes = std::min(opt.min_bucket_bytes, std::max(0.1 * B, 2.0 * L));
+  const Nanos quiet = std::max<Nanos>(300 * kMs, from_seconds(20 * rtt));
+  // Sends one stream at once; false when a cap or the time ends the phase.
+  // Markers: the emptying stream needs only its tail's reply (and a few to
+  // tell the replies arrived); the reading stream's carry the fit. Both
+  // streams' replies are asked of the reply budget before the first, so the
+  // second never waits for it (the idle between them is timed).
+  constexpr int kEmptyMarkers = 4;
+  constexpr int kReadMarkers = 24;
+  auto stream = [&](double bytes, double shift_bytes, int markers, int budget, int id,
+                    TrainRun* run, Train* t) {
+    ShaperStreamParams p;
+    p.markers = markers;
+    p.flow = s.flow;
+    p.packet_size = static_cast<std::uint16_t>(L);
+    p.load_packets = shaper_load_packets(bytes, L);
+    p.gap = gap;
+    p.shift_at = static_cast<int>(shift_bytes / L);
+    *t = make_shaper_train(p, id, s.seqs);
+    const Nanos now = mono_now();
+    const Nanos send_time = from_seconds(8.0 * static_cast<double>(t->total_bytes()) / send_bps);
+    // Its replies come back at R: the bytes past the bucket take that long.
+    const Nanos drain = from_seconds(8.0 * static_cast<double>(t->total_bytes()) / R);
+    const Nanos wait = std::min<Nanos>(8 * kSec, 2 * drain + 4 * quiet);
+    if (now + send_time + wait > t_cap) {
+      res.stop_reason = StopReason::kMaxTime;
+      return false;
+    }
+    if (static_cast<double>(s.prober->bytes_sent() + t->total_bytes()) + 64e3 >
+        static_cast<double>(c.max_bytes)) {
+      res.stop_reason = StopReason::kMaxBytes;
+      return false;
+    }
+    if (budget > 0 && !wait_for_reply_budget(s, s.dst, budget, t_cap - wait)) {
+      res.stop_reason = stop.load() ? StopReason::kInterrupted : StopReason::kMaxTime;
+      return false;
+    }
+    s.prober->note({{"kind", "shaper_refill"}, {"train", t->id}, {"bytes", t->total_bytes()}});
+    *run = s.prober->run(*t, t->markers, wait, false, 2 * kMs, 0, quiet);
+    ++res.trains_sent;
+    rec.refill_bytes += t->total_bytes();
+    return true;
+  };
+  std::vector<double> got;
+  // The capacity phase's last stream may have left the shaper's queue full:
+  // let it drain and the bucket fill (2.5 times its refill, 0.25-8 s, at most
+  // a third of the time left).
+  // The emptying stream's excess over a bucket that is not full would
+  // queue, or overflow the queue and lose its tail.
+  Nanos next = mono_now() + std::min<Nanos>(from_seconds(std::clamp(2.5 * 8.0 * B / R, 0.25, 8.0)),
+                                            std::max<Nanos>(0, (t_cap - mono_now()) / 3));
+  int id = -700;
+  double worst_tau_error = 0;
+  // A short idle holds few of the other flows' packets (a 1500-byte packet
+  // in 15 ms is 0.8 Mbit/s): with tau under 50 ms, three pairs at least, at
+  // random phases.
+  const std::size_t min_pairs = tau < 0.05 ? 3 : 2;
+  std::mt19937 rng(static_cast<unsigned>(real_now()));
+  std::uniform_int_distribution<Nanos> jitter(0, 10 * kMs);
+  for (int pair = 0; pair < 5 && !stop.load(); ++pair) {
+    if (got.size() >= min_pairs + 1) break;
+    if (got.size() >= min_pairs &&
+        *std::max_element(got.begin(), got.end()) <=
+            1.1 * *std::min_element(got.begin(), got.end()) + 0.01 * R) {
+      break;
+    }
+    next += jitter(rng);
+    // No sleep past the time cap (the streams check it again before sending).
+    if (next > t_cap) {
+      res.stop_reason = StopReason::kMaxTime;
+      break;
+    }
+    while (mono_now() < next && !stop.load()) sleep_until(next);
+    if (stop.load()) break;
+    const Nanos pair_start = mono_now();
+    const std::uint64_t pair_bytes0 = s.prober->bytes_sent();
+    RateRecord rr;
+    rr.phase = "shaper_refill";
+    rr.at_s = to_seconds(pair_start - at.t0);
+    // 1. Empty the bucket: past its content by 10% and two packets (they
+    //    queue: their wait delays the refill, see refill_sample), the tail's
+    //    reply says when the shaper's queue ran dry.
+    TrainRun e;
+    Train te;
+    if (!stream(1.1 * B * fill + 2.0 * L, B * fill, kEmptyMarkers,
+                kEmptyMarkers + kReadMarkers + 2, id--, &e, &te)) {
+      break;
+    }
+    const ProbeOutcome& tail = e.outcome.probes[static_cast<std::size_t>(te.markers.back())];
+    double used_tau = 0;
+    double tail_wait = 0;
+    RefillSample sample;
+    if (tail.reply > 0) {
+      // 2. An idle of tau from when the tail left the shaper (its reply less
+      //    the way back; the next head reaches the shaper after the way out:
+      //    together one RTT), then the stream that reads the content.
+      const Nanos head_at = tail.reply + from_seconds(tau - rtt);
+      const Nanos wait = head_at - real_now();
+      if (wait > 0) {
+        const Nanos until = mono_now() + wait;
+        while (mono_now() < until && !stop.load()) sleep_until(until);
+      }
+      const double b_max = std::min(B, R * tau / 8);
+      const double sustained = std::max(24.0 * L, R * 0.03 / 8);
+      TrainRun f;
+      Train tf;
+      if (!stream(1.15 * b_max * fill + sustained, b_max * fill, kReadMarkers, 0, id--,
+                  &f, &tf)) {
+        break;
+      }
+      const ProbeOutcome& head = f.outcome.probes[static_cast<std::size_t>(tf.markers.front())];
+      const Nanos left = head.left > 0 ? head.left : head.sent;
+      used_tau = to_seconds(left - tail.reply) + rtt;
+      // The tail waited D in the shaper's queue; the other flows' packets that
+      // arrived meanwhile left after it, on tokens of the refill.
+      const Nanos tail_left = tail.left > 0 ? tail.left : tail.sent;
+      tail_wait = std::max(0.0, to_seconds(tail.reply - tail_left) - rtt);
+      double offered = send_bps;
+      const std::size_t h = static_cast<std::size_t>(tf.markers.front());
+      const std::size_t tl = static_cast<std::size_t>(tf.markers.back());
+      if (f.sent.size() > tl && f.sent[h].sent && f.sent[tl].sent &&
+          f.sent[tl].actual > f.sent[h].actual) {
+        offered = tf.bits_from_head.back() / to_seconds(f.sent[tl].actual - f.sent[h].actual);
+      }
+      const ShaperFinding fd = detect_shaper(points_of(tf, f.outcome), offered, opt);
+      sample = refill_sample(fd, R, B, used_tau, opt, tail_wait);
+      if (c.verbose) {
+        std::fprintf(stderr,
+                     "shaper refill %d: tau %.2f ms (planned %.2f), tail wait %.2f ms, %s content "
+                     "%.0f bytes: %.4g bit/s%s\n",
+                     pair, used_tau * 1e3, tau * 1e3, tail_wait * 1e3, fd.found ? "found" : fd.reason.c_str(),
+                     sample.content_bytes, sample.availbw_bps,
+                     sample.saturated ? " (saturated)" : sample.ok ? "" : " (unusable)");
+      }
+    } else if (c.verbose) {
+      std::fprintf(stderr, "shaper refill %d: the emptying stream's tail was not answered\n", pair);
+    }
+    rr.rate_bps = sample.availbw_bps;
+    rr.received_bps = sample.availbw_bps;
+    rr.verdict = sample.ok ? "refill" : sample.saturated ? "saturated" : "unusable";
+    res.rates.push_back(rr);
+    if (sample.ok) {
+      got.push_back(sample.availbw_bps);
+      rec.refill_bps.push_back(sample.availbw_bps);
+      ++rec.refill_pairs;
+      rec.refill_idle_s = used_tau;
+      worst_tau_error = std::max(worst_tau_error, rtt / used_tau);
+    } else if (sample.saturated) {
+      tau /= 2;  // the bucket filled up in tau: R was underestimated
+    }
+    // --max-load: the pair's bytes, averaged over the pair and the idle after
+    // it, stay under max_load of the sustained rate.
+    const double bits = 8.0 * static_cast<double>(s.prober->bytes_sent() - pair_bytes0);
+    next = pair_start + from_seconds(bits / (c.max_load * R));
+  }
+  if (!got.empty()) {
+    res.valid = true;
+    res.availbw_bps = median(got);
+    // The spread of the pairs, widened by what tau is not sure of (the RTT
+    // counted in it) and a couple of percent of content fit.
+    const double widen = 0.02 + worst_tau_error;
+    res.low_bps = std::max(0.0, *std::min_element(got.begin(), got.end()) * (1 - widen));
+    res.high_bps = std::min(R, *std::max_element(got.begin(), got.end()) * (1 + widen));
+    res.high_bps = std::max(res.high_bps, res.availbw_bps);
+    if (res.stop_reason == StopReason::kNone) res.stop_reason = StopReason::kShaper;
+    res.warnings.push_back(
+        {WarningCode::kTokenBucket,
+         "the avail-bw is the token bucket's refill rate: what the other traffic leaves of the "
+         "sustained " + format_rate(R) + " (" + std::to_string(got.size()) +
+             " refills measured; the paced-train search would read the burst)"});
+  } else {
+    if (res.stop_reason == StopReason::kNone) res.stop_reason = StopReason::kShaper;
+    res.warnings.push_back(
+        {WarningCode::kTokenBucket,
+         "a token bucket was found but its refill could not be measured within the caps: no "
+         "avail-bw for its sustained regime"});
+  }
+  const nlohmann::json own_warnings = warnings_json(res.warnings);
+  const std::vector<Warning> reply =
+      close_phase(s, at, res.warnings, &res.probe_bytes, &res.probe_packets, &res.elapsed_s);
+  s.prober->note({{"kind", "end"},
+                  {"phase", "availbw"},
+                  {"elapsed_s", res.elapsed_s},
+                  {"probe_bytes", res.probe_bytes},
+                  {"probe_packets", res.probe_packets},
+                  {"reply_warnings", warnings_json(reply)},
+                  {"shaper_refill",
+                   {{"valid", res.valid},
+                    {"method", res.method},
+                    {"availbw_bps", res.availbw_bps},
+                    {"low_bps", res.low_bps},
+                    {"high_bps", res.high_bps},
+                    {"capacity_bps", R},
+                    {"trains_sent", res.trains_sent},
+                    {"stop_reason", res.stop_reason},
+                    {"warnings", own_warnings},
+                    {"rates", rates_note(res.rates)},
+                    {"shaper_check", shaper_check_json(rec)}}}});
+  return res;
+}
+
+AvailbwResult shaper_availbw_from_note(const nlohmann::json& end, ShaperRecord& rec) {
+  AvailbwResult res;
+  if (!end.is_object() || !end.contains("shaper_refill")) {
+    res.stop_reason = StopReason::kIncomplete;
+    return res;
+  }
+  const nlohmann::json& j = end.at("shaper_refill");
+  res.valid = j.value("valid", false);
+  res.method = j.value("method", "");
+  res.availbw_bps = j.value("availbw_bps", 0.0);
+  res.low_bps = j.value("low_bps", 0.0);
+  res.high_bps = j.value("high_bps", 0.0);
+  res.search_capacity_bps = j.value("capacity_bps", 0.0);
+  res.tight_link_capacity_bps = res.search_capacity_bps;
+  res.trains_sent = j.value("trains_sent", 0);
+  res.stop_reason = j.value("stop_reason", StopReason::kShaper);
+  res.warnings = warnings_from_json(j.value("warnings", nlohmann::json::array()));
+  for (const auto& r : j.value("rates", nlohmann::json::array())) {
+    RateRecord rr;
+    rr.phase = "shaper_refill";
+    rr.rate_bps = r.value("rate_bps", 0.0);
+    rr.received_bps = rr.rate_bps;
+    rr.verdict = r.value("verdict", "");
+    rr.at_s = r.value("at_s", 0.0);
+    res.rates.push_back(rr);
+  }
+  const ShaperRecord noted = shaper_from_json(nlohmann::json(), j.value("shaper_check", nlohmann::json()));
+  rec.refill_pairs = noted.refill_pairs;
+  rec.refill_bytes = noted.refill_bytes;
+  rec.refill_idle_s = noted.refill_idle_s;
+  rec.refill_bps = noted.refill_bps;
+  res.elapsed_s = end.value("elapsed_s", 0.0);
+  res.probe_bytes = end.value("probe_bytes", std::uint64_t{0});
+  res.probe_packets = end.value("probe_packets", std::uint64_t{0});
+  for (const Warning& w : warnings_from_json(end.value("reply_warnings", nlohmann::json()))) {
+    res.warnings.push_back(w);
+  }
+  return res;
+}
+
+}  // namespace lw

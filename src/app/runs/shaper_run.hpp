@@ -1,0 +1,59 @@
+#pragma once
+// The shaper probe on an open session (estimate/shaper.hpp, plan/shaper_plan.hpp):
+// after the capacity trains disagreed the way a token bucket makes them, one
+// rate-constant stream of RST load with SYN markers, long enough to empty the
+// bucket; a longer one (x4) if the first came back at the rate it was sent
+// (the bucket was larger), within --max-bytes and the time cap. Each stream
+// starts after an idle that lets the bucket refill and the queue drain.
+#include <atomic>
+#include <string>
+
+#include "app/plumbing/config.hpp"
+#include "linkwidth/time.hpp"
+#include "nlohmann/json.hpp"
+#include "report/result.hpp"
+
+namespace lw {
+
+struct Session;
+
+// What the capacity trains showed.
+struct ShaperHints {
+  std::string trigger;      // rate_drop, negative_offset, replies_stopped
+  double fast_bps = 0;      // rate of the (short) trains that fit the bucket
+  double slow_bps = 0;      // rate of the slow train, or the estimate (0: unknown)
+  double fast_bytes = 0;    // bytes of the trains that came back fast: the bucket holds about that
+  double queued_bytes = 0;  // bytes of the last train, possibly still queued
+  // A stream that came back whole at our rate is followed by a longer one;
+  // not after capacity_lower_bound (a fast path, most likely without a
+  // bucket: one stream, then shaper_check says none was emptied).
+  bool grow = true;
+};
+
+// Sends the streams and reads them. Sends nothing once `stop` is set or
+// past t_cap.
+ShaperRecord run_shaper_probe(Session& s, const Config& c, const std::atomic<bool>& stop,
+                              Nanos t_cap, const ShaperHints& hints);
+
+// Puts the probe's record into the result: when a bucket was found, the
+// capacity becomes its sustained rate (capacity_source "shaper_stream") and
+// the warning `token_bucket` says so; `shaper_not_emptied` when every stream
+// came back at the rate it was sent.
+void apply_shaper(const ShaperRecord& rec, CapacityResult& res);
+
+// `measure`/`availbw` on a path where the capacity phase found a bucket: the
+// avail-bw of the sustained regime, from the bucket's refill (estimate/
+// shaper.hpp, refill_sample): pairs of an emptying stream and, an idle tau
+// later, a stream that reads the bucket's content; (R - X)·tau. The search's
+// paced trains would each ride a refilled bucket and read up to R whatever
+// the cross traffic. Within --max-bytes, the time cap and --max-load (the
+// idle after a pair keeps its bytes under max_load of R). Updates the refill
+// fields of `rec`; notes the result for `linkwidth analyze`.
+AvailbwResult run_shaper_availbw(Session& s, const Config& c, const std::atomic<bool>& stop,
+                                 ShaperRecord& rec, Nanos t_cap);
+
+// `linkwidth analyze`: the live run's refill result from its end note (the
+// streams are not replayed, as the shaper probe's are not).
+AvailbwResult shaper_availbw_from_note(const nlohmann::json& end, ShaperRecord& rec);
+
+}  // namespace lw
