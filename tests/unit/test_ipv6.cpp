@@ -274,7 +274,7 @@ TEST_CASE("capacity trains over IPv6: 60-byte markers, one flow label", "[ipv6][
     CHECK(q.flow_label == 0x12345);
     if (q.flags & kSyn) CHECK(q.ip_len == 60);
   }
-  CHECK(st.bits_from_head.back() == Approx(8.0 * (50 * 1500 + 60 * (st.markers.size() - 1))));
+  CHECK(st.bits_from_head.back() == Approx(8.0 * (50 * 1500 + 60 * static_cast<double>(st.markers.size() - 1))));
   PacketBuilder b;
   for (const auto& q : st.probes) CHECK_NOTHROW(b.build(q));
 }

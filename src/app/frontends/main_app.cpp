@@ -8,12 +8,14 @@
 #include "app/frontends/analyze.hpp"
 #include "app/runs/availbw_run.hpp"
 #include "app/runs/capacity_run.hpp"
+#include "app/runs/dry_run.hpp"
 #include "app/frontends/cli.hpp"
 #include "app/runs/hops_run.hpp"
 #include "app/plumbing/signals.hpp"
 #include "app/frontends/sweep_run.hpp"
 #include "linkwidth/error.hpp"
 #include "report/hops_writers.hpp"
+#include "report/plan_text.hpp"
 #include "report/writers.hpp"
 
 namespace lw {

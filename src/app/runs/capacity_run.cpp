@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <sstream>
 
 #include "app/runs/capacity_tally.hpp"
 #include "app/plumbing/path_checks.hpp"
@@ -17,7 +16,6 @@
 #include "linkwidth/error.hpp"
 #include "plan/capacity_plan.hpp"
 #include "report/writers.hpp"
-#include "send/packet_builder.hpp"
 
 namespace lw {
 
@@ -35,6 +33,9 @@ int sized_load_packets(const Config& c, double capacity_bps, int packet_size) {
                                      static_cast<double>(max_short_packets(c))));
 }
 
+
+}  // namespace
+
 CapacityTrainParams train_params(const Config& c, const FlowId& flow, int n, int packet_size) {
   CapacityTrainParams p;
   p.flow = flow;
@@ -48,8 +49,6 @@ CapacityTrainParams train_params(const Config& c, const FlowId& flow, int n, int
   apply_rate_cap(p, c.max_rate_bps);
   return p;
 }
-
-}  // namespace
 
 nlohmann::json capacity_checks_note(const std::vector<Warning>& before,
                                     const CapacityResult& res) {
@@ -427,113 +426,6 @@ CapacityTrains capacity_trains(ProbeRunner& runner, const Config& c, PhasePath& 
     }
   }
   return out;
-}
-
-nlohmann::json plan_packets_json(const Train& t) {
-  PacketBuilder builder;
-  nlohmann::json packets = nlohmann::json::array();
-  for (const Probe& p : t.probes) {
-    std::string flags;
-    if (p.flags & kSyn) flags += "S";
-    if (p.flags & kRst) flags += "R";
-    if (p.flags & kAck) flags += "A";
-    packets.push_back({{"index", p.index},
-                       {"role", role_name(p.role)},
-                       {"flags", flags},
-                       {"seq", p.seq},
-                       {"ip_len", p.ip_len},
-                       {"ttl", p.ttl},
-                       {"offset_s", to_seconds(p.offset)},
-                       {"wire_bytes", builder.build(p).size()}});
-  }
-  return packets;
-}
-
-nlohmann::json plan_header(const Config& c, IpAddr* dst, Route* route,
-                           std::vector<Warning>* warnings) {
-  *dst = checked_target(c);
-  nlohmann::json plan;
-  plan["type"] = "plan";
-  plan["command"] = c.command;
-  plan["target"] = c.target;
-  plan["target_addr"] = format_scoped(*dst);
-  try {
-    *route = find_route(*dst, c.interface, c.source);
-  } catch (const Error& e) {
-    warnings->push_back({WarningCode::kNoRoute, e.report()});
-    route->interface = c.interface;
-  }
-  return plan;
-}
-
-nlohmann::json plan_capacity(const Config& c) {
-  IpAddr dst;
-  Route route;
-  std::vector<Warning> warnings;
-  nlohmann::json plan = plan_header(c, &dst, &route, &warnings);
-  const int L = effective_packet_size(c, route, warnings);
-  const int n = c.load_packets > 0 ? c.load_packets : kSizingLoadPackets;
-  FlowId flow{route.source, dst, static_cast<std::uint16_t>(c.sport),
-              static_cast<std::uint16_t>(c.port > 0 ? c.port : default_candidate_ports()[0])};
-  SeqAllocator seqs(1000);
-  const Train t = make_capacity_train(train_params(c, flow, n, L), 0, seqs);
-  const nlohmann::json packets = plan_packets_json(t);
-  plan["params"] = params_json(c);
-  plan["params"]["packet_size"] = L;
-  plan["source"] = format_scoped(route.source);
-  plan["interface"] = route.interface;
-  plan["first_train"] = {{"load_packets", n}, {"bytes", t.total_bytes()}, {"packets", packets}};
-  plan["schedule"] = {
-      {"discovery",
-       "SYNs to closed-port candidates, then to service ports (443, 80, ...), then bare ACKs, "
-       "up to " + std::to_string(discovery_rounds(c.discovery_tries)) +
-           " rounds; the markers below are for a closed port (open_syn adds a closer RST after "
-           "each SYN, ack turns the SYNs into bare ACKs)"},
-      {"sizing", c.load_packets > 0
-                     ? "fixed load packets per train"
-                     : "first train sizes the rest: N = ceil(train_dispersion * C / (8 L)), "
-                       "clamped to [8, max_load_packets]"},
-      {"idle",
-       "after each train: max(train time at C_b / max_load, 2 N L / C_b), C_b the lower quartile "
-       "of the per-train rates (at most the estimate; lower when long trains read faster than "
-       "short ones: lost load); before each: bytes sent over elapsed time under max_load x C_b"},
-      {"stop", "precision reached after min_trains, or max_trains / max_time / max_bytes"}};
-  plan["caps"] = {{"max_trains", c.max_trains},
-                  {"max_time_s", c.max_time_s},
-                  {"max_bytes", c.max_bytes},
-                  {"max_rate_bps", c.max_rate_bps},
-                  {"worst_case_bytes",
-                   std::min<std::uint64_t>(c.max_bytes, static_cast<std::uint64_t>(c.max_trains) *
-                                                            (c.max_load_packets + 5) * L)}};
-  nlohmann::json w = nlohmann::json::array();
-  for (const auto& x : warnings) w.push_back({{"code", x.code}, {"message", x.message}});
-  plan["warnings"] = w;
-  return plan;
-}
-
-std::string plan_text(const nlohmann::json& plan) {
-  std::ostringstream o;
-  o << "dry run: linkwidth " << plan["command"].get<std::string>() << " "
-    << plan["target"].get<std::string>() << " (" << plan["target_addr"].get<std::string>()
-    << ") from " << plan["source"].get<std::string>() << " via "
-    << plan["interface"].get<std::string>() << "; nothing is sent\n";
-  o << "first train (" << plan["first_train"]["load_packets"].get<int>() << " load packets, "
-    << plan["first_train"]["bytes"].get<std::uint64_t>() << " bytes):\n";
-  o << "  idx role    flags seq         ip_len ttl offset_us\n";
-  char buf[160];
-  for (const auto& p : plan["first_train"]["packets"]) {
-    std::snprintf(buf, sizeof buf, "  %3d %-7s %-5s %-11u %6d %3d %9.1f\n", p["index"].get<int>(),
-                  p["role"].get<std::string>().c_str(), p["flags"].get<std::string>().c_str(),
-                  p["seq"].get<unsigned>(), p["ip_len"].get<int>(), p["ttl"].get<int>(),
-                  p["offset_s"].get<double>() * 1e6);
-    o << buf;
-  }
-  for (const auto& [k, v] : plan["schedule"].items())
-    o << k << ": " << v.get<std::string>() << "\n";
-  o << "caps: " << plan["caps"].dump() << "\n";
-  for (const auto& w : plan["warnings"])
-    o << "warning: " << w["message"].get<std::string>() << "\n";
-  return o.str();
 }
 
 }  // namespace lw

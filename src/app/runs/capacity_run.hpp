@@ -57,18 +57,8 @@ nlohmann::json capacity_checks_note(const std::vector<Warning>& before,
                                     const CapacityResult& after);
 void apply_capacity_checks(CapacityResult& res, const nlohmann::json& note);
 
-// --dry-run: the planned packets and schedule, without privileges or sending.
-nlohmann::json plan_capacity(const Config& c);
-std::string plan_text(const nlohmann::json& plan);
-
-// The start of every --dry-run document: the checked target (lw::Error if
-// forbidden) and the route, or a no_route warning when there is none.
-struct Route;
-nlohmann::json plan_header(const Config& c, IpAddr* dst, Route* route,
-                           std::vector<Warning>* warnings);
-
-// The --dry-run listing of one train's packets (what plan_text prints).
-struct Train;
-nlohmann::json plan_packets_json(const Train& t);
+// A capacity train of `n` load packets of `packet_size` bytes: markers and
+// drain packets from `c`, back to back or spaced to --max-rate.
+CapacityTrainParams train_params(const Config& c, const FlowId& flow, int n, int packet_size);
 
 }  // namespace lw

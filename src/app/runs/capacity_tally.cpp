@@ -188,7 +188,7 @@ void CapacityTally::conclude(CapacityResult& res) const {
   } else if (est.valid) {
     apply_estimate(res, est);
     if (two_rate_.rate_corrected) {
-      char m[200];
+      char m[320];
       std::snprintf(m, sizeof m,
                     "the train dispersions grew with the time the trains took to send (cross "
                     "traffic on the narrow link, about %.0f%% of its capacity); the capacity is "

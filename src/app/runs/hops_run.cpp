@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <sstream>
 
 #include "app/runs/capacity_run.hpp"
 #include "app/runs/capacity_tally.hpp"
@@ -20,7 +19,6 @@
 #include "plan/target_marker.hpp"
 #include "report/hops_writers.hpp"
 #include "report/writers.hpp"
-#include "send/packet_builder.hpp"
 
 namespace lw {
 
@@ -543,54 +541,6 @@ HopsResult run_hops_on(ProbeRunner& io, HopsResult res, const Config& c, PhasePa
 Config hops_config_from(const nlohmann::json& j) {
   // The ranges parse_cli allows (validate()): a damaged record must not size the run.
   return recorded_config(config_from_json(j), "hops");
-}
-
-nlohmann::json plan_hops(const Config& c) {
-  IpAddr dst;
-  Route route;
-  std::vector<Warning> warnings;
-  nlohmann::json plan = plan_header(c, &dst, &route, &warnings);
-  nlohmann::json w = nlohmann::json::array();
-  for (const auto& x : warnings) w.push_back({{"code", x.code}, {"message", x.message}});
-  const int L = std::min(c.packet_size, route.mtu);
-  const int n = c.load_packets > 0 ? c.load_packets : kSizingLoadPackets;
-  const FlowId flow{route.source, dst, static_cast<std::uint16_t>(c.sport),
-                    static_cast<std::uint16_t>(c.port > 0 ? c.port : default_candidate_ports()[0])};
-  SeqAllocator seqs(1000);
-  RecursiveTrainParams p;
-  p.flow = flow;
-  const int H = std::min(4, c.max_hops);
-  for (int k = 1; k <= H; ++k) {
-    p.hops.push_back({k, 0, k == H ? MarkerKind::kTarget : MarkerKind::kTtl});
-  }
-  p.load_packets = n;
-  p.packet_size = static_cast<std::uint16_t>(L);
-  p.drain_packets = c.drain_packets;
-  RecursiveTrain rt = make_recursive_train(p, 0, seqs);
-  space_to_rate(rt.train, c.max_rate_bps);
-  const nlohmann::json packets = plan_packets_json(rt.train);
-  plan["params"] = params_json(c);
-  plan["params"]["packet_size"] = L;
-  plan["source"] = format_ipv4(route.source);
-  plan["interface"] = route.interface;
-  plan["first_train"] = {{"load_packets", n},
-                         {"bytes", rt.train.total_bytes()},
-                         {"example_hops", H},
-                         {"packets", packets}};
-  plan["schedule"] = {
-      {"discovery", "marker discovery as for capacity, then one SYN per TTL 1.." +
-                        std::to_string(c.max_hops) + " in the same 5-tuple"},
-      {"markers", "hop-markers " + std::string(name(c.hop_markers)) +
-                      ": ttl = TTL-limited SYNs (ICMP time exceeded), addr = SYNs to the "
-                      "router's own address (RST/ACK)"},
-      {"pacing",
-       "each TTL-marked router gets 2 ICMP per train within --icmp-rate/--icmp-burst; "
-       "idle = train time at the slowest hop / max_load"},
-      {"stop", "max_trains / max_time / max_bytes"}};
-  plan["caps"] = {
-      {"max_trains", c.max_trains}, {"max_time_s", c.max_time_s}, {"max_bytes", c.max_bytes}};
-  plan["warnings"] = w;
-  return plan;
 }
 
 }  // namespace lw

@@ -39,8 +39,5 @@ HopsResult run_hops_on(ProbeRunner& io, HopsResult res, const Config& c, PhasePa
 // checked against the ranges the CLI allows for run_hops_on (exit-2 error).
 Config hops_config_from(const nlohmann::json& j);
 
-// --dry-run: the TTL sweep and an example recursive train (4 hops), in the
-// same shape as plan_capacity() so plan_text() renders it.
-nlohmann::json plan_hops(const Config& c);
 
 }  // namespace lw
