@@ -297,6 +297,20 @@ Crossing response_crossing_tight(const std::vector<ResponseSample>& s, double ba
                                  double capacity_bps,
                                  const std::vector<ResponseSample>& slope_extra = {});
 
+// The calibration's baseline contradicted by the search (issue 11): every
+// fleet read "above", down to rates at or below the calibration's own (which
+// it took to be below the avail-bw), yet the lowest fleets' ratios lie flat
+// (no rise with the rate: a slope under a quarter of 1/C) at a level closer
+// to 1 than the baseline and past baseline + threshold. The calibration
+// trains were compressed by something that left the search trains alone (the
+// lab's 100 Mbit/s link at 75% constant-rate load: one run's 8 calibration
+// trains all read 0.973-0.988, baseline 0.980 with threshold 0.014; fleets at
+// 1.6 to 12 Mbit/s then read 1.000-1.004, "above", and the avail-bw came out
+// at 0.8 for 24.8). True with *rebased, the mean ratio of the fleets at or
+// below `calibration_bps`, when at least two such fleets ran.
+bool baseline_contradicted(const std::vector<RatePoint>& fleets, const NoiseModel& noise, double C,
+                           double calibration_bps, double* rebased);
+
 // The response trains' stopping rule: the crossing's standard error a
 // user needs is relative to the avail-bw, not only to C. ω/2 alone (ω = 3%
 // of C) let a crossing at 20% of C stop after 12 trains with a standard

@@ -18,6 +18,8 @@ namespace lw {
     "into them")                                                                                  \
   X(kCalibrationDisturbed, "calibration_disturbed",                                               \
     "even the low-rate calibration trains came back spread out: the path may be saturated")       \
+  X(kCalibrationRebased, "calibration_rebased",                                                   \
+    "the search's low fleets contradicted the calibration's baseline: searched again from theirs") \
   X(kCapacityAtSendRate, "capacity_at_send_rate",                                                 \
     "the capacity is at or above what we could send: the replies may only show our own rate")     \
   X(kCapacityLowerBound, "capacity_lower_bound",                                                  \

@@ -801,3 +801,67 @@ TEST_CASE("response trains stop at a standard error relative to the avail-bw", "
   CHECK(sd_new < 0.033);
   CHECK(far_new < far_old);
 }
+
+TEST_CASE("a calibration baseline that the search's low fleets contradict is rebased",
+          "[availbw][calibration]") {
+  const double C = 98.7e6, cal = 9.87e6;
+  NoiseModel noise;
+  noise.baseline = 0.980;
+  noise.threshold = 0.0143;
+  // The lab run (100 Mbit/s, 75% constant-rate load): every fleet "above",
+  // down to 1.57 Mbit/s, at a flat ratio of 1.000.
+  const std::vector<RatePoint> lab = {{49.36e6, 1.2268, FleetVerdict::kAbove},
+                                      {24.82e6, 0.9911, FleetVerdict::kGrey},
+                                      {12.45e6, 1.0042, FleetVerdict::kAbove},
+                                      {6.25e6, 1.0035, FleetVerdict::kAbove},
+                                      {3.14e6, 1.0000, FleetVerdict::kAbove},
+                                      {1.57e6, 0.9999, FleetVerdict::kAbove}};
+  double b = 0;
+  REQUIRE(baseline_contradicted(lab, noise, C, cal, &b));
+  CHECK(b == Approx(1.0011).margin(0.0005));
+  // With the rebased baseline the same fleets are within the noise band.
+  NoiseModel rebased = noise;
+  rebased.baseline = b;
+  CHECK(classify_train(1.0035, false, rebased) != TrainVerdict::kAbove);
+
+  // Not when a fleet read below: the baseline held somewhere.
+  auto with_below = lab;
+  with_below[3].verdict = FleetVerdict::kBelow;
+  CHECK_FALSE(baseline_contradicted(with_below, noise, C, cal, &b));
+  // Not when the low fleets rise with the rate like a link above the knee
+  // (a truly saturated path: ratio (O + X)/C with X = 97).
+  std::vector<RatePoint> saturated;
+  for (double o : {1.5e6, 3e6, 6e6, 9e6}) saturated.push_back({o, (o + 97e6) / C, FleetVerdict::kAbove});
+  NoiseModel low = noise;
+  low.baseline = 0.95;
+  CHECK_FALSE(baseline_contradicted(saturated, low, C, cal, &b));
+  // Not when the baseline is nearer 1 than the fleets (calibration above the
+  // avail-bw reads high, and the fleets are not past it).
+  NoiseModel high = noise;
+  high.baseline = 1.05;
+  CHECK_FALSE(baseline_contradicted(lab, high, C, cal, &b));
+  // Not with fewer than two fleets at or below the calibration's rate.
+  CHECK_FALSE(baseline_contradicted({lab[0], lab[2], lab[5]}, noise, C, cal, &b));
+  CHECK_FALSE(baseline_contradicted({}, noise, C, cal, &b));
+}
+
+TEST_CASE("response trains on the fluid line of C outweigh a bracket above them", "[availbw][heavy]") {
+  // The lab's 100 Mbit/s link at 75% load (A = 24.8): one fleet above A read
+  // "below" (bursty cross traffic left its trains compressed) and the bracket
+  // sat at [31.5, 33.5]; the response trains lay on a line of slope 1/C.
+  const double C = 98.8e6, x = 74e6;
+  NoiseModel noise;
+  noise.threshold = 0.03;
+  std::mt19937 rng(5);
+  int curve_basis = 0;
+  std::vector<double> err;
+  for (int run = 0; run < 20; ++run) {
+    const auto resp = curve(C, x, {(33.46e6 + C) / 2, C}, 12, 0.01, rng);
+    const AvailbwEstimate e = estimate_availbw(resp, noise, 31.49e6, 33.46e6, C);
+    curve_basis += e.basis == "response_curve";
+    err.push_back(std::fabs(e.availbw_bps / (C - x) - 1));
+  }
+  std::sort(err.begin(), err.end());
+  CHECK(curve_basis >= 16);
+  CHECK(err[err.size() / 2] <= 0.06);
+}

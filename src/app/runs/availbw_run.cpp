@@ -336,7 +336,23 @@ class FleetRun {
   void run() {
     if (!calibrate_search(runner, path, c, C, res, t0, t_cap, &noise, &scale)) return;
     res.stop_reason = StopReason::kNone;
-    const bool search_cut = run_search();
+    bool search_cut = run_search();
+    double rebased = 0;
+    if (res.stop_reason == StopReason::kNone && !search_cut &&
+        baseline_contradicted(search.history(), noise, C, calibration_bps(), &rebased)) {
+      // Once: the search's own low fleets give the baseline, and it runs again.
+      res.warnings.push_back(
+          {WarningCode::kCalibrationRebased,
+           "every fleet read above the avail-bw down to the calibration's rate, at a flat ratio of " +
+               std::to_string(rebased) + " against the calibration's baseline " +
+               std::to_string(noise.baseline) +
+               ": the calibration trains were disturbed; searched again from that ratio"});
+      noise.baseline = rebased;
+      res.noise_baseline = rebased;
+      search = FleetSearch(search_params(C, omega));
+      slope_points.clear();
+      search_cut = run_search();
+    }
     if (res.stop_reason == StopReason::kNone) {
       if (search.high() < 0.9 * C) run_response(search.high());
       // A cap that cuts the response trains short leaves the search's reason.
@@ -350,6 +366,14 @@ class FleetRun {
   }
 
  private:
+  // The offered rate of the last calibration round (its record).
+  double calibration_bps() const {
+    for (auto it = res.rates.rbegin(); it != res.rates.rend(); ++it) {
+      if (it->phase == "calibration") return it->offered_bps > 0 ? it->offered_bps : it->rate_bps;
+    }
+    return 0;
+  }
+
   static FleetSearchParams search_params(double C, double omega) {
     FleetSearchParams fp;
     fp.capacity_bps = C;
