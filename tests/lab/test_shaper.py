@@ -135,12 +135,17 @@ def test_ordinary_paths_have_no_shaper(links):
             chk = doc["shaper_check"]
             if doc["capacity_is_lower_bound"]:
                 # A path at least as fast as --max-rate may hide a bucket the
-                # trains never drain: one stream looks, and finds none.
+                # trains never drain: one stream looks, and finds none. A
+                # second one runs when the first saw the rate drop right at its
+                # end ("sustained phase too short": run_shaper_probe follows
+                # up past the drop); on this unshaped path that drop is timing
+                # noise of the 1 Gbit/s stream's replies, and the second stream
+                # passes whole (the fresh-clone CI at 9f554c8: 2 streams,
+                # 5.4 MB, not_emptied). Never more, and never a shaper.
+                # no_replies, a stream whose replies did not come back, is the
+                # verdict allowed besides.
                 assert chk is not None and chk["trigger"] == "capacity_lower_bound", chk
-                # (This line failed once in five runs of the unshaped path;
-                # the document was not kept. no_replies, a stream whose
-                # replies did not come back, is the verdict allowed besides.)
-                assert chk["streams"] == 1, chk
+                assert chk["streams"] in (1, 2), chk
                 assert chk["verdict"] in ("none", "not_emptied", "no_replies"), chk
             else:
                 # Nothing was sent for it: these paths pay nothing.
