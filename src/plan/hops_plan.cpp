@@ -7,18 +7,6 @@
 
 namespace lw {
 
-const char* marker_kind_name(MarkerKind k) {
-  switch (k) {
-    case MarkerKind::kTtl:
-      return "ttl";
-    case MarkerKind::kAddr:
-      return "addr";
-    case MarkerKind::kTarget:
-      return "target";
-  }
-  return "?";
-}
-
 namespace {
 
 Probe syn_probe(const FlowId& flow, int train_id, SeqAllocator& seqs) {

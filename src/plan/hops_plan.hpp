@@ -19,14 +19,8 @@
 
 namespace lw {
 
-// How a marker draws its reply from hop k.
-enum class MarkerKind : std::uint8_t {
-  kTtl,     // IP TTL = k in the flow's 5-tuple: hop k answers ICMP time exceeded
-  kAddr,    // SYN to hop k's own address (full TTL): a router running TCP answers
-            // RST/ACK from a closed port (the paper's variant, §3.3)
-  kTarget,  // the last hop: SYN to the target's closed port, full TTL
-};
-const char* marker_kind_name(MarkerKind k);
+// MarkerKind (how a marker draws its reply from hop k: ttl, addr, target) is
+// in linkwidth/run_names.hpp with its JSON names.
 
 struct HopMarker {
   int ttl = 0;             // the hop's position on the path (1-based)

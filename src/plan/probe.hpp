@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "linkwidth/ip_addr.hpp"
+#include "linkwidth/run_names.hpp"
 #include "linkwidth/time.hpp"
 
 namespace lw {
@@ -31,10 +32,8 @@ enum class Role : std::uint8_t {
 
 const char* role_name(Role r);
 
-// What the markers addressed to the target are (plan/target_marker.hpp): SYNs
-// to a closed port, SYNs to a listening port (each followed by a closer RST),
-// or bare ACKs. JSON `marker_kind`: closed_syn, open_syn, ack.
-enum class TargetMarker : std::uint8_t { kClosedSyn, kOpenSyn, kAck };
+// TargetMarker (what the markers addressed to the target are) is in
+// linkwidth/run_names.hpp with its JSON names.
 
 struct Probe {
   IpAddr src;

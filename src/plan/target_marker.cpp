@@ -5,28 +5,6 @@
 
 namespace lw {
 
-const char* target_marker_name(TargetMarker k) {
-  switch (k) {
-    case TargetMarker::kClosedSyn:
-      return "closed_syn";
-    case TargetMarker::kOpenSyn:
-      return "open_syn";
-    case TargetMarker::kAck:
-      return "ack";
-  }
-  return "?";
-}
-
-bool parse_target_marker(const std::string& name, TargetMarker& out) {
-  for (TargetMarker k : {TargetMarker::kClosedSyn, TargetMarker::kOpenSyn, TargetMarker::kAck}) {
-    if (name == target_marker_name(k)) {
-      out = k;
-      return true;
-    }
-  }
-  return false;
-}
-
 namespace {
 
 constexpr std::uint8_t kFullTtl = 64;

@@ -32,8 +32,7 @@
 
 namespace lw {
 
-const char* target_marker_name(TargetMarker k);  // "closed_syn", "open_syn", "ack"
-bool parse_target_marker(const std::string& name, TargetMarker& out);
+// The kinds' names: name(TargetMarker) and from_name (linkwidth/run_names.hpp).
 
 // IP bytes of an inserted closer: 20 bytes of the probe signature, so that it
 // is told apart from the prober kernel's own 40-byte RSTs (which answer every

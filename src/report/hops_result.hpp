@@ -16,7 +16,7 @@ namespace lw {
 struct HopRecord {
   int ttl = 0;
   std::string addr;          // empty = unknown (never answered the TTL sweep)
-  std::string marker_kind;   // "ttl", "addr" or "target": what its markers were in the last train
+  MarkerKind marker_kind = MarkerKind::kTtl;  // what its markers were in the last train
   bool answers_tcp = false;  // answered a SYN to its own address with RST/ACK
   int replies = 0;           // trains in which both of its markers were answered
   bool used = false;         // answered often enough to take part in the vote
@@ -30,9 +30,8 @@ struct HopsResult {
   std::string target;
   std::string target_addr;
   int port = 0;
-  // What the markers to the target were: closed_syn, open_syn or ack
-  // (plan/target_marker.hpp).
-  std::string marker_kind = "closed_syn";
+  // What the markers to the target were (plan/target_marker.hpp).
+  TargetMarker marker_kind = TargetMarker::kClosedSyn;
   std::string source;
   std::string interface;
   int source_port = 0;

@@ -81,7 +81,7 @@ std::string to_text(const HopsResult& r) {
                                           : std::string("-");
     std::snprintf(buf, sizeof buf, "%s %3d  %-*s  %-7s  %7d  %-12s  %-13s  %3.0f%%%s\n",
                   mark ? ">" : " ", h.ttl, aw, h.addr.empty() ? "unknown" : h.addr.c_str(),
-                  h.marker_kind.c_str(), h.replies, disp.c_str(),
+                  name(h.marker_kind), h.replies, disp.c_str(),
                   h.rate_bps > 0 ? format_rate(h.rate_bps).c_str() : "-", 100 * h.choke_fraction,
                   h.used ? "" : "  (too few replies)");
     o << buf;

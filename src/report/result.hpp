@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "linkwidth/run_names.hpp"
 #include "nlohmann/json.hpp"
 #include "report/stop_reason.hpp"
 #include "report/warning_codes.hpp"
@@ -78,10 +79,16 @@ struct ShaperRecord {
   std::vector<double> refill_bps;  // each pair's avail-bw (8 x content / tau)
 };
 
+// A capacity train's verdict besides the SampleVerdict names
+// (estimate/capacity.hpp, verdict_name): a sizing train, or one that met a
+// smaller path MTU.
+inline constexpr const char* kVerdictSizing = "sizing";
+inline constexpr const char* kVerdictPathMtu = "path_mtu";
+
 struct TrainRecord {
   int train = 0;
   int load_packets = 0;
-  std::string verdict;
+  std::string verdict;  // verdict_name(SampleVerdict), kVerdictSizing or kVerdictPathMtu
   double capacity_bps = 0;
   double offered_bps = 0;
   double reply_dispersion_s = 0;
@@ -94,9 +101,8 @@ struct CapacityResult {
   std::string target;  // as given
   std::string target_addr;
   int port = 0;
-  // What the markers to the target were: closed_syn, open_syn or ack
-  // (plan/target_marker.hpp).
-  std::string marker_kind = "closed_syn";
+  // What the markers to the target were (plan/target_marker.hpp).
+  TargetMarker marker_kind = TargetMarker::kClosedSyn;
   std::string source;
   std::string interface;
   int source_port = 0;

@@ -22,10 +22,16 @@ std::string format_rate(double bps) {
   return buf;
 }
 
-std::string port_phrase(const std::string& marker_kind, int port) {
+std::string port_phrase(TargetMarker marker_kind, int port) {
   const std::string p = std::to_string(port);
-  if (marker_kind == "open_syn") return "open port " + p + " (SYN markers, each reset at once)";
-  if (marker_kind == "ack") return "port " + p + " (bare ACK markers)";
+  switch (marker_kind) {
+    case TargetMarker::kOpenSyn:
+      return "open port " + p + " (SYN markers, each reset at once)";
+    case TargetMarker::kAck:
+      return "port " + p + " (bare ACK markers)";
+    case TargetMarker::kClosedSyn:
+      break;
+  }
   return "closed port " + p;
 }
 
@@ -48,9 +54,10 @@ std::vector<Warning> warnings_from_json(const nlohmann::json& a) {
 namespace {
 
 nlohmann::json nullable(bool valid, double v) { return valid ? nlohmann::json(v) : nullptr; }
+// A nullable number of a document read back: null is 0; a missing key throws.
 double or_zero(const nlohmann::json& j, const char* key) {
-  const auto it = j.find(key);
-  return it != j.end() && it->is_number() ? it->get<double>() : 0.0;
+  const nlohmann::json& v = j.at(key);
+  return v.is_number() ? v.get<double>() : 0.0;
 }
 
 }  // namespace
@@ -71,10 +78,10 @@ LoadCheckRecord load_check_from_json(const nlohmann::json& j) {
   LoadCheckRecord l;
   if (!j.is_object()) return l;
   l.ran = true;
-  l.dropped = j.value("load_dropped", false);
-  l.trains_sent = j.value("syn_trains_sent", 0);
-  l.trains_used = j.value("syn_trains_used", 0);
-  l.trains_uncompressed = j.value("syn_trains_uncompressed", 0);
+  l.dropped = j.at("load_dropped").get<bool>();
+  l.trains_sent = j.at("syn_trains_sent").get<int>();
+  l.trains_used = j.at("syn_trains_used").get<int>();
+  l.trains_uncompressed = j.at("syn_trains_uncompressed").get<int>();
   l.syn_capacity_bps = or_zero(j, "syn_capacity_bps");
   l.ratio = or_zero(j, "ratio");
   l.rst_capacity_bps = or_zero(j, "rst_capacity_bps");
@@ -116,31 +123,31 @@ ShaperRecord shaper_from_json(const nlohmann::json& shaper, const nlohmann::json
   ShaperRecord s;
   if (check.is_object()) {
     s.probed = true;
-    s.trigger = check.value("trigger", "");
-    s.verdict = check.value("verdict", "");
-    s.streams = check.value("streams", 0);
-    s.stream_bytes = check.value("stream_bytes", std::uint64_t{0});
-    s.elapsed_s = check.value("elapsed_s", 0.0);
+    s.trigger = check.at("trigger").get<std::string>();
+    s.verdict = check.at("verdict").get<std::string>();
+    s.streams = check.at("streams").get<int>();
+    s.stream_bytes = check.at("stream_bytes").get<std::uint64_t>();
+    s.elapsed_s = check.at("elapsed_s").get<double>();
     s.stream_rate_bps = or_zero(check, "stream_rate_bps");
-    s.refill_pairs = check.value("refill_pairs", 0);
-    s.refill_bytes = check.value("refill_bytes", std::uint64_t{0});
-    s.refill_idle_s = check.value("refill_idle_s", 0.0);
-    if (check.contains("refill_bps") && check["refill_bps"].is_array()) {
-      for (const auto& v : check["refill_bps"]) {
+    if (check.contains("refill_bytes")) {  // written with a refill only (measure/availbw)
+      s.refill_pairs = check.at("refill_pairs").get<int>();
+      s.refill_bytes = check.at("refill_bytes").get<std::uint64_t>();
+      s.refill_idle_s = check.at("refill_idle_s").get<double>();
+      for (const auto& v : check.at("refill_bps")) {  // a non-finite rate was written as null
         if (v.is_number()) s.refill_bps.push_back(v.get<double>());
       }
     }
   }
   if (shaper.is_object()) {
-    s.found = shaper.value("bucket_bytes", nlohmann::json()).is_number();
+    s.found = shaper.at("bucket_bytes").is_number();
     s.not_emptied = !s.found;
     s.rate_bps = or_zero(shaper, "rate_bps");
     s.rate_low_bps = or_zero(shaper, "rate_low_bps");
-    s.rate_high_bps = shaper.value("rate_high_bps", nlohmann::json()).is_number()
+    s.rate_high_bps = shaper.at("rate_high_bps").is_number()
                           ? shaper["rate_high_bps"].get<double>()
                           : (s.found ? std::numeric_limits<double>::infinity() : 0.0);
     s.peak_bps = or_zero(shaper, "peak_bps");
-    s.peak_is_lower_bound = shaper.value("peak_is_lower_bound", false);
+    s.peak_is_lower_bound = shaper.at("peak_is_lower_bound").get<bool>();
     s.bucket_bytes = or_zero(shaper, "bucket_bytes");
     s.bucket_at_least_bytes = or_zero(shaper, "bucket_bytes_at_least");
   }

@@ -47,10 +47,11 @@ std::string format_rate(double bps);
 
 // The port and how it was probed, for the text header: "closed port 47391",
 // "open port 443 (SYN markers, each reset at once)", "port 80 (bare ACK markers)".
-std::string port_phrase(const std::string& marker_kind, int port);
+std::string port_phrase(TargetMarker marker_kind, int port);
 
 // Pieces of the documents, and their inverses for run records read back by
-// `linkwidth analyze` (missing or null numbers read as 0).
+// `linkwidth analyze` (a null number reads as 0; a missing field throws, except the
+// ones a document writes only sometimes, e.g. shaper_check's refill_*).
 nlohmann::json warnings_json(const std::vector<Warning>& ws);
 std::vector<Warning> warnings_from_json(const nlohmann::json& a);
 nlohmann::json load_check_json(const LoadCheckRecord& l);  // null unless it ran

@@ -44,6 +44,8 @@ E read_name(const nlohmann::json& j, const char* what) {
 LW_NAME_FUNCTIONS(Command, LW_COMMANDS)
 LW_NAME_FUNCTIONS(Method, LW_METHODS)
 LW_NAME_FUNCTIONS(HopMarkers, LW_HOP_MARKERS)
+LW_NAME_FUNCTIONS(TargetMarker, LW_TARGET_MARKERS)
+LW_NAME_FUNCTIONS(MarkerKind, LW_MARKER_KINDS)
 
 #undef LW_NAME_FUNCTIONS
 #undef LW_CASE
@@ -56,6 +58,14 @@ void from_json(const nlohmann::json& j, Method& v) { v = read_name<Method>(j, "m
 void to_json(nlohmann::json& j, HopMarkers v) { j = name(v); }
 void from_json(const nlohmann::json& j, HopMarkers& v) {
   v = read_name<HopMarkers>(j, "hop-marker mode");
+}
+void to_json(nlohmann::json& j, TargetMarker v) { j = name(v); }
+void from_json(const nlohmann::json& j, TargetMarker& v) {
+  v = read_name<TargetMarker>(j, "marker_kind");
+}
+void to_json(nlohmann::json& j, MarkerKind v) { j = name(v); }
+void from_json(const nlohmann::json& j, MarkerKind& v) {
+  v = read_name<MarkerKind>(j, "hop marker kind");
 }
 
 }  // namespace lw

@@ -55,11 +55,11 @@ TEST_CASE("hops result: JSON fields and the text table", "[hops]") {
   r.stop_reason = StopReason::kMaxTrains;
   HopRecord a;
   a.ttl = 1;  // silent: unknown address, no numbers
-  a.marker_kind = "ttl";
+  a.marker_kind = MarkerKind::kTtl;
   HopRecord b;
   b.ttl = 2;
   b.addr = "198.18.2.2";
-  b.marker_kind = "addr";
+  b.marker_kind = MarkerKind::kAddr;
   b.replies = 8;
   b.used = true;
   b.dispersion_s = 0.004;
@@ -68,7 +68,7 @@ TEST_CASE("hops result: JSON fields and the text table", "[hops]") {
   HopRecord t = b;
   t.ttl = 3;
   t.addr = "198.18.3.2";
-  t.marker_kind = "target";
+  t.marker_kind = MarkerKind::kTarget;
   t.choke_fraction = 0;
   r.hops = {a, b, t};
   r.bottleneck_hop = 2;

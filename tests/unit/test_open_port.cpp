@@ -13,6 +13,7 @@
 #include "plan/capacity_plan.hpp"
 #include "plan/hops_plan.hpp"
 #include "plan/syn_train.hpp"
+#include "nlohmann/json.hpp"
 #include "plan/target_marker.hpp"
 
 using namespace lw;
@@ -94,12 +95,17 @@ Decoded from_target(const Probe& p, Nanos ts, std::uint8_t flags, std::uint32_t 
 TEST_CASE("marker kinds have JSON names and parse back", "[plan][open_port]") {
   for (TargetMarker k : {TargetMarker::kClosedSyn, TargetMarker::kOpenSyn, TargetMarker::kAck}) {
     TargetMarker back = TargetMarker::kClosedSyn;
-    REQUIRE(parse_target_marker(target_marker_name(k), back));
+    REQUIRE(from_name(name(k), &back));
     CHECK(back == k);
+    CHECK(nlohmann::json(k).get<TargetMarker>() == k);
   }
-  CHECK(std::string(target_marker_name(TargetMarker::kOpenSyn)) == "open_syn");
+  CHECK(nlohmann::json(TargetMarker::kOpenSyn) == "open_syn");
+  CHECK(nlohmann::json(MarkerKind::kTarget) == "target");
   TargetMarker x;
-  CHECK_FALSE(parse_target_marker("open", x));
+  CHECK_FALSE(from_name("open", &x));
+  // A record naming an unknown kind is damaged: an error, never a default.
+  CHECK_THROWS(nlohmann::json("open").get<TargetMarker>());
+  CHECK_THROWS(nlohmann::json("router").get<MarkerKind>());
 }
 
 TEST_CASE("closed-port trains are not touched", "[plan][open_port]") {

@@ -67,3 +67,89 @@ TEST_CASE("record kinds have their file names", "[run_notes]") {
   CHECK_FALSE(note_kind(json::array()).has_value());
   CHECK(std::string(record_kind_name(RecordKind::kReplyLimit)) == "reply_limit");
 }
+
+namespace {
+
+struct FakeResult {
+  std::string target = "t.example", target_addr = "198.18.1.2";
+  int port = 47391;
+  TargetMarker marker_kind = TargetMarker::kOpenSyn;
+  std::string source = "198.18.0.1", interface = "dn";
+  int source_port = 40000;
+  double rtt_s = 0.002;
+  json params = {{"packet_size", 1500}};
+  struct {
+    int reply_ttl = 64, reply_hops = 2;
+    std::string check = "ok", box;
+  } replier;
+  std::vector<Warning> warnings{Warning::recorded("path_mtu", "shrank")};
+};
+
+}  // namespace
+
+TEST_CASE("phase run and end notes round-trip and name their phase", "[run_notes]") {
+  const RunHead head = run_head(FakeResult{});
+  const json run = phase_note_json(CapacityRunNote{Command::kMeasure, head, true, 0.01, 1e9});
+  CHECK(run.at("kind") == "run");
+  CHECK(run.at("phase") == "capacity");
+  CHECK(run.at("command") == "measure");
+  CHECK(run.at("head").at("marker_kind") == "open_syn");
+  CHECK(run.at("head").at("replier_box").is_null());
+  const CapacityRunNote back = read_phase_note<CapacityRunNote>(run);
+  CHECK(back.command == Command::kMeasure);
+  CHECK(back.two_lengths);
+  CHECK(back.max_rate_bps == 1e9);
+  FakeResult r;
+  r.marker_kind = TargetMarker::kClosedSyn;
+  r.warnings.clear();
+  apply_head(r, back.head);
+  CHECK(r.marker_kind == TargetMarker::kOpenSyn);
+  CHECK(r.source_port == 40000);
+  REQUIRE(r.warnings.size() == 1);
+  CHECK(r.warnings[0].code == "path_mtu");
+
+  // Of another phase, or another kind: an error.
+  CHECK_THROWS_AS(read_phase_note<HopsRunNote>(run), json::exception);
+  CHECK_THROWS_AS(read_phase_note<CapacityEndNote>(run), json::exception);
+  // A missing field is an error, not a default.
+  json bad = run;
+  bad.erase("max_rate_bps");
+  CHECK_THROWS_AS(read_phase_note<CapacityRunNote>(bad), json::exception);
+  bad = run;
+  bad["head"].erase("source");
+  CHECK_THROWS_AS(read_phase_note<CapacityRunNote>(bad), json::exception);
+  // The one optional head field: records before open-port markers used closed ports.
+  json old = run;
+  old["head"].erase("marker_kind");
+  FakeResult o;
+  apply_head(o, read_phase_note<CapacityRunNote>(old).head);
+  CHECK(o.marker_kind == TargetMarker::kClosedSyn);
+  // An unknown marker kind is a damaged record.
+  old["head"]["marker_kind"] = "syn_ack";
+  CHECK_THROWS(read_phase_note<CapacityRunNote>(old));
+}
+
+TEST_CASE("avail-bw end notes carry the refill result only when there is one", "[run_notes]") {
+  const json plain = phase_note_json(AvailbwEndNote{1.5, 1000, 10, json::array(), {}});
+  CHECK_FALSE(plain.contains("shaper_refill"));
+  CHECK_FALSE(read_phase_note<AvailbwEndNote>(plain).shaper_refill.has_value());
+  ShaperRefillNote refill;
+  refill.valid = true;
+  refill.availbw_bps = 5e6;
+  refill.rates = {{5e6, "refill", 0.3}};
+  refill.warnings = json::array();
+  const json with = phase_note_json(AvailbwEndNote{1.5, 1000, 10, json::array(), refill});
+  const AvailbwEndNote back = read_phase_note<AvailbwEndNote>(with);
+  REQUIRE(back.shaper_refill.has_value());
+  CHECK(back.shaper_refill->availbw_bps == 5e6);
+  REQUIRE(back.shaper_refill->rates.size() == 1);
+  CHECK(back.shaper_refill->rates[0].verdict == "refill");
+  json bad = with;
+  bad["shaper_refill"]["rates"][0].erase("at_s");
+  CHECK_THROWS_AS(read_phase_note<AvailbwEndNote>(bad), json::exception);
+  // The search's run note says it is not the refill phase; older ones did not say.
+  json run = phase_note_json(AvailbwRunNote{50e6, 1500, 123, json::object(), false});
+  CHECK(run.at("shaper_refill") == false);
+  run.erase("shaper_refill");
+  CHECK_FALSE(read_phase_note<AvailbwRunNote>(run).shaper_refill);
+}

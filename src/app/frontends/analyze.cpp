@@ -40,8 +40,10 @@ struct RecordedTrain {
 };
 
 // A phase of the run: its "run" note, its notes and trains in file order,
-// its "end" note (null if the file stops before it).
+// its "end" note (null if the file stops before it). The run and end notes
+// are read with read_phase_note<> of the phase's types.
 struct RecordedPhase {
+  std::string name;  // "capacity", "availbw", "hops"
   nlohmann::json run;
   nlohmann::json end;
   struct Event {
@@ -56,8 +58,16 @@ struct RecordedFile {
   nlohmann::json measure;      // the "run" note of measure/availbw, null for capacity
   nlohmann::json measure_end;  // its "end" note
   unsigned availbw_drops = 0;  // the measure's "drops" note
-  RecordedPhase capacity, availbw, hops;
+  RecordedPhase capacity{"capacity", {}, {}, {}}, availbw{"availbw", {}, {}, {}},
+      hops{"hops", {}, {}, {}};
 };
+
+// A phase's end note, or nullopt if the file stops before it.
+template <class N>
+std::optional<N> end_note(const nlohmann::json& end) {
+  if (end.is_null()) return std::nullopt;
+  return read_phase_note<N>(end);
+}
 
 nlohmann::json parse_note(const RunRecords::Item& it, const std::string& name) {
   nlohmann::json j = nlohmann::json::parse(it.note, nullptr, false);
@@ -81,7 +91,10 @@ RecordedFile collect(const RunRecords& recs, const std::string& name) {
     nlohmann::json j = parse_note(it, name);
     const std::optional<RecordKind> kind = note_kind(j);
     if (!kind) continue;  // a kind this build does not know
-    const std::string phase = j.value("phase", "");
+    // Every run and end note names its phase (missing: a damaged file).
+    const std::string phase = kind == RecordKind::kRun || kind == RecordKind::kEnd
+                                  ? j.at("phase").get<std::string>()
+                                  : std::string();
     if (kind == RecordKind::kRun) {
       train = nullptr;
       in = nullptr;
@@ -99,10 +112,10 @@ RecordedFile collect(const RunRecords& recs, const std::string& name) {
       }
     } else if (kind == RecordKind::kEnd) {
       train = nullptr;
-      if (in && phase == in->run.value("phase", "")) in->end = std::move(j);
+      if (in && phase == in->name) in->end = std::move(j);
       if (phase == "measure") out.measure_end = std::move(j);
       in = nullptr;
-    } else if (kind == RecordKind::kDrops && phase == "availbw") {
+    } else if (kind == RecordKind::kDrops && read_note<DropsNote>(j).phase == "availbw") {
       out.availbw_drops = read_note<DropsNote>(j).count;
     } else if (in && (kind == RecordKind::kStop || (in == &out.hops && kind == RecordKind::kDrops))) {
       train = nullptr;
@@ -179,39 +192,11 @@ TrainOutcome replay_match(const RecordedTrain& rt, const std::vector<Decoded>& p
   return match_train(train, sent, window, self);
 }
 
-// The endpoint fields every document starts with (CapacityResult, HopsResult).
-template <class R>
-void fill_head(R& res, const nlohmann::json& head) {
-  res.target = head.value("target", "");
-  res.target_addr = head.value("target_addr", "");
-  res.port = head.value("port", 0);
-  // Recordings older than open-port markers have none: they used closed ports.
-  res.marker_kind = head.value("marker_kind", std::string("closed_syn"));
-  res.source = head.value("source", "");
-  res.interface = head.value("interface", "");
-  res.source_port = head.value("source_port", 0);
-  res.rtt_s = head.value("rtt_s", 0.0);
-  res.params = head.value("params", nlohmann::json::object());
-  res.replier.reply_ttl = head.value("reply_ttl", 0);
-  res.replier.reply_hops = head.value("reply_hops", 0);
-  res.replier.check = head.value("replier_check", std::string("not_checked"));
-  const auto box = head.find("replier_box");
-  res.replier.box = box != head.end() && box->is_string() ? box->get<std::string>() : "";
-  res.warnings = warnings_from_json(head.value("warnings", nlohmann::json()));
-}
-
 // An address of either family from the run record; 0.0.0.0 if none.
 // A recorded address; a zone (fe80::1%eth0) names an interface of the
 // machine that recorded it, not of this one: left out.
 IpAddr parse_addr(const std::string& s) {
   return IpAddr::parse(s.substr(0, s.find('%'))).value_or(IpAddr());
-}
-
-// The recorded marker kind: the replayed phases plan their trains with it.
-TargetMarker marker_of(const std::string& kind, const std::string& name) {
-  TargetMarker k = TargetMarker::kClosedSyn;
-  if (!parse_target_marker(kind, k)) throw bad_file(name, "unknown marker_kind '" + kind + "'");
-  return k;
 }
 
 IpAddr self_of(const CapacityResult& res, const std::string& name) {
@@ -271,7 +256,7 @@ class PhaseCursor {
   }
 
   [[noreturn]] void diverged() const {
-    throw bad_file(name_, "the " + ph_.run.value("phase", std::string("?")) +
+    throw bad_file(name_, "the " + ph_.name +
                               " phase does not replay as recorded (record " + std::to_string(pos_) +
                               " of the phase)");
   }
@@ -289,6 +274,18 @@ class PhaseCursor {
   std::size_t pos_ = 0;
 };
 
+// What the replayed gate reads from a phase's run and end notes.
+struct ReplayGate {
+  // The hops phase counts its bytes and packets from these (its caps are
+  // checked on them); the other phases' records do not hold them.
+  bool counted = false;
+  std::uint64_t bytes0 = 0, packets0 = 0;
+  Nanos reply_wait = 0;
+  double load_capacity_bps = 0;
+  bool ended = false;                   // the phase's end note is in the file
+  std::optional<StopReason> end_stop;  // the capacity phase's end note's stop reason
+};
+
 // The runner of `linkwidth analyze`: hands a phase what the recorded run saw,
 // in the order the live run asked for it: clock readings, each train's
 // replies, the gate's verdicts. The gate is answered from the records: a
@@ -300,14 +297,15 @@ class ReplayRunner : public ProbeRunner {
   // `max_bytes`, `t_cap`: the live run's caps (checked only where the records
   // count the bytes and hold the clock, i.e. the hops phase's).
   ReplayRunner(const RecordedPhase& ph, const OfflineRead& r, const IpAddr& self,
-               const std::string& name, std::uint64_t max_bytes = 0, Nanos t_cap = 0)
-      : cur_(ph, r, self, name), ph_(ph), max_bytes_(max_bytes), t_cap_(t_cap) {
-    counted_ = ph.run.contains("bytes0");
-    bytes_ = ph.run.value("bytes0", std::uint64_t{0});
-    packets_ = ph.run.value("packets0", std::uint64_t{0});
-    reply_wait_ = ph.run.value("reply_wait", Nanos{0});
+               const std::string& name, const ReplayGate& gate, std::uint64_t max_bytes = 0,
+               Nanos t_cap = 0)
+      : cur_(ph, r, self, name), gate_(gate), max_bytes_(max_bytes), t_cap_(t_cap) {
+    counted_ = gate.counted;
+    bytes_ = gate.bytes0;
+    packets_ = gate.packets0;
+    reply_wait_ = gate.reply_wait;
     // The --max-load budget an earlier phase left (hops: its idle reads it).
-    set_load_capacity(ph.run.value("load_capacity_bps", 0.0));
+    set_load_capacity(gate.load_capacity_bps);
     for (const auto& e : ph.events) {
       if (e.kind == RecordKind::kStop) stop_at_ = read_note<StopNote>(e.note).check;
     }
@@ -331,10 +329,8 @@ class ReplayRunner : public ProbeRunner {
         read_note<StoppedNote>(cur_.peek().note).reason == StopReason::kMaxTime) {
       return take_stopped();
     }
-    if (cur_.next_is(RecordKind::kTrain) || ph_.end.is_null()) return StopReason::kNone;
-    return ph_.end.at("stop_reason").get<StopReason>() == StopReason::kMaxTime
-               ? StopReason::kMaxTime
-               : StopReason::kNone;
+    if (cur_.next_is(RecordKind::kTrain) || !gate_.ended) return StopReason::kNone;
+    return gate_.end_stop == StopReason::kMaxTime ? StopReason::kMaxTime : StopReason::kNone;
   }
 
   TrainResult run(const Train& planned, const TrainOptions&) override {
@@ -379,15 +375,13 @@ class ReplayRunner : public ProbeRunner {
   // No train where the live run sent one: the end note's stop reason
   // (capacity), "incomplete" if the file ends first, else a divergence.
   StopReason recorded_end() {
-    if (!ph_.end.is_null() && ph_.end.contains("stop_reason")) {
-      return ph_.end.at("stop_reason").get<StopReason>();
-    }
-    if (cur_.exhausted() && ph_.end.is_null()) return StopReason::kIncomplete;
+    if (gate_.end_stop) return *gate_.end_stop;
+    if (cur_.exhausted() && !gate_.ended) return StopReason::kIncomplete;
     cur_.diverged();
   }
 
   PhaseCursor cur_;
-  const RecordedPhase& ph_;
+  ReplayGate gate_;
   std::uint64_t max_bytes_;
   Nanos t_cap_;
   Nanos reply_wait_ = 0;
@@ -407,46 +401,49 @@ Config capacity_config_from(const nlohmann::json& params) {
 // The capacity phase through the live run's own loop (capacity_trains).
 CapacityResult replay_capacity(const RecordedPhase& ph, const OfflineRead& r,
                                const std::string& name, bool verbose) {
+  const auto run = read_phase_note<CapacityRunNote>(ph.run);
+  const auto end = end_note<CapacityEndNote>(ph.end);
   CapacityResult res;
-  fill_head(res, ph.run.value("head", nlohmann::json::object()));
+  apply_head(res, run.head);
   const IpAddr self = self_of(res, name);
   Config c = capacity_config_from(res.params);
   c.verbose = verbose;
   SeqAllocator seqs(0);
   PhasePath path{
       FlowId{self, parse_addr(res.target_addr), static_cast<std::uint16_t>(res.source_port),
-             static_cast<std::uint16_t>(res.port), 0, marker_of(res.marker_kind, name)},
+             static_cast<std::uint16_t>(res.port), 0, res.marker_kind},
       res.params.at("packet_size").get<int>(), res.rtt_s, seqs};
-  ReplayRunner runner(ph, r, self, name);
+  ReplayGate gate;
+  gate.ended = end.has_value();
+  if (end) gate.end_stop = end->stop_reason;
+  ReplayRunner runner(ph, r, self, name, gate);
   // The shaper probe's streams are not replayed: the loop gets what the live
   // probe found (the end note's checks), at the same train.
-  const nlohmann::json checks =
-      ph.end.is_null() ? nlohmann::json() : ph.end.value("checks", nlohmann::json());
-  const ShaperRecord recorded =
-      checks.is_object() ? shaper_from_json(checks.value("shaper", nlohmann::json()),
-                                            checks.value("shaper_check", nlohmann::json()))
-                         : ShaperRecord{};
+  const nlohmann::json checks = end && end->checks ? *end->checks : nlohmann::json();
+  const ShaperRecord recorded = checks.contains("shaper_check")
+                                    ? shaper_from_json(checks.at("shaper"), checks.at("shaper_check"))
+                                    : ShaperRecord{};
   ShaperProbe probe = nullptr;
   if (recorded.probed) probe = [&](const ShaperHints&) { return recorded; };
   CapacityTrains trains = capacity_trains(runner, c, path, res, probe);
-  if (ph.end.is_null()) {
+  if (!end) {
     res.stop_reason = StopReason::kIncomplete;
     res.probe_packets = runner.packets_sent();
     res.probe_bytes = runner.bytes_sent();
   } else {
-    res.stop_reason = ph.end.at("stop_reason").get<StopReason>();
-    res.elapsed_s = ph.end.value("elapsed_s", 0.0);
-    res.probe_packets = ph.end.at("probe_packets").get<std::uint64_t>();
-    res.probe_bytes = ph.end.at("probe_bytes").get<std::uint64_t>();
+    res.stop_reason = end->stop_reason;
+    res.elapsed_s = end->elapsed_s;
+    res.probe_packets = end->probe_packets;
+    res.probe_bytes = end->probe_bytes;
   }
-  trains.tally.finish(res, ph.run.value("max_rate_bps", 1e9));
-  if (!ph.end.is_null() && ph.end.contains("checks")) apply_capacity_checks(res, ph.end["checks"]);
-  const unsigned drops = ph.end.is_null() ? 0 : ph.end.value("capture_drops", 0u);
+  trains.tally.finish(res, run.max_rate_bps);
+  if (end && end->checks) apply_capacity_checks(res, *end->checks);
+  const unsigned drops = end ? end->capture_drops : 0;
   if (drops > 0) {
     res.warnings.push_back({WarningCode::kCaptureDrops,
                             std::to_string(drops) + " packets dropped by the capture buffer"});
   }
-  if (ph.end.is_null()) {
+  if (!end) {
     res.warnings.push_back({WarningCode::kCaptureIncomplete,
                             "the capture ends before the run did; the result covers the " +
                                 std::to_string(runner.trains()) + " trains it holds"});
@@ -460,59 +457,67 @@ CapacityResult replay_capacity(const RecordedPhase& ph, const OfflineRead& r,
 
 HopsResult replay_hops(const RecordedPhase& ph, const OfflineRead& r, const std::string& name,
                        bool verbose) {
-  Config c = hops_config_from(ph.run.at("config"));
+  const auto run = read_phase_note<HopsRunNote>(ph.run);
+  const auto end = end_note<HopsEndNote>(ph.end);
+  Config c = hops_config_from(run.config);
   c.verbose = verbose;
   HopsResult res;
-  fill_head(res, ph.run.value("head", nlohmann::json::object()));
+  apply_head(res, run.head);
   res.hop_markers = c.hop_markers;
   const IpAddr self = parse_addr(res.source);
   const IpAddr dst = parse_addr(res.target_addr);
   if (self == 0 || dst == 0) throw bad_file(name, "the hops record names no addresses");
   const FlowId flow{self, dst, static_cast<std::uint16_t>(res.source_port),
-                    static_cast<std::uint16_t>(res.port), 0, marker_of(res.marker_kind, name)};
+                    static_cast<std::uint16_t>(res.port), 0, res.marker_kind};
   SeqAllocator seqs(0);
-  const Nanos t_begin = ph.run.at("t_begin").get<Nanos>();
-  ReplayRunner io(ph, r, self, name, c.max_bytes, t_begin + from_seconds(c.max_time_s));
-  PhasePath path{flow, ph.run.at("packet_size").get<int>(), ph.run.at("rtt_s").get<double>(), seqs};
-  HopsResult out = run_hops_on(io, std::move(res), c, path, dst, t_begin);
-  if (!ph.end.is_null()) {
+  ReplayGate gate;
+  gate.counted = true;
+  gate.bytes0 = run.bytes0;
+  gate.packets0 = run.packets0;
+  gate.reply_wait = run.reply_wait;
+  gate.load_capacity_bps = run.load_capacity_bps.value_or(0);
+  gate.ended = end.has_value();
+  ReplayRunner io(ph, r, self, name, gate, c.max_bytes, run.t_begin + from_seconds(c.max_time_s));
+  PhasePath path{flow, run.packet_size, run.rtt_s, seqs};
+  HopsResult out = run_hops_on(io, std::move(res), c, path, dst, run.t_begin);
+  if (end) {
     // The reply checks' findings, as the live run noted them.
-    for (const Warning& w : warnings_from_json(ph.end.value("reply_warnings", nlohmann::json()))) {
-      out.warnings.push_back(w);
-    }
+    for (const Warning& w : warnings_from_json(end->reply_warnings)) out.warnings.push_back(w);
   }
   return out;
 }
 
 MeasureResult replay_measure(const RecordedFile& f, const OfflineRead& r, const std::string& name,
                              bool verbose) {
+  const auto run = read_phase_note<MeasureRunNote>(f.measure);
+  const auto run_end = end_note<MeasureEndNote>(f.measure_end);
   MeasureResult m;
-  m.command = f.measure.at("command").get<Command>();
-  Config c = availbw_config_from(f.measure.at("config"));
+  m.command = run.command;
+  Config c = availbw_config_from(run.config);
   c.verbose = verbose;
   auto finish = [&] {
-    if (f.measure_end.is_null()) {
+    if (!run_end) {
       m.availbw.warnings.push_back(
           {WarningCode::kCaptureIncomplete, "the capture ends before the run did"});
       return;
     }
-    m.elapsed_s = f.measure_end.value("elapsed_s", 0.0);
-    m.probe_packets = f.measure_end.value("probe_packets", std::uint64_t{0});
-    m.probe_bytes = f.measure_end.value("probe_bytes", std::uint64_t{0});
+    m.elapsed_s = run_end->elapsed_s;
+    m.probe_packets = run_end->probe_packets;
+    m.probe_bytes = run_end->probe_bytes;
   };
   double C = c.capacity_bps;
   if (C > 0) {
-    fill_head(m.capacity, f.measure.value("head", nlohmann::json::object()));
+    apply_head(m.capacity, run.head);
     given_capacity(m, C);
   } else {
     if (f.capacity.run.is_null()) throw bad_file(name, "the capture holds no capacity phase");
     m.capacity = replay_capacity(f.capacity, r, name, verbose);
-    if (!capacity_phase_done(m, &C, f.measure.value("hops", false))) {
+    if (!capacity_phase_done(m, &C, run.hops)) {
       finish();
       return m;
     }
   }
-  if (f.measure.value("hops", false)) {
+  if (run.hops) {
     if (f.hops.run.is_null()) throw bad_file(name, "the capture holds no hops phase");
     m.hops = replay_hops(f.hops, r, name, verbose);
     m.has_hops = true;
@@ -529,10 +534,12 @@ MeasureResult replay_measure(const RecordedFile& f, const OfflineRead& r, const 
     finish();
     return m;
   }
-  if (ph.run.value("shaper_refill", false)) {
+  const auto a_run = read_phase_note<AvailbwRunNote>(ph.run);
+  const auto a_end = end_note<AvailbwEndNote>(ph.end);
+  if (a_run.shaper_refill) {
     // A token bucket's refill streams are not replayed (as the shaper
     // probe's are not): the live run's result, as it noted it.
-    add_availbw(m, shaper_availbw_from_note(ph.end, m.capacity.shaper), f.availbw_drops);
+    add_availbw(m, shaper_availbw_from_note(a_end, m.capacity.shaper), f.availbw_drops);
     finish();
     return m;
   }
@@ -540,20 +547,19 @@ MeasureResult replay_measure(const RecordedFile& f, const OfflineRead& r, const 
   PhasePath path{FlowId{self_of(m.capacity, name), parse_addr(m.capacity.target_addr),
                         static_cast<std::uint16_t>(m.capacity.source_port),
                         static_cast<std::uint16_t>(m.capacity.port),
-                        0, marker_of(m.capacity.marker_kind, name)},
-                 ph.run.at("packet_size").get<int>(), m.capacity.rtt_s, seqs};
+                        0, m.capacity.marker_kind},
+                 a_run.packet_size, m.capacity.rtt_s, seqs};
   AvailbwResult a;
-  ReplayRunner runner(ph, r, path.flow.src, name);
-  search_availbw(runner, path, c, ph.run.at("capacity_bps").get<double>(),
-                 ph.run.at("t_cap").get<Nanos>(), a);
-  if (!ph.end.is_null()) {
+  ReplayGate gate;
+  gate.ended = a_end.has_value();
+  ReplayRunner runner(ph, r, path.flow.src, name, gate);
+  search_availbw(runner, path, c, a_run.capacity_bps, a_run.t_cap, a);
+  if (a_end) {
     // The reply checks' findings, as the live run noted them.
-    for (const Warning& w : warnings_from_json(ph.end.value("reply_warnings", nlohmann::json()))) {
-      a.warnings.push_back(w);
-    }
-    a.elapsed_s = ph.end.value("elapsed_s", 0.0);
-    a.probe_bytes = ph.end.value("probe_bytes", std::uint64_t{0});
-    a.probe_packets = ph.end.value("probe_packets", std::uint64_t{0});
+    for (const Warning& w : warnings_from_json(a_end->reply_warnings)) a.warnings.push_back(w);
+    a.elapsed_s = a_end->elapsed_s;
+    a.probe_bytes = a_end->probe_bytes;
+    a.probe_packets = a_end->probe_packets;
   }
   add_availbw(m, std::move(a), f.availbw_drops);
   finish();
@@ -573,10 +579,14 @@ template <class F>
 auto guarded(const std::string& name, F&& f) -> decltype(f()) {
   try {
     return f();
-  } catch (const nlohmann::json::exception&) {
+  } catch (const nlohmann::json::exception& e) {
     // A note that parsed as JSON but holds the wrong types: a damaged file.
-    throw bad_file(name,
-                   "a linkwidth run record is damaged (a field missing or of the wrong type)");
+    // nlohmann's text after its "[json.exception.x.n] " prefix names the field.
+    std::string why = e.what();
+    const std::size_t cut = why.find("] ");
+    if (cut != std::string::npos) why = why.substr(cut + 2);
+    throw bad_file(name, "a linkwidth run record is damaged (a field missing or of the wrong "
+                         "type: " + why + ")");
   }
 }
 
@@ -589,9 +599,10 @@ CapacityResult analyze_capacity(const OfflineRead& r, const std::string& name, b
     if (f.capacity.run.is_null()) {
       throw bad_file(name, "the capture holds no capacity run (only discovery or hops records)");
     }
-    const std::string command = f.capacity.run.value("command", "");
-    if (command != "capacity") {
-      throw bad_file(name, "the capture holds a '" + command + "' run, not a capacity run");
+    const Command command = read_phase_note<CapacityRunNote>(f.capacity.run).command;
+    if (command != Command::kCapacity) {
+      throw bad_file(name,
+                     std::string("the capture holds a '") + lw::name(command) + "' run, not a capacity run");
     }
     return replay_capacity(f.capacity, r, name, verbose);
   });
@@ -603,7 +614,7 @@ AnalyzedRun analyze_run(const OfflineRead& r, const std::string& name, bool verb
     const RecordedFile f = collect(r.records, name);
     AnalyzedRun out;
     if (f.measure.is_null() && !f.hops.run.is_null() &&
-        f.hops.run.at("config").value("command", "") == "hops") {
+        read_phase_note<HopsRunNote>(f.hops.run).command == Command::kHops) {
       out.kind = AnalyzedRun::kHops;
       out.hops = replay_hops(f.hops, r, name, verbose);
       return out;

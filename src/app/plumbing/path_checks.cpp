@@ -119,55 +119,67 @@ void add_reply_stamps(const Train& t, const TrainOutcome& o, std::vector<ReplySt
   }
 }
 
-void check_capacity_plausible(Session& s, const Config& c, const std::atomic<bool>& stop,
-                              Nanos t_cap, const std::vector<ReplyStamp>& stamps,
-                              CapacityResult& res) {
+namespace {
+
+// What the RST trains' estimate looks like after the trains (heavy_loss and
+// mixed are read only when it is not at our own sending rate).
+struct Suspicion {
+  int measured = 0, lost = 0, uncompressed = 0;
+  bool at_rate = false;     // the capacity is what we could send
+  bool heavy_loss = false;  // many trains lost marker replies
+  bool mixed = false;       // trains at our own rate among compressed ones
+  double send_limit_bps = 0;
+  bool any() const { return at_rate || heavy_loss || mixed; }
+};
+
+void warn_mixed_repliers(const std::vector<ReplyStamp>& stamps, CapacityResult& res) {
   const MixedReplies mix = mixed_repliers(stamps);
-  if (mix.mixed) {
-    res.warnings.push_back(
-        {WarningCode::kRepliesMixed,
-         std::to_string(mix.minority) + " of " + std::to_string(mix.total) +
-             " marker replies differ from the rest in hop count (" + hop_list(mix.hops) +
-             " hops back) or IP ID behaviour: some probably come from a box on the path "
-             "answering in the target's name, or the route changed during the run"});
-  }
-  if (!res.valid || stop.load()) return;
+  if (!mix.mixed) return;
+  res.warnings.push_back(
+      {WarningCode::kRepliesMixed,
+       std::to_string(mix.minority) + " of " + std::to_string(mix.total) +
+           " marker replies differ from the rest in hop count (" + hop_list(mix.hops) +
+           " hops back) or IP ID behaviour: some probably come from a box on the path "
+           "answering in the target's name, or the route changed during the run"});
+}
+
+// Heavy loss of marker replies: the path drops our packets (a full queue on a
+// saturated link, loss on the way), and lost load packets shorten a train
+// unseen, so the RST trains look faster than the path (a saturated 3 Mbit/s
+// link with HTTP cross traffic gave 0.6 to 1.1 Gbit/s). Trains the path
+// carried at our own sending rate among compressed ones: on a path slower
+// than we send every train is compressed, unless our load is lost on the way
+// (a byte-limited queue that is full still takes our 40-byte markers, not the
+// 1500-byte load: a saturated 3 Mbit/s link gave a capacity of 526 Mbit/s
+// this way).
+Suspicion suspect(const Config& c, const CapacityResult& res) {
+  Suspicion u;
   double sent = 0;  // the fastest train we managed to offer
   for (const auto& t : res.trains) sent = std::max(sent, t.offered_bps);
-  const double limit = send_limit_bps(sent, c.max_rate_bps, interface_bps(res.interface));
-  // Heavy loss of marker replies: the path drops our packets (a full queue
-  // on a saturated link, loss on the way), and lost load packets shorten a
-  // train unseen, so the RST trains look faster than the path (a saturated
-  // 3 Mbit/s link with HTTP cross traffic gave 0.6 to 1.1 Gbit/s).
-  // Trains the path carried at our own sending rate among compressed ones:
-  // on a path slower than we send every train is compressed, unless our load
-  // is lost on the way (a byte-limited queue that is full still takes our
-  // 40-byte markers, not the 1500-byte load: a saturated 3 Mbit/s link gave
-  // a capacity of 526 Mbit/s this way).
-  int measured = 0, lost = 0, uncompressed = 0;
+  u.send_limit_bps = send_limit_bps(sent, c.max_rate_bps, interface_bps(res.interface));
   for (const auto& t : res.trains) {
-    if (t.verdict == "sizing" || t.verdict == "path_mtu") continue;
-    ++measured;
-    lost += t.verdict == "lost_reply" ? 1 : 0;
-    uncompressed += t.verdict == "not_compressed" ? 1 : 0;
+    if (t.verdict == kVerdictSizing || t.verdict == kVerdictPathMtu) continue;
+    ++u.measured;
+    u.lost += t.verdict == verdict_name(SampleVerdict::kLostReply) ? 1 : 0;
+    u.uncompressed += t.verdict == verdict_name(SampleVerdict::kNotCompressed) ? 1 : 0;
   }
-  const bool heavy_loss = measured >= 5 && lost >= 0.3 * measured;
-  const bool mixed = measured >= 5 && uncompressed >= std::max(2.0, 0.25 * measured);
-  const bool at_rate = res.lower_bound || capacity_at_send_rate(res.capacity_bps, limit);
-  // A token bucket (app/shaper_run) explains trains that passed in its burst
-  // and lost their tails behind it; the stream measured the sustained rate.
-  if (res.capacity_source == "shaper_stream") return;
-  if (!at_rate && !heavy_loss && !mixed) return;
-  if (at_rate) {
+  u.heavy_loss = u.measured >= 5 && u.lost >= 0.3 * u.measured;
+  u.mixed = u.measured >= 5 && u.uncompressed >= std::max(2.0, 0.25 * u.measured);
+  u.at_rate = res.lower_bound || capacity_at_send_rate(res.capacity_bps, u.send_limit_bps);
+  return u;
+}
+
+void warn_suspicion(const Suspicion& u, CapacityResult& res) {
+  if (u.at_rate) {
     res.warnings.push_back(
         {WarningCode::kCapacityAtSendRate,
          "the capacity " + format_rate(res.capacity_bps) + " is at or above what we could send (" +
-             format_rate(limit) +
+             format_rate(u.send_limit_bps) +
              "): the replies only show our own sending rate; the path may be faster than we can "
              "send, or a firewall or NAT on the way drops our RST load"});
-  } else if (!heavy_loss) {
+  } else if (!u.heavy_loss) {
     res.warnings.push_back({WarningCode::kUncompressedTrains,
-                            std::to_string(uncompressed) + " of " + std::to_string(measured) +
+                            std::to_string(u.uncompressed) + " of " + std::to_string(u.measured) +
                                 " trains came back at our own sending rate while others were "
                                 "compressed: the path is about as fast as we send, or our "
                                 "load is lost on the way; checked with trains of full-size "
@@ -175,17 +187,18 @@ void check_capacity_plausible(Session& s, const Config& c, const std::atomic<boo
   } else {
     res.warnings.push_back(
         {WarningCode::kHeavyLoss,
-         std::to_string(lost) + " of " + std::to_string(measured) +
+         std::to_string(u.lost) + " of " + std::to_string(u.measured) +
              " trains lost marker replies: the path drops our packets (a full "
              "queue, or loss on the way), and lost load packets make trains look "
              "faster than the path; checked with trains of full-size SYNs"});
   }
+}
 
-  // Verification: full-size SYN trains, through the same prober and caps.
-  LoadCheckRecord& lc = res.load_check;
-  lc.ran = true;
-  lc.rst_capacity_bps = res.capacity_bps;
-  lc.send_limit_bps = limit;
+// The verification: full-size SYN trains (every packet draws a reply),
+// through the same prober and caps. Returns the kept trains' rates; counts
+// in `lc`.
+std::vector<double> run_syn_trains(Session& s, const Config& c, const std::atomic<bool>& stop,
+                                   Nanos t_cap, LoadCheckRecord& lc) {
   SynTrainParams p;
   p.flow = s.flow;
   p.markers = kSynMarkers;
@@ -238,6 +251,12 @@ void check_capacity_plausible(Session& s, const Config& c, const std::atomic<boo
       break;
     }
   }
+  return kept;
+}
+
+// What the SYN trains say about the RST trains' estimate.
+void apply_load_check(const Suspicion& u, const std::vector<double>& kept, CapacityResult& res) {
+  LoadCheckRecord& lc = res.load_check;
   const LoadCheck j = judge_load(res.capacity_bps, kept, lc.trains_uncompressed);
   lc.trains_used = j.used;
   lc.syn_capacity_bps = j.syn_capacity_bps;
@@ -269,11 +288,11 @@ void check_capacity_plausible(Session& s, const Config& c, const std::atomic<boo
   // The lower-bound warnings spoke of the RST trains' number, now replaced.
   res.warnings.erase(std::remove_if(res.warnings.begin(), res.warnings.end(),
                                     [](const Warning& w) {
-                                      return w.code == "capacity_lower_bound" ||
-                                             w.code == "max_rate_limited";
+                                      return w.code == warning_name(WarningCode::kCapacityLowerBound) ||
+                                             w.code == warning_name(WarningCode::kMaxRateLimited);
                                     }),
                      res.warnings.end());
-  if (!at_rate) {
+  if (!u.at_rate) {
     res.warnings.push_back({WarningCode::kLoadLost,
                             "trains of full-size SYNs show about " +
                                 format_rate(j.syn_capacity_bps) + ", far below the RST trains' " +
@@ -288,6 +307,27 @@ void check_capacity_plausible(Session& s, const Config& c, const std::atomic<boo
            "), but trains of full-size SYNs show about " + format_rate(j.syn_capacity_bps) +
            ": a stateful firewall or NAT on the path probably drops the RST "
            "load; the capacity reported is the SYN trains' (low confidence)"});
+}
+
+}  // namespace
+
+void check_capacity_plausible(Session& s, const Config& c, const std::atomic<bool>& stop,
+                              Nanos t_cap, const std::vector<ReplyStamp>& stamps,
+                              CapacityResult& res) {
+  warn_mixed_repliers(stamps, res);
+  if (!res.valid || stop.load()) return;
+  const Suspicion u = suspect(c, res);
+  // A token bucket (app/shaper_run) explains trains that passed in its burst
+  // and lost their tails behind it; the stream measured the sustained rate.
+  if (res.capacity_source == "shaper_stream") return;
+  if (!u.any()) return;
+  warn_suspicion(u, res);
+  LoadCheckRecord& lc = res.load_check;
+  lc.ran = true;
+  lc.rst_capacity_bps = res.capacity_bps;
+  lc.send_limit_bps = u.send_limit_bps;
+  const std::vector<double> kept = run_syn_trains(s, c, stop, t_cap, lc);
+  apply_load_check(u, kept, res);
 }
 
 }  // namespace lw

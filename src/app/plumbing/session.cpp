@@ -68,7 +68,7 @@ void describe_endpoints(const Session& s, const Config& c, CapacityResult& r) {
   r.interface = s.route.interface;
   r.source_port = s.reserved->port();
   r.port = s.disc.port;
-  r.marker_kind = target_marker_name(s.disc.kind);
+  r.marker_kind = s.disc.kind;
   r.rtt_s = s.disc.rtt_s;
   r.replier = s.replier;
 }

@@ -669,12 +669,8 @@ AvailbwResult run_availbw_phase(Session& ss, const Config& c, const std::atomic<
                                 double capacity_bps, Nanos t_cap) {
   AvailbwResult res;
   const PhaseStart at = phase_start(ss);
-  ss.prober->note({{"kind", "run"},
-                   {"phase", "availbw"},
-                   {"capacity_bps", capacity_bps},
-                   {"packet_size", ss.packet_size},
-                   {"t_cap", t_cap},
-                   {"config", config_json(c)}});
+  ss.prober->note(phase_note_json(
+      AvailbwRunNote{capacity_bps, ss.packet_size, t_cap, config_json(c), false}));
   LiveRunner runner(ss, c, "availbw", t_cap);
   // The --max-load budget: the capacity searched under, or the lower rate an
   // earlier phase budgeted with (a capacity estimate inflated by lost load is
@@ -686,12 +682,8 @@ AvailbwResult run_availbw_phase(Session& ss, const Config& c, const std::atomic<
   // Not re-derived offline: noted for `linkwidth analyze`.
   const std::vector<Warning> reply =
       close_phase(ss, at, res.warnings, &res.probe_bytes, &res.probe_packets, &res.elapsed_s);
-  ss.prober->note({{"kind", "end"},
-                   {"phase", "availbw"},
-                   {"elapsed_s", res.elapsed_s},
-                   {"probe_bytes", res.probe_bytes},
-                   {"probe_packets", res.probe_packets},
-                   {"reply_warnings", warnings_json(reply)}});
+  ss.prober->note(phase_note_json(AvailbwEndNote{res.elapsed_s, res.probe_bytes,
+                                                 res.probe_packets, warnings_json(reply), {}}));
   return res;
 }
 
@@ -760,11 +752,8 @@ MeasureResult run_measure(const Config& c, const std::atomic<bool>& stop) {
     m.elapsed_s = to_seconds(mono_now() - session->t_begin);
     m.probe_packets = session->prober->packets_sent();
     m.probe_bytes = session->prober->bytes_sent();
-    session->prober->note({{"kind", "end"},
-                           {"phase", "measure"},
-                           {"elapsed_s", m.elapsed_s},
-                           {"probe_packets", m.probe_packets},
-                           {"probe_bytes", m.probe_bytes}});
+    session->prober->note(
+        phase_note_json(MeasureEndNote{m.elapsed_s, m.probe_packets, m.probe_bytes}));
   };
   double C = c.capacity_bps;
   if (C > 0) {
@@ -774,12 +763,8 @@ MeasureResult run_measure(const Config& c, const std::atomic<bool>& stop) {
     m.capacity.warnings = session->warnings;
   }
   // With --save-pcap: what `linkwidth analyze` needs to replay the run.
-  session->prober->note({{"kind", "run"},
-                         {"phase", "measure"},
-                         {"command", c.command},
-                         {"hops", with_hops},
-                         {"head", to_json(m.capacity)},
-                         {"config", config_json(c)}});
+  session->prober->note(phase_note_json(
+      MeasureRunNote{c.command, with_hops, run_head(m.capacity), config_json(c)}));
   if (C > 0) {
     given_capacity(m, C);
   } else {

@@ -6,6 +6,7 @@
 
 #include "app/runs/capacity_tally.hpp"
 #include "app/plumbing/path_checks.hpp"
+#include "app/plumbing/run_notes.hpp"
 #include "app/plumbing/runner.hpp"
 #include "app/plumbing/session.hpp"
 #include "app/runs/shaper_run.hpp"
@@ -81,22 +82,23 @@ nlohmann::json capacity_checks_note(const std::vector<Warning>& before,
 }
 
 void apply_capacity_checks(CapacityResult& res, const nlohmann::json& j) {
-  if (!j.is_object()) return;
-  res.valid = j.value("valid", res.valid);
-  for (const auto& code : j.value("removed", nlohmann::json::array())) {
+  // The oldest records (tests/data/clean_10m and the captures of its day)
+  // hold only "added" and "removed"; "valid" and "load_check" came with the
+  // load check, "shaper"/"shaper_check" with the shaper probe. Absent, the
+  // checks did not change them.
+  if (j.contains("valid")) res.valid = j.at("valid").get<bool>();
+  for (const auto& code : j.at("removed")) {
     const std::string k = code.get<std::string>();
     res.warnings.erase(std::remove_if(res.warnings.begin(), res.warnings.end(),
                                       [&](const Warning& w) { return w.code == k; }),
                        res.warnings.end());
   }
-  for (const Warning& w : warnings_from_json(j.value("added", nlohmann::json::array()))) {
-    res.warnings.push_back(w);
-  }
+  for (const Warning& w : warnings_from_json(j.at("added"))) res.warnings.push_back(w);
   if (j.contains("load_check")) res.load_check = load_check_from_json(j.at("load_check"));
   if (j.contains("shaper_check")) {
-    res.shaper = shaper_from_json(j.value("shaper", nlohmann::json()), j.at("shaper_check"));
+    res.shaper = shaper_from_json(j.at("shaper"), j.at("shaper_check"));
   }
-  if (j.contains("capacity")) {
+  if (j.contains("capacity")) {  // written only when the checks replaced the estimate
     const auto& k = j.at("capacity");
     res.capacity_source = k.at("source").get<std::string>();
     res.capacity_bps = k.at("capacity_bps").get<double>();
@@ -123,13 +125,8 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
   Prober& prober = *ss.prober;
   res.params["privileges"] = prober.privileges().to_json();
   // With --save-pcap: what `linkwidth analyze` needs beside the packets.
-  prober.note({{"kind", "run"},
-               {"phase", "capacity"},
-               {"command", c.command},
-               {"head", to_json(res)},
-               {"two_lengths", c.length_ratio > 1},
-               {"precision", c.precision},
-               {"max_rate_bps", c.max_rate_bps}});
+  prober.note(phase_note_json(
+      CapacityRunNote{c.command, run_head(res), c.length_ratio > 1, c.precision, c.max_rate_bps}));
 
   LiveRunner runner(ss, c, "capacity", t_cap);
   PhasePath path{ss.flow, ss.packet_size, ss.disc.rtt_s, ss.seqs};
@@ -203,229 +200,304 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
   res.probe_packets = prober.packets_sent();
   res.probe_bytes = prober.bytes_sent();
   res.elapsed_s = to_seconds(mono_now() - t_begin);
-  prober.note({{"kind", "end"},
-               {"phase", "capacity"},
-               {"stop_reason", res.stop_reason},
-               {"elapsed_s", res.elapsed_s},
-               {"probe_packets", res.probe_packets},
-               {"probe_bytes", res.probe_bytes},
-               {"capture_drops", cs.dropped},
-               {"checks", checks}});
+  prober.note(phase_note_json(CapacityEndNote{res.stop_reason, res.elapsed_s, res.probe_packets,
+                                              res.probe_bytes, cs.dropped, checks}));
   ss.packet_size = trains.packet_size;  // a path-MTU shrink holds for later phases too
   return res;
 }
 
-CapacityTrains capacity_trains(ProbeRunner& runner, const Config& c, PhasePath& path,
-                               CapacityResult& res, const ShaperProbe& shaper_probe) {
-  CapacityTrains out(c.length_ratio > 1, c.verbose, c.precision);
-  // Token buckets (estimate/shaper.hpp): the sizing trains fit a bucket and
-  // come back at the peak; a later, longer train meets the sustained rate.
-  // The first sign of it runs the shaper probe, once.
-  ShaperHints& shaper_hints = out.shaper_hints;
-  ShaperRecord& shaper = out.shaper;
-  bool& shaper_tried = out.shaper_tried;
-  auto try_shaper = [&](const std::string& trigger, double slow_bps, double queued_bytes) {
-    shaper_tried = true;
-    shaper_hints.trigger = trigger;
-    shaper_hints.slow_bps = slow_bps;
-    shaper_hints.queued_bytes = queued_bytes;
-    if (shaper_probe) shaper = shaper_probe(shaper_hints);
-    return shaper.found;
-  };
-  CapacityTally& tally = out.tally;
-  int& L = out.packet_size;
-  L = path.packet_size;
-  const bool auto_size = c.load_packets == 0;
-  int n = auto_size ? kSizingLoadPackets : c.load_packets;
-  bool sized = !auto_size;
-  const bool two_lengths = c.length_ratio > 1;
-  int consecutive_silent = 0;
-  int sizing_trains = 0;
-  res.stop_reason = StopReason::kMaxTrains;
-  Nanos next_start = 0;  // the first train goes at once
-  std::vector<double> rates;           // every train's bits / reply dispersion: budgets the idle
-  std::vector<double> group_rates[2];  // kept measured trains' rates: short, long
-  CapacityEstimate est;
+namespace {
 
+// The capacity phase's loop (capacity_trains): its state between trains and
+// its steps, in the order of one turn of the loop: plan the train (slow_rate:
+// the two-rate cycle), run it, book it (book), the path MTU, the shaper watch
+// (watch_shaper), sizing (size), the idle that keeps the load under
+// --max-load (pace), and the stop rule (precise_enough).
+class CapacityLoop {
+ public:
+  CapacityLoop(ProbeRunner& runner, const Config& c, PhasePath& path, CapacityResult& res,
+               const ShaperProbe& shaper_probe)
+      : out_(c.length_ratio > 1, c.verbose, c.precision),
+        runner_(runner),
+        c_(c),
+        path_(path),
+        res_(res),
+        shaper_probe_(shaper_probe),
+        auto_size_(c.load_packets == 0),
+        two_lengths_(c.length_ratio > 1) {
+    out_.packet_size = path.packet_size;
+    n_ = auto_size_ ? kSizingLoadPackets : c.load_packets;
+    sized_ = !auto_size_;
+  }
+
+  CapacityTrains run();
+
+ private:
+  enum class Next { kOn, kNextTrain, kStop };
+
+  double slow_rate();
+  void book(const TallyStep& step, double slow_bps, int group);
+  bool shrink_to_mtu(const TallyStep& step);
+  Next watch_shaper(const CapacitySample& s, double slow_bps, double train_bytes);
+  void size(const CapacitySample& s);
+  Nanos pace(const Train& train, const TrainResult& run, const CapacitySample& s, int n_train);
+  bool precise_enough() const;
+
+  CapacityTrains out_;
+  ProbeRunner& runner_;
+  const Config& c_;
+  PhasePath& path_;
+  CapacityResult& res_;
+  const ShaperProbe& shaper_probe_;
+  const bool auto_size_;
+  const bool two_lengths_;
+  int n_ = 0;  // the short trains' load packets
+  bool sized_ = false;
+  int consecutive_silent_ = 0;
+  int sizing_trains_ = 0;
+  std::vector<double> rates_;           // every train's bits / reply dispersion: budgets the idle
+  std::vector<double> group_rates_[2];  // kept measured trains' rates: short, long
+  CapacityEstimate est_;
   // Two offered rates (estimate/capacity.hpp, fit_rate_dependence): the
   // trains cycle short/long at our fastest rate, then short/long paced at
   // slow_train_rate() of the fast trains' measured rate (median of the last
-  // five) and the estimate so far. `fast_rates` holds the measured offered
+  // five) and the estimate so far. `fast_rates_` holds the measured offered
   // rates of fast trains, sizing trains included.
-  std::vector<double> fast_rates;
-  bool any_slow = false;
-  double slow_rate = 0;  // the slow trains' rate, once chosen
-  std::vector<double> kept_rate[2];  // per-train rates of kept measured trains: fast, slow
-  for (int i = 0; i < c.max_trains; ++i) {
-    const int group = sized && two_lengths ? tally.measured() % 2 : 0;
-    const int n_train = group == 1 ? static_cast<int>(std::lround(n * c.length_ratio)) : n;
-    double slow_bps = 0;
-    if (sized && two_lengths && slow_train_turn(tally.measured()) && !fast_rates.empty()) {
-      const std::vector<double> recent(
-          fast_rates.end() - std::min<std::ptrdiff_t>(5, static_cast<std::ptrdiff_t>(fast_rates.size())),
-          fast_rates.end());
-      // Chosen once per run: a corrected (higher) estimate later would close
-      // the gap to the fast rate and stop the very trains the fit needs.
-      if (slow_rate <= 0) {
-        const double best = rates.empty() ? 0 : *std::max_element(rates.begin(), rates.end());
-        slow_rate = slow_train_rate(median(recent), est.valid ? est.capacity_bps : best);
-      }
-      slow_bps = slow_rate;
+  std::vector<double> fast_rates_;
+  bool any_slow_ = false;
+  double slow_rate_ = 0;            // the slow trains' rate, once chosen
+  std::vector<double> kept_rate_[2];  // per-train rates of kept measured trains: fast, slow
+};
+
+// The slow trains' rate on their turn of the cycle, else 0.
+double CapacityLoop::slow_rate() {
+  if (!sized_ || !two_lengths_ || !slow_train_turn(out_.tally.measured()) || fast_rates_.empty()) {
+    return 0;
+  }
+  const std::vector<double> recent(
+      fast_rates_.end() -
+          std::min<std::ptrdiff_t>(5, static_cast<std::ptrdiff_t>(fast_rates_.size())),
+      fast_rates_.end());
+  // Chosen once per run: a corrected (higher) estimate later would close
+  // the gap to the fast rate and stop the very trains the fit needs.
+  if (slow_rate_ <= 0) {
+    const double best = rates_.empty() ? 0 : *std::max_element(rates_.begin(), rates_.end());
+    slow_rate_ = slow_train_rate(median(recent), est_.valid ? est_.capacity_bps : best);
+  }
+  return slow_rate_;
+}
+
+// The train's sample into the rate lists the cycle, the budget and the stop
+// rule read.
+void CapacityLoop::book(const TallyStep& step, double slow_bps, int group) {
+  const CapacitySample& s = step.sample;
+  if (sized_ && s.kept()) group_rates_[group].push_back(s.capacity_bps);
+  if (slow_bps == 0 && s.offered_bps > 0 && s.verdict != SampleVerdict::kUnsent) {
+    fast_rates_.push_back(s.offered_bps);
+  }
+  if (sized_ && s.kept()) kept_rate_[slow_bps > 0].push_back(s.capacity_bps);
+}
+
+// The packets shrink to the path MTU; sizing starts over. False if the train
+// found none.
+bool CapacityLoop::shrink_to_mtu(const TallyStep& step) {
+  if (step.path_mtu <= 0) return false;
+  out_.packet_size = step.path_mtu;
+  sized_ = !auto_size_;
+  sizing_trains_ = 0;
+  if (auto_size_) n_ = kSizingLoadPackets;
+  group_rates_[0].clear();  // other lengths from here on
+  group_rates_[1].clear();
+  return true;
+}
+
+// Token buckets (estimate/shaper.hpp): the sizing trains fit a bucket and
+// come back at the peak; a later, longer train meets the sustained rate. The
+// first sign of it runs the shaper probe, once.
+CapacityLoop::Next CapacityLoop::watch_shaper(const CapacitySample& s, double slow_bps,
+                                              double train_bytes) {
+  ShaperHints& hints = out_.shaper_hints;
+  if (s.capacity_bps > 0 && !rate_drop_suggests_bucket(hints.fast_bps, s.capacity_bps)) {
+    hints.fast_bytes += train_bytes;  // came back at about the sizing rate: within a bucket
+  }
+  if (!sized_ && s.capacity_bps > 0 && s.verdict != SampleVerdict::kLostReply) {
+    hints.fast_bps = std::max(hints.fast_bps, s.capacity_bps);
+  }
+  // (Not a slow train: paced trains meet more cross traffic and read lower
+  // without any bucket.)
+  const bool slower =
+      slow_bps == 0 && s.kept() && rate_drop_suggests_bucket(hints.fast_bps, s.capacity_bps);
+  // A compressed train far slower than an earlier (shorter) one, or a train
+  // that lost replies after one that came back fast: only an uncompressed
+  // train would show our own sending rate, which a busy host lowers.
+  if (out_.shaper_tried || !shaper_probe_ || hints.fast_bps <= 0 ||
+      !(slower || s.verdict == SampleVerdict::kLostReply || consecutive_silent_ >= 2)) {
+    return Next::kOn;
+  }
+  out_.shaper_tried = true;
+  hints.trigger = slower ? "rate_drop" : "replies_lost";
+  hints.slow_bps = slower ? s.capacity_bps : 0.0;
+  hints.queued_bytes = train_bytes;
+  out_.shaper = shaper_probe_(hints);
+  if (out_.shaper.found) {
+    res_.stop_reason = StopReason::kShaper;
+    return Next::kStop;
+  }
+  if (!sized_ && out_.shaper.stream_rate_bps > 0) {
+    // The stream was compressed: size the trains by it.
+    n_ = sized_load_packets(c_, out_.shaper.stream_rate_bps, out_.packet_size);
+    sized_ = true;
+  }
+  consecutive_silent_ = 0;
+  return Next::kNextTrain;
+}
+
+// Sizing trains (not used for the estimate) grow until one is long enough
+// to trust its rate: a short train can fit inside a shaper's token-bucket
+// burst and look arbitrarily fast.
+void CapacityLoop::size(const CapacitySample& s) {
+  if (sized_) return;
+  ++sizing_trains_;
+  if (s.capacity_bps > 0 && (s.kept() || s.verdict == SampleVerdict::kNotCompressed)) {
+    const bool trustworthy = s.reply_dispersion_s >= c_.target_dispersion_s / 4 ||
+                             n_ >= max_short_packets(c_) || sizing_trains_ >= 4;
+    if (trustworthy) {
+      n_ = sized_load_packets(c_, s.capacity_bps, out_.packet_size);
+      sized_ = true;
+    } else {
+      n_ = std::min(n_ * 8, max_short_packets(c_));
     }
-    CapacityTrainParams tp = train_params(c, path.flow, n_train, L);
+  }
+}
+
+// When the next train may start. Idle so the average probing rate stays
+// under max_load of the capacity and the bottleneck queue drains: at least
+// max(train time at C_b / max_load, 2·N·L/C_b). C_b is budget_capacity()
+// (estimate/load_budget.hpp): the lower quartile of the per-train rates, at
+// most the estimate. Not the estimate alone, nor the best rate: load lost in
+// a small queue still counts in a train's bits, not in its dispersion, so
+// long trains read up to twice the link and the slope of two equal
+// dispersions gigabits (the lab's 15 KB queue at 20 Mbit/s probed at 28% of C
+// that way). No rate yet (every reply lost): kUnknownPathBps, a slow path.
+// Long trains reading faster than short ones mark lost load: the budget falls
+// by that ratio (load_loss_factor). The runner's gate holds the bytes really
+// sent over the elapsed time under max_load x C_b as well.
+Nanos CapacityLoop::pace(const Train& train, const TrainResult& run, const CapacitySample& s,
+                         int n_train) {
+  if (s.capacity_bps > 0) rates_.push_back(s.capacity_bps);
+  est_ = out_.tally.estimate();
+  const double budget_rate = budget_capacity(rates_, est_.valid ? est_.capacity_bps : 0,
+                                             load_loss_factor(group_rates_[0], group_rates_[1]));
+  runner_.set_load_capacity(budget_rate);
+  const double train_bits = 8.0 * static_cast<double>(train.total_bytes());
+  const double L = out_.packet_size;
+  const double idle =
+      std::max(train_bits / budget_rate / c_.max_load, 2.0 * n_train * L * 8.0 / budget_rate);
+  return std::max(run.end_mono, run.start_mono + from_seconds(idle));
+}
+
+// The precision stop: enough trains, an estimate whose interval is within
+// --precision, and a two-rate fit that has seen what it needs.
+bool CapacityLoop::precise_enough() const {
+  // With slow trains in the cycle, not before the two-rate fit can see
+  // them (3 trains a cell at least, after losses: 16 measured trains),
+  // unless two cycles in, the slow trains read as fast as the fast ones
+  // (no cross traffic to correct for: a clean path stops as early as it did).
+  const int measured = out_.tally.measured();
+  const bool slow_agree =
+      kept_rate_[1].size() >= 2 && kept_rate_[0].size() >= 2 &&
+      median(kept_rate_[1]) >= (1 - std::max(0.02, 2 * c_.precision)) * median(kept_rate_[0]);
+  // The slope far below the short trains' own rates: the long trains met
+  // cross traffic that the short ones did not, at either rate (80% constant-
+  // rate load on 50 Mbit/s: 3 long trains each met 3 cross packets, the slope
+  // read 40.06 with an interval of +-0.6%, the short trains 49.6, and the
+  // phase stopped at 7 trains). More trains meet the cross traffic at other
+  // phases; the slope is not trusted before 16.
+  const bool lengths_disagree =
+      two_lengths_ && est_.valid && group_rates_[0].size() >= 2 &&
+      est_.capacity_bps < (1 - std::max(0.05, 3 * c_.precision)) * median(group_rates_[0]);
+  const bool fit_ready =
+      (!any_slow_ || measured >= 16 || slow_agree) && (!lengths_disagree || measured >= 16);
+  return out_.tally.enough(c_.min_trains) && est_.valid && fit_ready &&
+         (est_.high_bps - est_.low_bps) / 2 <= c_.precision * est_.capacity_bps;
+}
+
+CapacityTrains CapacityLoop::run() {
+  CapacityTally& tally = out_.tally;
+  res_.stop_reason = StopReason::kMaxTrains;
+  Nanos next_start = 0;  // the first train goes at once
+  for (int i = 0; i < c_.max_trains; ++i) {
+    const int L = out_.packet_size;
+    const int group = sized_ && two_lengths_ ? tally.measured() % 2 : 0;
+    const int n_train = group == 1 ? static_cast<int>(std::lround(n_ * c_.length_ratio)) : n_;
+    const double slow_bps = slow_rate();
+    CapacityTrainParams tp = train_params(c_, path_.flow, n_train, L);
     // Slower than the fast trains (and so than every cap): only the gap grows.
     if (slow_bps > 0) tp.gap = std::max(tp.gap, gap_for_rate(slow_bps, L));
-    any_slow = any_slow || slow_bps > 0;
-    const Train train = make_capacity_train(tp, i, path.seqs);
-    const StopReason why = runner.admit(train, [&] { return next_start; });
+    any_slow_ = any_slow_ || slow_bps > 0;
+    const Train train = make_capacity_train(tp, i, path_.seqs);
+    const StopReason why = runner_.admit(train, [&] { return next_start; });
     if (why != StopReason::kNone) {
-      res.stop_reason = why;
+      res_.stop_reason = why;
       break;
     }
     // Busy-wait while the replies are due: about the train's time at the
     // bottleneck, bounded; the prober opens the window one RTT after the head.
     const double expect_s =
-        8.0 * static_cast<double>(train.total_bytes()) / (est.valid ? est.capacity_bps : 1e6);
+        8.0 * static_cast<double>(train.total_bytes()) / (est_.valid ? est_.capacity_bps : 1e6);
     TrainOptions o;
     o.wait_for = train.markers;
     o.busy_wait = busy_wait(1.5 * expect_s);
     o.note = {{"load_packets", n_train},
-              {"short_load_packets", n},
+              {"short_load_packets", n_},
               {"group", group},
-              {"sizing", !sized},
+              {"sizing", !sized_},
               {"slow_bps", slow_bps},
               {"packet_size", L}};
-    const TrainResult run = runner.run(train, o);
+    const TrainResult run = runner_.run(train, o);
     // The target's reply limit, not the path, took this train's replies.
     if (run.replies_limited) tally.forgive_losses();
-    add_reply_stamps(run.train, run.outcome, out.stamps);
-    const TallyStep step = tally.add(run.train, run.outcome, n_train, n, group, !sized, L, res);
+    add_reply_stamps(run.train, run.outcome, out_.stamps);
+    const TallyStep step = tally.add(run.train, run.outcome, n_train, n_, group, !sized_, L, res_);
     const CapacitySample& s = step.sample;
-    if (sized && s.kept()) group_rates[group].push_back(s.capacity_bps);
-    if (slow_bps == 0 && s.offered_bps > 0 && s.verdict != SampleVerdict::kUnsent) {
-      fast_rates.push_back(s.offered_bps);
-    }
-    if (sized && s.kept()) kept_rate[slow_bps > 0].push_back(s.capacity_bps);
+    book(step, slow_bps, group);
+    if (shrink_to_mtu(step)) continue;
+    consecutive_silent_ = run.outcome.markers_lost == static_cast<int>(run.train.markers.size())
+                              ? consecutive_silent_ + 1
+                              : 0;
 
-    if (step.path_mtu > 0) {
-      // The packets shrink to the path MTU; sizing starts over.
-      L = step.path_mtu;
-      sized = !auto_size;
-      sizing_trains = 0;
-      if (auto_size) n = kSizingLoadPackets;
-      group_rates[0].clear();  // other lengths from here on
-      group_rates[1].clear();
-      continue;
-    }
-
-    consecutive_silent = run.outcome.markers_lost == static_cast<int>(run.train.markers.size())
-                             ? consecutive_silent + 1
-                             : 0;
-    const double train_bytes = static_cast<double>(train.total_bytes());
-    if (s.capacity_bps > 0 && !rate_drop_suggests_bucket(shaper_hints.fast_bps, s.capacity_bps)) {
-      shaper_hints.fast_bytes += train_bytes;  // came back at about the sizing rate: within a bucket
-    }
-    if (!sized && s.capacity_bps > 0 && s.verdict != SampleVerdict::kLostReply) {
-      shaper_hints.fast_bps = std::max(shaper_hints.fast_bps, s.capacity_bps);
-    }
-    // (Not a slow train: paced trains meet more cross traffic and read lower
-    // without any bucket.)
-    const bool slower = slow_bps == 0 && s.kept() &&
-                        rate_drop_suggests_bucket(shaper_hints.fast_bps, s.capacity_bps);
-    // A compressed train far slower than an earlier (shorter) one, or a train
-    // that lost replies after one that came back fast: only an uncompressed
-    // train would show our own sending rate, which a busy host lowers.
-    if (!shaper_tried && shaper_probe && shaper_hints.fast_bps > 0 &&
-        (slower || s.verdict == SampleVerdict::kLostReply || consecutive_silent >= 2)) {
-      if (try_shaper(slower ? "rate_drop" : "replies_lost", slower ? s.capacity_bps : 0.0,
-                     train_bytes)) {
-        res.stop_reason = StopReason::kShaper;
-        break;
-      }
-      if (!sized && shaper.stream_rate_bps > 0) {
-        // The stream was compressed: size the trains by it.
-        n = sized_load_packets(c, shaper.stream_rate_bps, L);
-        sized = true;
-      }
+    const Next shaper = watch_shaper(s, slow_bps, static_cast<double>(train.total_bytes()));
+    if (shaper == Next::kStop) break;
+    if (shaper == Next::kNextTrain) {
       next_start = 0;  // the stream's own idle and wait came first
-      consecutive_silent = 0;
       continue;
     }
-    if (consecutive_silent >= 5) {
+    if (consecutive_silent_ >= 5) {
       throw Error("capacity", "the target stopped answering: no marker reply in 5 trains",
                   "replies_stopped");
     }
+    size(s);
+    if (step.shortened_to > 0) n_ = step.shortened_to;
 
-    if (!sized) {
-      // Sizing trains (not used for the estimate) grow until one is long
-      // enough to trust its rate: a short train can fit inside a shaper's
-      // token-bucket burst and look arbitrarily fast.
-      ++sizing_trains;
-      if (s.capacity_bps > 0 && (s.kept() || s.verdict == SampleVerdict::kNotCompressed)) {
-        const bool trustworthy = s.reply_dispersion_s >= c.target_dispersion_s / 4 ||
-                                 n >= max_short_packets(c) || sizing_trains >= 4;
-        if (trustworthy) {
-          n = sized_load_packets(c, s.capacity_bps, L);
-          sized = true;
-        } else {
-          n = std::min(n * 8, max_short_packets(c));
-        }
-      }
-    }
-    if (step.shortened_to > 0) n = step.shortened_to;
-
-    // Idle so the average probing rate stays under max_load of the capacity and
-    // the bottleneck queue drains: at least max(train time at C_b / max_load,
-    // 2·N·L/C_b). C_b is budget_capacity() (estimate/load_budget.hpp): the
-    // lower quartile of the per-train rates, at most the estimate. Not the
-    // estimate alone, nor the best rate: load lost in a small queue still
-    // counts in a train's bits, not in its dispersion, so long trains read up
-    // to twice the link and the slope of two equal dispersions gigabits (the
-    // lab's 15 KB queue at 20 Mbit/s probed at 28% of C that way). No rate yet
-    // (every reply lost): kUnknownPathBps, a slow path. Long trains reading
-    // faster than short ones mark lost load: the budget falls by that ratio
-    // (load_loss_factor). The runner's gate holds the bytes really sent over
-    // the elapsed time under max_load x C_b as well.
-    if (s.capacity_bps > 0) rates.push_back(s.capacity_bps);
-    est = tally.estimate();
-    const double budget_rate = budget_capacity(rates, est.valid ? est.capacity_bps : 0,
-                                               load_loss_factor(group_rates[0], group_rates[1]));
-    runner.set_load_capacity(budget_rate);
-    const double train_bits = 8.0 * static_cast<double>(train.total_bytes());
-    const double idle =
-        std::max(train_bits / budget_rate / c.max_load, 2.0 * n_train * L * 8.0 / budget_rate);
-    next_start = std::max(run.end_mono, run.start_mono + from_seconds(idle));
-    const StopReason late = runner.check_time(next_start);
+    next_start = pace(train, run, s, n_train);
+    const StopReason late = runner_.check_time(next_start);
     if (late != StopReason::kNone) {
-      res.stop_reason = late;
+      res_.stop_reason = late;
       break;
     }
-
-    // With slow trains in the cycle, not before the two-rate fit can see
-    // them (3 trains a cell at least, after losses: 16 measured trains),
-    // unless two cycles in, the slow trains read as fast as the fast ones
-    // (no cross traffic to correct for: a clean path stops as early as it did).
-    const bool slow_agree =
-        kept_rate[1].size() >= 2 && kept_rate[0].size() >= 2 &&
-        median(kept_rate[1]) >= (1 - std::max(0.02, 2 * c.precision)) * median(kept_rate[0]);
-    // The slope far below the short trains' own rates: the long trains met
-    // cross traffic that the short ones did not, at either rate (80% constant-
-    // rate load on 50 Mbit/s: 3 long trains each met 3 cross packets, the slope
-    // read 40.06 with an interval of +-0.6%, the short trains 49.6, and the
-    // phase stopped at 7 trains). More trains meet the cross traffic at other
-    // phases; the slope is not trusted before 16.
-    const bool lengths_disagree =
-        two_lengths && est.valid && group_rates[0].size() >= 2 &&
-        est.capacity_bps < (1 - std::max(0.05, 3 * c.precision)) * median(group_rates[0]);
-    const bool fit_ready =
-        (!any_slow || tally.measured() >= 16 || slow_agree) && (!lengths_disagree || tally.measured() >= 16);
-    if (tally.enough(c.min_trains) && est.valid && fit_ready &&
-        (est.high_bps - est.low_bps) / 2 <= c.precision * est.capacity_bps) {
-      res.stop_reason = StopReason::kPrecision;
+    if (precise_enough()) {
+      res_.stop_reason = StopReason::kPrecision;
       break;
     }
   }
-  return out;
+  return std::move(out_);
+}
+
+}  // namespace
+
+CapacityTrains capacity_trains(ProbeRunner& runner, const Config& c, PhasePath& path,
+                               CapacityResult& res, const ShaperProbe& shaper_probe) {
+  return CapacityLoop(runner, c, path, res, shaper_probe).run();
 }
 
 }  // namespace lw

@@ -75,13 +75,13 @@ TallyStep CapacityTally::add(const Train& train, const TrainOutcome& outcome, in
     step.path_mtu = std::max(path_mtu, 64);
     res.params["packet_size"] = step.path_mtu;
     restart();
-    rec.verdict = "path_mtu";
+    rec.verdict = kVerdictPathMtu;
     res.trains.push_back(rec);
     return step;
   }
 
   if (sizing) {
-    rec.verdict = "sizing";
+    rec.verdict = kVerdictSizing;
   } else {
     ++measured_;
     if (group == 1) long_losses_ = s.verdict == SampleVerdict::kLostReply ? long_losses_ + 1 : 0;

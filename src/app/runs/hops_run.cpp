@@ -10,6 +10,7 @@
 #include "app/plumbing/net.hpp"
 #include "app/plumbing/path_checks.hpp"
 #include "app/plumbing/prober.hpp"
+#include "app/plumbing/run_notes.hpp"
 #include "app/plumbing/runner.hpp"
 #include "app/plumbing/session.hpp"
 #include "estimate/hops.hpp"
@@ -70,25 +71,17 @@ HopsResult run_hops(Session& s, const Config& c, const std::atomic<bool>&) {
   const int L = s.packet_size;
   res.params["packet_size"] = L;
   res.port = s.disc.port;
-  res.marker_kind = target_marker_name(s.disc.kind);
+  res.marker_kind = s.disc.kind;
   res.rtt_s = s.disc.rtt_s;
   res.replier = s.replier;
   res.warnings = s.warnings;
   // Trains go through the reply budget and checks (session.hpp, run_train).
   LiveRunner io(s, c, "hops", t_begin + from_seconds(c.max_time_s));
   // With --save-pcap: what `linkwidth analyze` needs to replay this phase.
-  s.prober->note({{"kind", "run"},
-                  {"phase", "hops"},
-                  {"command", c.command},
-                  {"head", to_json(res)},
-                  {"config", config_json(c)},
-                  {"t_begin", t_begin},
-                  {"bytes0", s.prober->bytes_sent()},
-                  {"packets0", s.prober->packets_sent()},
-                  {"packet_size", L},
-                  {"rtt_s", s.disc.rtt_s},
-                  {"reply_wait", lw::reply_wait(s, c)},
-                  {"load_capacity_bps", io.load_capacity()}});
+  s.prober->note(phase_note_json(HopsRunNote{c.command, run_head(res), config_json(c), t_begin,
+                                             s.prober->bytes_sent(), s.prober->packets_sent(), L,
+                                             s.disc.rtt_s, lw::reply_wait(s, c),
+                                             io.load_capacity()}));
   PhasePath path{s.flow, L, s.disc.rtt_s, s.seqs};
   // Replies from the nearest router are due first: the busy windows follow
   // the smallest reply time the hops trains see, not the target's RTT.
@@ -101,7 +94,7 @@ HopsResult run_hops(Session& s, const Config& c, const std::atomic<bool>&) {
   std::vector<Warning> reply;
   take_reply_warnings(s, reply);
   done.warnings.insert(done.warnings.end(), reply.begin(), reply.end());
-  s.prober->note({{"kind", "end"}, {"phase", "hops"}, {"reply_warnings", warnings_json(reply)}});
+  s.prober->note(phase_note_json(HopsEndNote{warnings_json(reply)}));
   return done;
 }
 
@@ -332,7 +325,7 @@ void switch_marker_kinds(const HopTrainTiming& tm, const HopsPath& p, HopTrains&
         {WarningCode::kMarkerKindSwitched,
          "hop " + std::to_string(k + 1) + " did not answer its " +
              std::string(s.kind[k] == MarkerKind::kTtl ? "addressed" : "TTL-limited") +
-             " markers; switched to " + marker_kind_name(s.kind[k]) + " markers"});
+             " markers; switched to " + name(s.kind[k]) + " markers"});
   }
 }
 
@@ -419,7 +412,7 @@ void hop_records(const HopsEstimate& est, const HopsPath& p, const HopTrains& s,
     HopRecord h;
     h.ttl = k + 1;
     h.addr = p.hops[k].addr ? format_ipv4(p.hops[k].addr) : "";
-    h.marker_kind = marker_kind_name(s.kind[k]);
+    h.marker_kind = s.kind[k];
     h.answers_tcp = p.hops[k].tcp;
     if (k < static_cast<int>(est.hops.size())) {
       const HopEstimate& e = est.hops[k];

@@ -257,12 +257,30 @@ void apply_shaper(const ShaperRecord& rec, CapacityResult& res) {
 
 namespace {
 
-nlohmann::json rates_note(const std::vector<RateRecord>& rates) {
-  nlohmann::json a = nlohmann::json::array();
-  for (const auto& r : rates) {
-    a.push_back({{"rate_bps", r.rate_bps}, {"verdict", r.verdict}, {"at_s", r.at_s}});
+// The refill pairs' avail-bw: the median of the pairs, with their spread
+// widened by what tau is not sure of (the RTT counted in it, `tau_error`)
+// and a couple of percent of content fit.
+void conclude_refill(const std::vector<double>& got, double R, double tau_error,
+                     AvailbwResult& res) {
+  if (res.stop_reason == StopReason::kNone) res.stop_reason = StopReason::kShaper;
+  if (got.empty()) {
+    res.warnings.push_back(
+        {WarningCode::kTokenBucket,
+         "a token bucket was found but its refill could not be measured within the caps: no "
+         "avail-bw for its sustained regime"});
+    return;
   }
-  return a;
+  res.valid = true;
+  res.availbw_bps = median(got);
+  const double widen = 0.02 + tau_error;
+  res.low_bps = std::max(0.0, *std::min_element(got.begin(), got.end()) * (1 - widen));
+  res.high_bps = std::min(R, *std::max_element(got.begin(), got.end()) * (1 + widen));
+  res.high_bps = std::max(res.high_bps, res.availbw_bps);
+  res.warnings.push_back(
+      {WarningCode::kTokenBucket,
+       "the avail-bw is the token bucket's refill rate: what the other traffic leaves of the "
+       "sustained " + format_rate(R) + " (" + std::to_string(got.size()) +
+           " refills measured; the paced-train search would read the burst)"});
 }
 
 }  // namespace
@@ -274,13 +292,7 @@ AvailbwResult run_shaper_availbw(Session& s, const Config& c, const std::atomic<
   const PhaseStart at = phase_start(s);
   const double R = rec.rate_bps;
   const double B = rec.bucket_bytes;
-  s.prober->note({{"kind", "run"},
-                  {"phase", "availbw"},
-                  {"shaper_refill", true},
-                  {"capacity_bps", R},
-                  {"packet_size", s.packet_size},
-                  {"t_cap", t_cap},
-                  {"config", config_json(c)}});
+  s.prober->note(phase_note_json(AvailbwRunNote{R, s.packet_size, t_cap, config_json(c), true}));
   res.search_capacity_bps = R;
   res.tight_link_capacity_bps = R;
   const int L = s.packet_size;
@@ -332,7 +344,7 @@ AvailbwResult run_shaper_availbw(Session& s, const Config& c, const std::atomic<
       res.stop_reason = stop.load() ? StopReason::kInterrupted : StopReason::kMaxTime;
       return false;
     }
-    s.prober->note({{"kind", "shaper_refill"}, {"train", t->id}, {"bytes", t->total_bytes()}});
+    s.prober->note(note_json(ShaperRefillStreamNote{t->id, t->total_bytes()}));
     *run = s.prober->run(*t, t->markers, wait, false, 2 * kMs, 0, quiet);
     ++res.trains_sent;
     rec.refill_bytes += t->total_bytes();
@@ -450,89 +462,60 @@ AvailbwResult run_shaper_availbw(Session& s, const Config& c, const std::atomic<
     const double bits = 8.0 * static_cast<double>(s.prober->bytes_sent() - pair_bytes0);
     next = pair_start + from_seconds(bits / (c.max_load * R));
   }
-  if (!got.empty()) {
-    res.valid = true;
-    res.availbw_bps = median(got);
-    // The spread of the pairs, widened by what tau is not sure of (the RTT
-    // counted in it) and a couple of percent of content fit.
-    const double widen = 0.02 + worst_tau_error;
-    res.low_bps = std::max(0.0, *std::min_element(got.begin(), got.end()) * (1 - widen));
-    res.high_bps = std::min(R, *std::max_element(got.begin(), got.end()) * (1 + widen));
-    res.high_bps = std::max(res.high_bps, res.availbw_bps);
-    if (res.stop_reason == StopReason::kNone) res.stop_reason = StopReason::kShaper;
-    res.warnings.push_back(
-        {WarningCode::kTokenBucket,
-         "the avail-bw is the token bucket's refill rate: what the other traffic leaves of the "
-         "sustained " + format_rate(R) + " (" + std::to_string(got.size()) +
-             " refills measured; the paced-train search would read the burst)"});
-  } else {
-    if (res.stop_reason == StopReason::kNone) res.stop_reason = StopReason::kShaper;
-    res.warnings.push_back(
-        {WarningCode::kTokenBucket,
-         "a token bucket was found but its refill could not be measured within the caps: no "
-         "avail-bw for its sustained regime"});
-  }
+  conclude_refill(got, R, worst_tau_error, res);
   const nlohmann::json own_warnings = warnings_json(res.warnings);
   const std::vector<Warning> reply =
       close_phase(s, at, res.warnings, &res.probe_bytes, &res.probe_packets, &res.elapsed_s);
-  s.prober->note({{"kind", "end"},
-                  {"phase", "availbw"},
-                  {"elapsed_s", res.elapsed_s},
-                  {"probe_bytes", res.probe_bytes},
-                  {"probe_packets", res.probe_packets},
-                  {"reply_warnings", warnings_json(reply)},
-                  {"shaper_refill",
-                   {{"valid", res.valid},
-                    {"method", res.method},
-                    {"availbw_bps", res.availbw_bps},
-                    {"low_bps", res.low_bps},
-                    {"high_bps", res.high_bps},
-                    {"capacity_bps", R},
-                    {"trains_sent", res.trains_sent},
-                    {"stop_reason", res.stop_reason},
-                    {"warnings", own_warnings},
-                    {"rates", rates_note(res.rates)},
-                    {"shaper_check", shaper_check_json(rec)}}}});
+  ShaperRefillNote refill{res.valid,       c.method,          res.availbw_bps,
+                          res.low_bps,     res.high_bps,      R,
+                          res.trains_sent, res.stop_reason,   own_warnings,
+                          {},              shaper_check_json(rec)};
+  for (const RateRecord& r : res.rates) refill.rates.push_back({r.rate_bps, r.verdict, r.at_s});
+  s.prober->note(phase_note_json(AvailbwEndNote{res.elapsed_s, res.probe_bytes, res.probe_packets,
+                                                warnings_json(reply), refill}));
   return res;
 }
 
-AvailbwResult shaper_availbw_from_note(const nlohmann::json& end, ShaperRecord& rec) {
+AvailbwResult shaper_availbw_from_note(const std::optional<AvailbwEndNote>& end,
+                                       ShaperRecord& rec) {
   AvailbwResult res;
-  if (!end.is_object() || !end.contains("shaper_refill")) {
+  if (!end) {
     res.stop_reason = StopReason::kIncomplete;
     return res;
   }
-  const nlohmann::json& j = end.at("shaper_refill");
-  res.valid = j.value("valid", false);
-  res.method = j.value("method", "");
-  res.availbw_bps = j.value("availbw_bps", 0.0);
-  res.low_bps = j.value("low_bps", 0.0);
-  res.high_bps = j.value("high_bps", 0.0);
-  res.search_capacity_bps = j.value("capacity_bps", 0.0);
+  if (!end->shaper_refill) {
+    throw nlohmann::json::other_error::create(501, "a refill phase's end note without its result",
+                                              nullptr);
+  }
+  const ShaperRefillNote& j = *end->shaper_refill;
+  res.valid = j.valid;
+  res.method = name(j.method);
+  res.availbw_bps = j.availbw_bps;
+  res.low_bps = j.low_bps;
+  res.high_bps = j.high_bps;
+  res.search_capacity_bps = j.capacity_bps;
   res.tight_link_capacity_bps = res.search_capacity_bps;
-  res.trains_sent = j.value("trains_sent", 0);
-  res.stop_reason = j.value("stop_reason", StopReason::kShaper);
-  res.warnings = warnings_from_json(j.value("warnings", nlohmann::json::array()));
-  for (const auto& r : j.value("rates", nlohmann::json::array())) {
+  res.trains_sent = j.trains_sent;
+  res.stop_reason = j.stop_reason;
+  res.warnings = warnings_from_json(j.warnings);
+  for (const RefillRateNote& r : j.rates) {
     RateRecord rr;
     rr.phase = "shaper_refill";
-    rr.rate_bps = r.value("rate_bps", 0.0);
+    rr.rate_bps = r.rate_bps;
     rr.received_bps = rr.rate_bps;
-    rr.verdict = r.value("verdict", "");
-    rr.at_s = r.value("at_s", 0.0);
+    rr.verdict = r.verdict;
+    rr.at_s = r.at_s;
     res.rates.push_back(rr);
   }
-  const ShaperRecord noted = shaper_from_json(nlohmann::json(), j.value("shaper_check", nlohmann::json()));
+  const ShaperRecord noted = shaper_from_json(nlohmann::json(), j.shaper_check);
   rec.refill_pairs = noted.refill_pairs;
   rec.refill_bytes = noted.refill_bytes;
   rec.refill_idle_s = noted.refill_idle_s;
   rec.refill_bps = noted.refill_bps;
-  res.elapsed_s = end.value("elapsed_s", 0.0);
-  res.probe_bytes = end.value("probe_bytes", std::uint64_t{0});
-  res.probe_packets = end.value("probe_packets", std::uint64_t{0});
-  for (const Warning& w : warnings_from_json(end.value("reply_warnings", nlohmann::json()))) {
-    res.warnings.push_back(w);
-  }
+  res.elapsed_s = end->elapsed_s;
+  res.probe_bytes = end->probe_bytes;
+  res.probe_packets = end->probe_packets;
+  for (const Warning& w : warnings_from_json(end->reply_warnings)) res.warnings.push_back(w);
   return res;
 }
 

@@ -6,9 +6,11 @@
 // (the bucket was larger), within --max-bytes and the time cap. Each stream
 // starts after an idle that lets the bucket refill and the queue drain.
 #include <atomic>
+#include <optional>
 #include <string>
 
 #include "app/plumbing/config.hpp"
+#include "app/plumbing/run_notes.hpp"
 #include "linkwidth/time.hpp"
 #include "nlohmann/json.hpp"
 #include "report/result.hpp"
@@ -54,6 +56,8 @@ AvailbwResult run_shaper_availbw(Session& s, const Config& c, const std::atomic<
 
 // `linkwidth analyze`: the live run's refill result from its end note (the
 // streams are not replayed, as the shaper probe's are not).
-AvailbwResult shaper_availbw_from_note(const nlohmann::json& end, ShaperRecord& rec);
+// `end` is null when the file ends before the phase did.
+AvailbwResult shaper_availbw_from_note(const std::optional<AvailbwEndNote>& end,
+                                       ShaperRecord& rec);
 
 }  // namespace lw
