@@ -1013,7 +1013,8 @@ class Lab:
 
     MIDDLEBOX_MODES = ("reset", "drop_rst")
 
-    def set_middlebox(self, router: int, mode: Optional[str], limit: Optional[str] = None) -> None:
+    def set_middlebox(self, router: int, mode: Optional[str], limit: Optional[str] = None,
+                      every: Optional[int] = None) -> None:
         """Make router ``router`` (1..N-1) a middlebox on the path (nftables
         forward chain, table ``lwmb``):
 
@@ -1029,7 +1030,10 @@ class Lab:
 
         ``limit`` (nft rate, e.g. ``"20/second burst 2 packets"``): the box acts
         on at most that many packets; the rest pass as if it were not there
-        (with ``"reset"``: some replies from the box, some from the target)."""
+        (with ``"reset"``: some replies from the box, some from the target).
+        ``every`` (N >= 2): the box acts on every N-th such packet only
+        (``numgen inc mod N == 0``), whatever the timing: a mix that does not
+        depend on how fast the prober sends."""
         k = self.node_index(router)
         if not 1 <= k <= self.n - 1:
             raise LabError(f"middlebox must be a router (r1..r{self.n - 1}), got {router!r}")
@@ -1038,13 +1042,17 @@ class Lab:
         self.middlebox.pop(str(k), None)
         rules = []
         if mode is not None:
-            lim = f" limit rate {limit}" if limit else ""
+            if every is not None and (not isinstance(every, int) or every < 2):
+                raise LabError(f"middlebox every must be an integer >= 2, got {every!r}")
+            lim = (f" numgen inc mod {every} == 0" if every else "") + \
+                (f" limit rate {limit}" if limit else "")
             rst = "iifname up 'tcp flags & rst == rst'"
             rules = ([f"ip daddr {self.target_ip} "
                       f"'tcp flags & (syn|ack) == syn'{lim} counter reject with tcp reset"]
                      if mode == "reset" else
                      [f"{rst} ct status assured accept", f"{rst}{lim} counter drop"])
-            self.middlebox[str(k)] = mode + (f" limit {limit}" if limit else "")
+            self.middlebox[str(k)] = mode + (f" limit {limit}" if limit else "") + \
+                (f" every {every}" if every else "")
         self._nft_table(k, "ip lwmb", "path", rules, "a middlebox", hook="forward")
         if self.keep:
             self.save_state()
