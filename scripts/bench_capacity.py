@@ -9,7 +9,9 @@ Ground truth is the IP-layer capacity R * 1500/1514 (the same over IPv6:
 results/capacity_benchmark.csv and results/capacity_benchmark.md; with
 --family 6 the lab is dual-stack and everything (linkwidth, the UDP flood,
 iperf3) runs over IPv6, into capacity_benchmark_ipv6.{csv,md} unless --tag
-says otherwise.
+says otherwise. --family both: a dual-stack lab where each run measures the
+target's IPv4 and its IPv6 address back to back (the order alternates run by
+run), with IPv4 and IPv6 columns, into capacity_benchmark_families.{csv,md}.
 Reads only linkwidth's JSON output.
 """
 import argparse
@@ -49,28 +51,35 @@ def main():
                     help="process lab forwarding on this CPU (RPS) and pin the prober elsewhere")
     ap.add_argument("--tag", default=None,
                     help="suffix for the output file names (default: '' or '_ipv6')")
-    ap.add_argument("--family", type=int, choices=(4, 6), default=4,
-                    help="IP version of the paths (6: dual-stack lab, IPv6 target)")
+    ap.add_argument("--family", choices=("4", "6", "both"), default="4",
+                    help="IP version of the paths (6: dual-stack lab, IPv6 target; both: "
+                    "each run measures both addresses of the target)")
     args = ap.parse_args()
+    families = [4, 6] if args.family == "both" else [int(args.family)]
+    both = len(families) == 2
     if args.tag is None:
-        args.tag = "_ipv6" if args.family == 6 else ""
+        args.tag = "_families" if both else "_ipv6" if families == [6] else ""
+    fam0 = families[0]
     os.makedirs(args.out, exist_ok=True)
     rows = []
     for rate_text in args.rates.split(","):
         rate = lab.parse_rate(rate_text)
         spec = lab.Spec(links=[lab.Link(rate=None), lab.Link(rate=rate, burst=args.burst)],
-                        network_cpu=args.network_cpu, ipv6=args.family == 6)
+                        network_cpu=args.network_cpu, ipv6=6 in families)
         with lab.Lab(spec) as L:
-            target = L.target_ip6 if args.family == 6 else L.target_ip
+            targets = {4: L.target_ip, 6: L.target_ip6 if 6 in families else None}
+            target = targets[fam0]
             truth = L.ground_truth_capacity(ip_len=1500)
-            delivered = shaper_delivered(L, rate, args.family)
-            for run in range(args.runs):
-                p = L.run_in_prober([args.bin, "capacity", target, "--json",
+            delivered = shaper_delivered(L, rate, fam0)
+            order = [(run, fam) for run in range(args.runs)
+                     for fam in (families if run % 2 == 0 else families[::-1])]
+            for run, fam in order:
+                p = L.run_in_prober([args.bin, "capacity", targets[fam], "--json",
                                      *args.tool_args.split()], timeout=120)
                 doc = json.loads(p.stdout)
                 est = doc.get("capacity_bps")
                 rows.append({
-                    "rate_bps": rate, "truth_bps": truth, "run": run,
+                    "rate_bps": rate, "truth_bps": truth, "run": run, "family": fam,
                     "exit": p.returncode,
                     "estimate_bps": est if est is not None else "",
                     "low_bps": doc.get("capacity_low_bps") or "",
@@ -85,7 +94,7 @@ def main():
                     "iperf3_tcp_bps": "",
                     "shaper_delivered_bps": delivered,
                 })
-                print(f"{rate_text}: run {run}: {rows[-1]['error_pct']!s:.6}% "
+                print(f"{rate_text}: run {run} IPv{fam}: {rows[-1]['error_pct']!s:.6}% "
                       f"{rows[-1]['elapsed_s']!s:.5} s", flush=True)
             ip = iperf3_tcp(L, args.iperf_seconds, target=target)
             for r in rows:
@@ -99,7 +108,8 @@ def main():
 
     cmd = "python3 scripts/bench_capacity.py " + " ".join(sys.argv[1:])
     lines = [
-        "# Capacity benchmark" + (" (IPv6)" if args.family == 6 else ""),
+        "# Capacity benchmark"
+        + (": IPv4 and IPv6 on the same paths" if both else " (IPv6)" if fam0 == 6 else ""),
         "",
         f"Produced by `{cmd.strip()}` on {datetime.date.today()} "
         f"({os.cpu_count()} cores). Raw rows: `capacity_benchmark{args.tag}.csv`.",
@@ -112,32 +122,39 @@ def main():
         "layer): where it falls short of the truth, the shaper, not the link model, is the",
         "limit on this VM. iperf3: one TCP flow, cubic (this VM defaults to BBR), "
         f"{args.iperf_seconds} s, goodput (at most R x 1448/1514"
-        + (", R x 1428/1514 over IPv6" if args.family == 6 else "") + ")."
-        + (" Everything runs over IPv6 (dual-stack lab, 2001:2::/48)." if args.family == 6
-           else ""),
+        + (", R x 1428/1514 over IPv6" if 6 in families else "") + ")."
+        + (" Everything runs over IPv6 (dual-stack lab, 2001:2::/48)." if families == [6]
+           else "")
+        + (" Dual-stack lab (2001:2::/48 beside 198.18.0.0/15): each run measured the "
+           "target's IPv4 and IPv6 addresses back to back (IPv4 first in even runs, IPv6 "
+           "first in odd ones); the same 1500-byte IP datagrams, 40-byte IPv6 headers "
+           "counted. The UDP flood and iperf3 ran over IPv4." if both else ""),
         "",
-        "| rate | truth Mbit/s | shaper delivers | median estimate | median abs error | "
-        "max abs error | median time s | median probe kB | iperf3 TCP Mbit/s |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| rate | " + ("family | " if both else "") + "truth Mbit/s | shaper delivers "
+        "| median estimate | median abs error | max abs error | median time s "
+        "| median probe kB | iperf3 TCP Mbit/s |",
+        "|---|---|---|---|---|---|---|---|---|" + ("---|" if both else ""),
     ]
     for rate_text in args.rates.split(","):
         rate = lab.parse_rate(rate_text)
-        rs = [r for r in rows if r["rate_bps"] == rate]
-        ok = [r for r in rs if r["error_pct"] != ""]
-        if not ok:
-            lines.append(f"| {rate_text} | | | no estimate | | | | | |")
-            continue
-        errs = [abs(r["error_pct"]) for r in ok]
-        lines.append(
-            f"| {rate_text} | {rs[0]['truth_bps'] / 1e6:.2f} "
-            f"| {rs[0]['shaper_delivered_bps'] / 1e6:.2f} "
-            f"| {statistics.median(r['estimate_bps'] for r in ok) / 1e6:.2f} "
-            f"| {statistics.median(errs):.2f}% | {max(errs):.2f}% "
-            f"| {statistics.median(r['elapsed_s'] for r in ok):.2f} "
-            f"| {statistics.median(r['probe_bytes'] for r in ok) / 1e3:.0f} "
-            f"| {rs[0]['iperf3_tcp_bps'] / 1e6:.1f} |")
-        if len(ok) < len(rs):
-            lines[-1] += f" ({len(rs) - len(ok)} runs without estimate)"
+        for fam in families:
+            rs = [r for r in rows if r["rate_bps"] == rate and r["family"] == fam]
+            ok = [r for r in rs if r["error_pct"] != ""]
+            col = f"IPv{fam} | " if both else ""
+            if not ok:
+                lines.append(f"| {rate_text} | {col}| | no estimate | | | | | |")
+                continue
+            errs = [abs(r["error_pct"]) for r in ok]
+            lines.append(
+                f"| {rate_text} | {col}{rs[0]['truth_bps'] / 1e6:.2f} "
+                f"| {rs[0]['shaper_delivered_bps'] / 1e6:.2f} "
+                f"| {statistics.median(r['estimate_bps'] for r in ok) / 1e6:.2f} "
+                f"| {statistics.median(errs):.2f}% | {max(errs):.2f}% "
+                f"| {statistics.median(r['elapsed_s'] for r in ok):.2f} "
+                f"| {statistics.median(r['probe_bytes'] for r in ok) / 1e3:.0f} "
+                f"| {rs[0]['iperf3_tcp_bps'] / 1e6:.1f} |")
+            if len(ok) < len(rs):
+                lines[-1] += f" ({len(rs) - len(ok)} runs without estimate)"
     md_path = os.path.join(args.out, f"capacity_benchmark{args.tag}.md")
     with open(md_path, "w") as f:
         f.write("\n".join(lines) + "\n")
