@@ -47,11 +47,19 @@ PacedSample evaluate_paced_train(const TrainTiming& t) {
   }
   // Never take post-qdisc times as offered unless they show the train left
   // unshaped (issue 11): our own qdisc may be the tight link.
-  bool all_left = t.left.size() == n;
-  for (std::size_t i = 0; all_left && i < n; ++i) all_left = t.left[i] != 0;
-  if (all_left) {
+  // Load that never left (left 0 while every marker did) on a train our own
+  // queue held back was dropped there: the queue overflowed, so the train
+  // came faster than our own link carried (kLostLoad in capacity.hpp).
+  bool markers_left = t.left.size() == n;
+  for (std::size_t i = 0; markers_left && i < n; ++i) markers_left = !t.marker[i] || t.left[i] != 0;
+  if (markers_left) {
     Nanos dlo = t.left[0] - t.sent[0], dhi = dlo;
+    int missing = 0;
     for (std::size_t i = 1; i < n; ++i) {
+      if (t.left[i] == 0) {
+        ++missing;
+        continue;
+      }
       dlo = std::min(dlo, t.left[i] - t.sent[i]);
       dhi = std::max(dhi, t.left[i] - t.sent[i]);
     }
@@ -68,8 +76,11 @@ PacedSample evaluate_paced_train(const TrainTiming& t) {
     // Shaped: our queue held packets back (beyond stack jitter) and stretched
     // the markers' span. A stretch of at most kLocalStretch, or one made by
     // jitter alone, hides nothing the threshold would see.
-    s.shaped_locally = s.local_queue_s > tol && s.local_ratio > 1 + kLocalStretch;
-    s.offered_from_left = !s.shaped_locally;
+    const bool queued = s.local_queue_s > tol;
+    if (queued && missing > 0) s.lost_load = missing;
+    s.shaped_locally = queued && (s.local_ratio > 1 + kLocalStretch || s.lost_load > 0);
+    // (A departure the capture missed on an unshaped train: the send times.)
+    s.offered_from_left = !s.shaped_locally && missing == 0;
   }
   const std::vector<Nanos>& sent = s.offered_from_left ? t.left : t.sent;
   double bits_after_head = 0;

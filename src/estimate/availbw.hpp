@@ -59,6 +59,11 @@ struct PacedSample {
   bool shaped_locally = false;
   double local_queue_s = 0;  // spread of left - sent over the train (0: not captured)
   double local_ratio = 0;    // 0: not captured
+  // Load packets our own queue dropped (shaped locally, every marker seen
+  // leaving, these not): the train overflowed our queue, so it came faster
+  // than our own link carried: above the avail-bw whatever the ratio says
+  // (the dropped bits shorten the reply span).
+  int lost_load = 0;
 };
 
 constexpr Nanos kStallFloor = 100 * kUs;

@@ -26,6 +26,8 @@ const char* verdict_name(SampleVerdict v) {
       return "not_compressed";
     case SampleVerdict::kBadDispersion:
       return "bad_dispersion";
+    case SampleVerdict::kLostLoad:
+      return "lost_load";
   }
   return "?";
 }
@@ -53,6 +55,27 @@ TrainTiming timing_of(const Train& train, const TrainOutcome& outcome) {
   t.duplicates = outcome.duplicate_replies;
   return t;
 }
+
+namespace {
+
+// Load our own queue dropped (kLostLoad). Only where the capture shows our
+// departures and our own queue spread the train (its markers left at least
+// twice as far apart as they were sent, and 50 us): elsewhere a load packet
+// the capture missed says nothing (a capture buffer overrun at 1 Gbit/s).
+void count_local_loss(const TrainTiming& t, CapacitySample& s) {
+  const std::size_t n = t.bits.size();
+  if (t.left.size() != n || s.left_dispersion_s < std::max(50e-6, 2 * s.send_dispersion_s)) return;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (t.marker[i] && t.left[i] == 0) return;
+  }
+  for (std::size_t i = 1; i < n; ++i) {
+    if (t.marker[i] || t.left[i] != 0) continue;
+    if (s.lost_load == 0) s.left_before_loss = static_cast<int>(i) - 1;
+    ++s.lost_load;
+  }
+}
+
+}  // namespace
 
 CapacitySample evaluate_capacity_train(const TrainTiming& t, const CapacityFilter& f) {
   CapacitySample s;
@@ -82,8 +105,6 @@ CapacitySample evaluate_capacity_train(const TrainTiming& t, const CapacityFilte
     }
     prev = t.reply[i];
   }
-  double bits_after_head = 0;
-  for (std::size_t i = 1; i < n; ++i) bits_after_head += t.bits[i];
   const Nanos reply_disp = t.reply.back() - t.reply.front();
   const Nanos send_disp = t.sent.back() - t.sent.front();
   s.reply_dispersion_s = to_seconds(reply_disp);
@@ -92,10 +113,16 @@ CapacitySample evaluate_capacity_train(const TrainTiming& t, const CapacityFilte
     s.verdict = SampleVerdict::kBadDispersion;
     return s;
   }
-  s.capacity_bps = bits_after_head / s.reply_dispersion_s;
   if (t.left.size() == n && t.left.front() != 0 && t.left.back() > t.left.front()) {
     s.left_dispersion_s = to_seconds(t.left.back() - t.left.front());
   }
+  count_local_loss(t, s);
+  double bits_after_head = 0;
+  for (std::size_t i = 1; i < n; ++i) {
+    // A load packet our own queue dropped never reached the path.
+    if (s.lost_load == 0 || t.marker[i] || t.left[i] != 0) bits_after_head += t.bits[i];
+  }
+  s.capacity_bps = bits_after_head / s.reply_dispersion_s;
   s.offered_bps = send_disp > 0 ? bits_after_head / s.send_dispersion_s : 0;
 
   // Busy-bottleneck check: packet i reaches the bottleneck (same path delay for
@@ -110,7 +137,9 @@ CapacitySample evaluate_capacity_train(const TrainTiming& t, const CapacityFilte
     bits_before += t.bits[i];
   }
   s.max_send_lag_s = worst;
-  if (static_cast<double>(send_disp) * f.min_compression > static_cast<double>(reply_disp)) {
+  if (s.lost_load > 0) {
+    s.verdict = SampleVerdict::kLostLoad;
+  } else if (static_cast<double>(send_disp) * f.min_compression > static_cast<double>(reply_disp)) {
     s.verdict = SampleVerdict::kNotCompressed;
   } else if (worst > to_seconds(f.stall_tolerance) + t.lead_bits / s.capacity_bps) {
     s.verdict = SampleVerdict::kSendStall;
@@ -161,6 +190,38 @@ double rel_half_width(const CapacityEstimate& e) {
   return e.capacity_bps > 0 ? (e.high_bps - e.low_bps) / (2 * e.capacity_bps) : 1e9;
 }
 }  // namespace
+
+DenseMode dense_mode(const std::vector<double>& x, double tol, double share, int min_count) {
+  DenseMode out;
+  std::vector<double> s = x;
+  std::sort(s.begin(), s.end());
+  std::size_t best_lo = 0, best_hi = 0;  // [lo, hi) around the best centre
+  for (std::size_t i = 0, lo = 0, hi = 0; i < s.size(); ++i) {
+    if (!(s[i] > 0)) continue;
+    while (lo < s.size() && s[lo] < s[i] * (1 - tol)) ++lo;
+    if (hi < i) hi = i;
+    while (hi < s.size() && s[hi] <= s[i] * (1 + tol)) ++hi;
+    if (hi - lo > best_hi - best_lo) {
+      best_lo = lo;
+      best_hi = hi;
+    }
+  }
+  const std::size_t n = best_hi - best_lo;
+  out.count = static_cast<int>(n);
+  if (n == 0 || static_cast<double>(n) < std::max<double>(min_count, share * static_cast<double>(s.size())))
+    return out;
+  const std::vector<double> group(s.begin() + static_cast<std::ptrdiff_t>(best_lo),
+                                  s.begin() + static_cast<std::ptrdiff_t>(best_hi));
+  out.found = true;
+  out.rate_bps = median(group);
+  out.low_bps = group.front();
+  out.high_bps = group.back();
+  return out;
+}
+
+bool wider_than(const CapacityEstimate& e, double half_width) {
+  return rel_half_width(e) > half_width;
+}
 
 bool prefer_per_train(const CapacityEstimate& slope, const CapacityEstimate& per_train,
                       double precision) {

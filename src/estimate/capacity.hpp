@@ -51,6 +51,11 @@ enum class SampleVerdict {
   kSendStall,
   kNotCompressed,
   kBadDispersion,
+  // Our own queue dropped load packets of the train: the capture saw the
+  // markers leave, spread by this host's qdisc, but not every load packet
+  // between them (a small egress queue: a container's or an uplink's
+  // limit). The replies are spaced by fewer bits than the train carried.
+  kLostLoad,
 };
 const char* verdict_name(SampleVerdict v);
 
@@ -62,6 +67,11 @@ struct CapacitySample {
   double send_dispersion_s = 0;
   double max_send_lag_s = 0;      // worst lateness against a busy bottleneck
   double left_dispersion_s = 0;   // head-to-tail spacing as they left our interface (0 = unknown)
+  // kLostLoad: load packets our own queue dropped, and how many probes after
+  // the head left before the first of them (what the queue held). The
+  // capacity then counts only the bits that left.
+  int lost_load = 0;
+  int left_before_loss = 0;
   bool kept() const { return verdict == SampleVerdict::kKept; }
 };
 
@@ -193,6 +203,27 @@ bool has_clean_cluster(const std::vector<double>& dispersions_s);
 // they met none.
 bool fast_trains_met_none(const std::vector<double>& fast_s, const std::vector<double>& slow_s);
 TwoRateEstimate estimate_capacity_two_rates(const std::vector<TrainDispersion>& trains);
+
+// Many trains agreeing closely: the most populous group of per-train rates
+// within +-tol of its centre, when it holds at least max(min_count, share x
+// all) of them (median and range of the group). Where the fit of the slope
+// (or of the two rates) is wide, a dense group says more: on a shaped own
+// interface the slope over trains that read 66 and 83 said 107 (+60%) where
+// 18 of 39 agreed within 1.5% on 66.5 (the truth 66.9); under TCP cross traffic
+// at 71%, 6 of 7 agreed on the truth and the fit said -47% (the random-path
+// benchmark, paths 18 and 51). A cross-traffic bias every train meets moves
+// the group with it: this corrects noise, not bias.
+struct DenseMode {
+  bool found = false;
+  double rate_bps = 0;
+  double low_bps = 0, high_bps = 0;
+  int count = 0;
+};
+DenseMode dense_mode(const std::vector<double>& rates_bps, double tol = 0.015, double share = 0.35,
+                     int min_count = 4);
+
+// True when the estimate's 95% interval is wider than +-`half_width` of it.
+bool wider_than(const CapacityEstimate& e, double half_width);
 
 // The slope removes the fixed offset but is a difference of two dispersions:
 // with bursty cross traffic and few trains its interval can be very wide (a

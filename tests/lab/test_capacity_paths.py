@@ -59,6 +59,10 @@ def _local_htb(L):
     return [L.cross(1, "udp", rate=12.5e6, cpu=CROSS_CPU)]
 
 
+def _local_cbr2(L):
+    return [L.cross(1, "udp", rate=2e6, cpu=CROSS_CPU)]
+
+
 # name -> (links, cross-traffic starter)
 CLASSES = {
     # constant rate at 80 % of a remote 100 Mbit/s narrow link
@@ -76,6 +80,10 @@ CLASSES = {
     # our own interface is the narrow link: htb 50 Mbit/s, 25 % from a cross
     # host on link 1 (through the same qdisc)
     "local_htb25": ([lab.Link(rate=50e6, shaper="htb"), lab.Link(rate=None)], _local_htb),
+    # our own interface is the narrow link with a queue of under 8 full frames
+    # (tbf 6 Mbit/s, 11.6 KB: a container's egress limit), 2 Mbit/s through it
+    # from a cross host: 16-packet trains lose load in our own qdisc
+    "local_small_queue_6m": ([lab.Link(rate=6e6, limit=11646), lab.Link(rate=None)], _local_cbr2),
 }
 
 

@@ -448,6 +448,36 @@ TEST_CASE("paced train: our own shaped interface is the tight link", "[availbw][
   CHECK(classify_train(above.ratio, above.lost, noise) == TrainVerdict::kAbove);
 }
 
+TEST_CASE("paced train: load our own queue dropped marks the train above",
+          "[availbw][paced][local][lostload]") {
+  // 50 Mbit/s egress, 20 of this host's in the queue, offered 45: the queue
+  // grows; a small one drops two load packets (never seen leaving).
+  TrainTiming t = local_train(50e6, 20e6, 40, 1500, gap_ns(45e6), 8);
+  int dropped = 0;
+  for (std::size_t i = t.bits.size() / 2; i < t.bits.size() && dropped < 2; ++i) {
+    if (t.marker[i]) continue;
+    t.left[i] = 0;
+    ++dropped;
+  }
+  const PacedSample s = evaluate_paced_train(t);
+  CHECK(s.lost_load == 2);
+  CHECK(s.shaped_locally);
+  CHECK_FALSE(s.offered_from_left);
+  CHECK_FALSE(s.lost);  // every marker answered
+
+  SECTION("not on an unshaped train: a departure the capture missed") {
+    TrainTiming u = fluid_train(100e6, 0, 40, 1500, gap_ns(50e6), 8);
+    for (Nanos x : u.sent) u.left.push_back(x + 10 * kUs);
+    u.left[3] = 0;
+    REQUIRE_FALSE(u.marker[3]);
+    const PacedSample k = evaluate_paced_train(u);
+    CHECK(k.lost_load == 0);
+    CHECK_FALSE(k.shaped_locally);
+    CHECK_FALSE(k.offered_from_left);  // send times, as without a capture
+    CHECK(k.ratio == Approx(1.0).epsilon(0.01));
+  }
+}
+
 TEST_CASE("paced train: unshaped captured departures stay the offered schedule",
           "[availbw][paced][local]") {
   // An idle 100 Mbit/s path with an unshaped interface: left = sent + a few

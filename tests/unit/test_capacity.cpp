@@ -263,3 +263,127 @@ TEST_CASE("a noisy two-length slope gives way to the per-train estimate", "[capa
   CHECK(chosen_bad <= slope_bad);
   CHECK(chosen_bad < slope_bad / 2 + 5);
 }
+
+namespace {
+
+// A train through this host's own shaped interface: a byte-limited FIFO of
+// `limit_bytes` drained at `cap_bps` (tbf/htb with a small queue). Packets that
+// find it full are dropped (never leave: left = 0); `left` is when each
+// departing packet began to leave (where the capture sees it), the reply comes
+// a fixed delay after it finished.
+TrainTiming through_local_queue(int n, double cap_bps, double send_bps, double limit_bytes) {
+  TrainTiming t;
+  const Nanos t0 = 1'000'000'000;
+  std::vector<std::pair<double, double>> queued;  // (departure end, bytes) of what is in the queue
+  double link_free = 0, send_t = 0;
+  const int total = n + 2;
+  for (int i = 0; i < total; ++i) {
+    const bool marker = i == 0 || i == total - 1;
+    const double bytes = marker ? 40 : 1500;
+    t.bits.push_back(8 * bytes);
+    t.marker.push_back(marker);
+    t.sent.push_back(t0 + static_cast<Nanos>(send_t * 1e9));
+    double backlog = 0;
+    for (const auto& q : queued)
+      if (q.first > send_t) backlog += q.second;
+    if (backlog + bytes > limit_bytes) {
+      t.left.push_back(0);
+      t.reply.push_back(0);
+    } else {
+      const double start = std::max(link_free, send_t);
+      link_free = start + 8 * bytes / cap_bps;
+      queued.emplace_back(link_free, bytes);
+      t.left.push_back(t0 + static_cast<Nanos>(start * 1e9));
+      t.reply.push_back(marker ? t0 + 300 * kUs + static_cast<Nanos>(link_free * 1e9) : 0);
+    }
+    send_t += 8 * bytes / send_bps;
+  }
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("load our own queue dropped is not counted, and the train is not kept",
+          "[capacity][lostload]") {
+  // 6 Mbit/s with a queue of about 7 full packets; 16 load packets at 1 Gbit/s.
+  const TrainTiming t = through_local_queue(16, 6e6, 1e9, 11646);
+  int dropped = 0;
+  for (std::size_t i = 1; i + 1 < t.left.size(); ++i) dropped += t.left[i] == 0 ? 1 : 0;
+  REQUIRE(dropped > 0);
+  REQUIRE(t.reply.front() != 0);
+  REQUIRE(t.reply.back() != 0);
+  const CapacitySample s = evaluate_capacity_train(t, CapacityFilter{});
+  CHECK(s.verdict == SampleVerdict::kLostLoad);
+  CHECK(std::string(verdict_name(s.verdict)) == "lost_load");
+  CHECK(s.lost_load == dropped);
+  CHECK(s.left_before_loss >= 6);
+  CHECK(s.left_before_loss <= 8);
+  // The rate of what left: the link's, not the 1 + dropped/departed times it.
+  CHECK(s.capacity_bps == Approx(6e6).epsilon(0.01));
+
+  SECTION("a queue that holds the train drops nothing") {
+    const TrainTiming ok = through_local_queue(16, 6e6, 1e9, 64000);
+    const CapacitySample k = evaluate_capacity_train(ok, CapacityFilter{});
+    CHECK(k.kept());
+    CHECK(k.lost_load == 0);
+    CHECK(k.capacity_bps == Approx(6e6).epsilon(0.01));
+  }
+  SECTION("a departure the capture missed, on a train our queue did not spread, is no loss") {
+    std::mt19937 rng(5);
+    TrainTiming u = synth(16, 6e6, 1e9, 0, rng);
+    u.left = u.sent;  // left as sent: unshaped here
+    u.left[5] = 0;
+    const CapacitySample k = evaluate_capacity_train(u, CapacityFilter{});
+    CHECK(k.kept());
+    CHECK(k.lost_load == 0);
+  }
+  SECTION("without departure times nothing changes") {
+    TrainTiming u = t;
+    u.left.clear();
+    const CapacitySample k = evaluate_capacity_train(u, CapacityFilter{});
+    CHECK(k.verdict != SampleVerdict::kLostLoad);
+  }
+}
+
+TEST_CASE("dense mode: the most populous group of closely agreeing train rates",
+          "[capacity][dense]") {
+  SECTION("18 of 39 agree on the truth, the rest spread above it") {
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<double> near(-0.01, 0.01), far(1.05, 1.35);
+    std::vector<double> r;
+    for (int i = 0; i < 18; ++i) r.push_back(66.5e6 * (1 + near(rng)));
+    for (int i = 0; i < 21; ++i) r.push_back(66.5e6 * far(rng));
+    const DenseMode m = dense_mode(r);
+    REQUIRE(m.found);
+    CHECK(m.count >= 18);
+    CHECK(m.rate_bps == Approx(66.5e6).epsilon(0.01));
+    CHECK(m.low_bps <= m.rate_bps);
+    CHECK(m.high_bps >= m.rate_bps);
+    CHECK(m.high_bps / m.low_bps < 1.031);
+  }
+  SECTION("no group holds enough of them") {
+    std::vector<double> r;
+    for (int i = 0; i < 20; ++i) r.push_back(50e6 * (1 + 0.04 * i));  // 4% apart
+    const DenseMode m = dense_mode(r);
+    CHECK_FALSE(m.found);
+    CHECK(m.count == 1);
+  }
+  SECTION("too few trains in all") {
+    CHECK_FALSE(dense_mode({10e6, 10e6, 10e6}).found);
+    CHECK_FALSE(dense_mode({}).found);
+  }
+  SECTION("the larger of two groups wins, and the share counts") {
+    std::vector<double> r(5, 30e6);
+    r.insert(r.end(), 7, 40e6);
+    const DenseMode m = dense_mode(r);
+    REQUIRE(m.found);
+    CHECK(m.rate_bps == Approx(40e6));
+    CHECK(m.count == 7);
+    r.insert(r.end(), 10, 90e6);  // 10 of 22 now: still over 35%
+    CHECK(dense_mode(r).rate_bps == Approx(90e6));
+    std::vector<double> spread(30);
+    for (int i = 0; i < 30; ++i) spread[i] = 1e6 * (100 + 5 * i);
+    spread.insert(spread.end(), 5, 20e6);  // 5 of 35: under 35%
+    CHECK_FALSE(dense_mode(spread).found);
+  }
+}

@@ -411,6 +411,9 @@ class FleetRun {
         ++*lost;
         verdicts.push_back(TrainVerdict::kAbove);  // loss inside a train counts as above
         v = "lost";
+      } else if (s.lost_load > 0) {
+        verdicts.push_back(TrainVerdict::kAbove);  // it overflowed our own queue
+        v = "lost_load";
       } else if (!s.usable) {
         v = "unusable";
       } else {
@@ -515,7 +518,12 @@ class FleetRun {
       PacedSample s;
       if (!runner.run(t, &s)) break;
       stalled += s.stalled ? 1 : 0;
-      std::string v = s.stalled ? "send_stall" : s.lost ? "lost" : !s.usable ? "unusable" : "";
+      // (Load our own queue dropped shortens the reply span: no response point.)
+      std::string v = s.stalled        ? "send_stall"
+                      : s.lost         ? "lost"
+                      : s.lost_load > 0 ? "lost_load"
+                      : !s.usable      ? "unusable"
+                                       : "";
       if (v.empty()) {
         response.push_back({s.offered_bps, s.ratio, j});
         v = train_verdict_name(classify_train(s.ratio, false, noise));

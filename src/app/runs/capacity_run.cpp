@@ -358,7 +358,9 @@ CapacityLoop::Next CapacityLoop::watch_shaper(const CapacitySample& s, double sl
 void CapacityLoop::size(const CapacitySample& s) {
   if (sized_) return;
   ++sizing_trains_;
-  if (s.capacity_bps > 0 && (s.kept() || s.verdict == SampleVerdict::kNotCompressed)) {
+  // (A train our own queue cut counts only the bits that left: its rate holds.)
+  if (s.capacity_bps > 0 && (s.kept() || s.verdict == SampleVerdict::kNotCompressed ||
+                             s.verdict == SampleVerdict::kLostLoad)) {
     const bool trustworthy = s.reply_dispersion_s >= c_.target_dispersion_s / 4 ||
                              n_ >= max_short_packets(c_) || sizing_trains_ >= 4;
     if (trustworthy) {

@@ -22,6 +22,9 @@ struct TrainOutcome;
 
 // The train lengths trains are cut down to, at least.
 constexpr int kMinLoadPackets = 8;
+// ... except when our own queue drops their load (SampleVerdict::kLostLoad):
+// a queue of a few packets then decides, not the reply noise.
+constexpr int kMinLocalLoadPackets = 2;
 // The load packets of the first (sizing) train when --load-packets is automatic.
 constexpr int kSizingLoadPackets = 16;
 
@@ -29,7 +32,8 @@ constexpr int kSizingLoadPackets = 16;
 struct TallyStep {
   CapacitySample sample;
   int path_mtu = 0;      // > 0: a router reported this smaller path MTU (samples forgotten)
-  int shortened_to = 0;  // > 0: long trains kept losing their tail; trains halved to this
+  int shortened_to = 0;  // > 0: long trains kept losing their tail, or our own queue
+                         // dropped load; trains halved to this
 };
 
 class CapacityTally {
