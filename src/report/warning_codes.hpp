@@ -92,7 +92,8 @@ namespace lw {
   X(kShaperNotEmptied, "shaper_not_emptied",                                                      \
     "trains disagreed as a token bucket makes them, but the caps did not allow emptying it")      \
   X(kSlopeTooNoisy, "slope_too_noisy",                                                            \
-    "the two-length slope was too wide; the per-train estimate is used")                          \
+    "the two-length slope was too wide; the rate most trains agree on within 1.5%, or the "       \
+    "per-train estimate, is used")                                                                \
   X(kTimestampsQuantised, "timestamps_quantised",                                                 \
     "reply times are quantised: the capacity is reported as a lower bound")                       \
   X(kTokenBucket, "token_bucket",                                                                 \
@@ -102,7 +103,9 @@ namespace lw {
   X(kTrainsNotCompressed, "trains_not_compressed",                                                \
     "trains were not sent faster than the path and were not used")                                \
   X(kTrainsRejected, "trains_rejected", "trains were rejected, with the reasons counted")         \
-  X(kTrainsShortened, "trains_shortened", "trains lost marker replies; they were shortened")      \
+  X(kTrainsShortened, "trains_shortened",                                                         \
+    "trains lost marker replies, or this host's own queue dropped their load; they were "         \
+    "shortened")                                                                                  \
   X(kUncompressedTrains, "uncompressed_trains",                                                   \
     "some trains came back at our own sending rate while others were compressed")
 
