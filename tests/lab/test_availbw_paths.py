@@ -38,6 +38,9 @@ SCENARIOS = {
     "local_htb": ([lab.Link(rate=50e6, shaper="htb"), lab.Link(rate=None)], {1: 0.4}),
     "local_tbf": ([lab.Link(rate=50e6, shaper="tbf"), lab.Link(rate=None)], {1: 0.4}),
     "local_htb_heavy": ([lab.Link(rate=50e6, shaper="htb"), lab.Link(rate=None)], {1: 0.8}),
+    # ... with a queue of under 8 full frames (a container's egress limit):
+    # trains above the avail-bw overflow it and lose load in our own qdisc.
+    "local_small_queue": ([lab.Link(rate=6e6, limit=11646), lab.Link(rate=None)], {1: 0.33}),
     # The first remote hop, 80% loaded.
     "remote_80": ([lab.Link(rate=None), lab.Link(rate=50e6)], {2: 0.8}),
     "remote_90": ([lab.Link(rate=None), lab.Link(rate=50e6)], {2: 0.9}),
@@ -137,6 +140,19 @@ def test_local_tight_link_htb_with_cross_traffic_through_the_same_qdisc():
     # Our own qdisc spaced the trains above the avail-bw: the run says so.
     codes = [{w["code"] for w in doc["warnings"]} for _, doc, _, _ in results]
     assert sum("local_shaping" in c for c in codes) >= 2, codes
+
+
+def test_local_tight_link_with_a_queue_of_a_few_packets():
+    """tbf 6 Mbit/s with an 11.6 KB queue on our own interface, 33% through
+    it: long trains overflow our own qdisc (lost_load). Before the fix the
+    capacity read +14% (long trains short of load) and the avail-bw inherited
+    it (+4.6, -7.8, +2.7%, 30 s); after it -2.2, -1.2, -0.9% (capacity within
+    0.5%, 17-23 s) on the same day."""
+    results = check("local_small_queue")
+    for _, doc, _, _ in results:
+        truth_c = 6e6 * 1500 / 1514
+        assert abs(doc["capacity_bps"] / truth_c - 1) <= 0.03, doc["capacity_bps"]
+        assert "trains_shortened" in [w["code"] for w in doc["warnings"]], doc["warnings"]
 
 
 @pytest.mark.xfail(strict=False, reason=(
