@@ -208,8 +208,8 @@ DenseMode dense_mode(const std::vector<double>& x, double tol, double share, int
   }
   const std::size_t n = best_hi - best_lo;
   out.count = static_cast<int>(n);
-  if (n == 0 || static_cast<double>(n) < std::max<double>(min_count, share * static_cast<double>(s.size())))
-    return out;
+  const double need = std::max<double>(min_count, share * static_cast<double>(s.size()));
+  if (n == 0 || static_cast<double>(n) < need) return out;
   const std::vector<double> group(s.begin() + static_cast<std::ptrdiff_t>(best_lo),
                                   s.begin() + static_cast<std::ptrdiff_t>(best_hi));
   out.found = true;

@@ -112,7 +112,8 @@ TallyStep CapacityTally::add(const Train& train, const TrainOutcome& outcome, in
     // Our own queue could not hold the train: no rate is measured through a
     // queue that drops it. Halve the trains (down to what the queue held
     // before it dropped) and start over.
-    step.shortened_to = std::max(kMinLocalLoadPackets, std::min(n_short / 2, s.left_before_loss / 2));
+    step.shortened_to =
+        std::max(kMinLocalLoadPackets, std::min(n_short / 2, s.left_before_loss / 2));
     restart();
     res.warnings.push_back(
         {WarningCode::kTrainsShortened,
@@ -186,8 +187,6 @@ void CapacityTally::conclude(CapacityResult& res) const {
   // do not contradict; the result is the lower bound.
   const bool mostly_uncompressed =
       !sm.uncompressed.empty() && sm.uncompressed.size() > 2 * sm.kept.size();
-  // Not when replies were lost: lost load packets shorten a train unseen and
-  // push its per-train rate up (the slope is not biased that way).
   // Where the fit is wide, many trains that agree closely say more; not
   // when replies were lost: load lost with them shortens a train unseen, by
   // whole packets, and trains that each lost one agree with each other (a
@@ -197,6 +196,9 @@ void CapacityTally::conclude(CapacityResult& res) const {
   const DenseMode dense = two_lengths_ && est.valid && !losses && wider_than(est, kWideFit)
                               ? dense_mode(sm.kept, kDenseTolerance)
                               : DenseMode{};
+  // The per-train KDE below: not when replies were lost either (lost load
+  // packets shorten a train unseen and push its per-train rate up; the slope
+  // is not biased that way).
   if (mostly_uncompressed) {
     // handled below, as when every train was uncompressed
   } else if (dense.found) {
