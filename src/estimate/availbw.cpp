@@ -54,12 +54,9 @@ PacedSample evaluate_paced_train(const TrainTiming& t) {
   for (std::size_t i = 0; markers_left && i < n; ++i) markers_left = !t.marker[i] || t.left[i] != 0;
   if (markers_left) {
     Nanos dlo = t.left[0] - t.sent[0], dhi = dlo;
-    int missing = 0;
+    const int missing = missing_departures(t).count;
     for (std::size_t i = 1; i < n; ++i) {
-      if (t.left[i] == 0) {
-        ++missing;
-        continue;
-      }
+      if (t.left[i] == 0) continue;
       dlo = std::min(dlo, t.left[i] - t.sent[i]);
       dhi = std::max(dhi, t.left[i] - t.sent[i]);
     }

@@ -56,26 +56,20 @@ TrainTiming timing_of(const Train& train, const TrainOutcome& outcome) {
   return t;
 }
 
-namespace {
-
-// Load our own queue dropped (kLostLoad). Only where the capture shows our
-// departures and our own queue spread the train (its markers left at least
-// twice as far apart as they were sent, and 50 us): elsewhere a load packet
-// the capture missed says nothing (a capture buffer overrun at 1 Gbit/s).
-void count_local_loss(const TrainTiming& t, CapacitySample& s) {
+MissingDepartures missing_departures(const TrainTiming& t) {
+  MissingDepartures m;
   const std::size_t n = t.bits.size();
-  if (t.left.size() != n || s.left_dispersion_s < std::max(50e-6, 2 * s.send_dispersion_s)) return;
+  if (t.left.size() != n || t.marker.size() != n) return m;
   for (std::size_t i = 0; i < n; ++i) {
-    if (t.marker[i] && t.left[i] == 0) return;
+    if (t.marker[i] && t.left[i] == 0) return m;
   }
   for (std::size_t i = 1; i < n; ++i) {
     if (t.marker[i] || t.left[i] != 0) continue;
-    if (s.lost_load == 0) s.left_before_loss = static_cast<int>(i) - 1;
-    ++s.lost_load;
+    if (m.count == 0) m.left_before = static_cast<int>(i) - 1;
+    ++m.count;
   }
+  return m;
 }
-
-}  // namespace
 
 CapacitySample evaluate_capacity_train(const TrainTiming& t, const CapacityFilter& f) {
   CapacitySample s;
@@ -116,7 +110,15 @@ CapacitySample evaluate_capacity_train(const TrainTiming& t, const CapacityFilte
   if (t.left.size() == n && t.left.front() != 0 && t.left.back() > t.left.front()) {
     s.left_dispersion_s = to_seconds(t.left.back() - t.left.front());
   }
-  count_local_loss(t, s);
+  // Load our own queue dropped (kLostLoad): only where our own queue spread
+  // the train (its markers left at least twice as far apart as they were
+  // sent, and 50 us); elsewhere a departure the capture missed says nothing
+  // (a capture buffer overrun at 1 Gbit/s).
+  if (s.left_dispersion_s >= std::max(50e-6, 2 * s.send_dispersion_s)) {
+    const MissingDepartures m = missing_departures(t);
+    s.lost_load = m.count;
+    s.left_before_loss = m.left_before;
+  }
   double bits_after_head = 0;
   for (std::size_t i = 1; i < n; ++i) {
     // A load packet our own queue dropped never reached the path.

@@ -77,6 +77,17 @@ struct CapacitySample {
 
 CapacitySample evaluate_capacity_train(const TrainTiming& t, const CapacityFilter& f);
 
+// Load packets the capture never saw leave while every marker did (0 when a
+// marker's departure is missing or there are no departure times), and how
+// many probes after the head left before the first of them. Whether our own
+// queue dropped them, and not the capture, is the caller's to judge from how
+// the train was spread (capacity and avail-bw trains are paced differently).
+struct MissingDepartures {
+  int count = 0;
+  int left_before = 0;
+};
+MissingDepartures missing_departures(const TrainTiming& t);
+
 struct CapacityEstimate {
   bool valid = false;
   double capacity_bps = 0;
@@ -209,10 +220,10 @@ TwoRateEstimate estimate_capacity_two_rates(const std::vector<TrainDispersion>& 
 // all) of them (median and range of the group). Where the fit of the slope
 // (or of the two rates) is wide, a dense group says more: on a shaped own
 // interface the slope over trains that read 66 and 83 said 107 (+60%) where
-// 18 of 39 agreed within 1.5% on 66.5 (the truth 66.9); under TCP cross traffic
-// at 71%, 6 of 7 agreed on the truth and the fit said -47% (the random-path
-// benchmark, paths 18 and 51). A cross-traffic bias every train meets moves
-// the group with it: this corrects noise, not bias.
+// 18 of 39 agreed within 1.5% on 66.5 (the truth 66.9; random-path benchmark,
+// path 18). The tally uses it only when no reply or load was lost: trains that
+// each lost one load packet agree with each other too. A cross-traffic bias
+// every train meets moves the group with it: this corrects noise, not bias.
 struct DenseMode {
   bool found = false;
   double rate_bps = 0;

@@ -191,8 +191,9 @@ void CapacityTally::conclude(CapacityResult& res) const {
   // when replies were lost: load lost with them shortens a train unseen, by
   // whole packets, and trains that each lost one agree with each other (a
   // 10 Mbit/s link with 3% random loss: 4 of 10 trains on +13%).
-  const bool losses = sm.rejected.count(verdict_name(SampleVerdict::kLostReply)) > 0 ||
-                      sm.rejected.count(verdict_name(SampleVerdict::kLostLoad)) > 0;
+  const bool lost_replies = sm.rejected.count(verdict_name(SampleVerdict::kLostReply)) > 0;
+  const bool losses =
+      lost_replies || sm.rejected.count(verdict_name(SampleVerdict::kLostLoad)) > 0;
   const DenseMode dense = two_lengths_ && est.valid && !losses && wider_than(est, kWideFit)
                               ? dense_mode(sm.kept, kDenseTolerance)
                               : DenseMode{};
@@ -218,7 +219,7 @@ void CapacityTally::conclude(CapacityResult& res) const {
                                 std::to_string(sm.kept.size()) +
                                 " trains agree on within 1.5% (it may include a small fixed "
                                 "offset)"});
-  } else if (est.valid && two_lengths_ && sm.kept.size() >= 4 && sm.rejected.count("lost_reply") == 0 &&
+  } else if (est.valid && two_lengths_ && sm.kept.size() >= 4 && !lost_replies &&
              !two_rate_.cross_traffic_seen() && prefer_per_train(est, per_train, precision_)) {
     // (Not when the two-rate fit saw cross traffic: every per-train sample
     // carries its bias, and a wide interval there is the honest one.)
