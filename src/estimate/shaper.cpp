@@ -53,6 +53,37 @@ double sigma(const Line& l) {
   return std::max(kFloor, std::sqrt(l.sse / (l.n - 2)));
 }
 
+double median_of(std::vector<double> v) {
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+// A stall: a reply interval more than twice as long as its bits take
+// at the spacing of the intervals around it (the slower of the four before
+// and the four after: a shift from burst to sustained rate is not a stall,
+// nor the burst of refilled tokens after one), and longer by at least
+// `min_pause_s`. The fitted lines would take it for a slower rate.
+void find_stall(const std::vector<double>& x, const std::vector<double>& y, double min_pause_s,
+                ShaperFinding& f) {
+  const int m = static_cast<int>(x.size()) - 1;  // intervals
+  std::vector<double> slope(static_cast<std::size_t>(m));
+  for (int i = 0; i < m; ++i) slope[i] = (y[i + 1] - y[i]) / (x[i + 1] - x[i]);
+  constexpr int kSide = 4;
+  for (int i = 0; i < m; ++i) {
+    double ref = 0;
+    if (i > 0) ref = median_of({slope.begin() + std::max(0, i - kSide), slope.begin() + i});
+    if (i + 1 < m) {
+      ref = std::max(ref, median_of({slope.begin() + i + 1, slope.begin() + std::min(m, i + 1 + kSide)}));
+    }
+    const double expected = ref * (x[i + 1] - x[i]);
+    const double excess = y[i + 1] - y[i] - expected;
+    if (excess > std::max(expected, min_pause_s)) {
+      f.paused = true;
+      f.pause_s = std::max(f.pause_s, excess);
+    }
+  }
+}
+
 struct Model {
   int s = 0;  // burst = [0, s) (0: none)
   int e = 0;  // sustained = [s, e), overflow = [e, n)
@@ -73,6 +104,7 @@ ShaperFinding detect_shaper(const std::vector<ShaperPoint>& points, double offer
   // Usable points: answered, in send order, replies not running backwards (a
   // reordered reply is dropped). The first answered marker is the origin.
   std::vector<double> x, y;  // Mbit after the origin, seconds after its reply
+  std::vector<Nanos> sent;   // when each was sent (0: unknown)
   double x0 = 0;
   Nanos t0 = 0;
   Nanos last = 0;
@@ -85,6 +117,7 @@ ShaperFinding detect_shaper(const std::vector<ShaperPoint>& points, double offer
       continue;
     }
     last = p.reply;
+    sent.push_back(p.sent);
     x.push_back((p.bits - x0) / 1e6);
     y.push_back(to_seconds(p.reply - t0));
   }
@@ -94,6 +127,7 @@ ShaperFinding detect_shaper(const std::vector<ShaperPoint>& points, double offer
     f.reason = "too few replies";
     return f;
   }
+  find_stall(x, y, to_seconds(opt.min_pause), f);
 
   // Every model of up to three phases (burst, sustained, overflow), each
   // phase a line: the burst is faster than the sustained phase, the overflow
@@ -174,6 +208,24 @@ ShaperFinding detect_shaper(const std::vector<ShaperPoint>& points, double offer
   }
   if (-sus.a < threshold || most_late < threshold) {
     f.reason = "burst within the timing noise";
+    return f;
+  }
+  {
+    // What we offered over the sustained phase: the rate it came back at must
+    // be a compression of it, not our own slower sending.
+    const int a = best.s, z = best.e - 1;
+    if (sent[a] > 0 && sent[z] > sent[a]) {
+      const double sender_bps = (x[z] - x[a]) * 1e6 / to_seconds(sent[z] - sent[a]);
+      if (sender_bps < opt.min_send_excess * f.rate_bps) {
+        f.sender_limited = true;
+        f.reason = "the sustained phase came at our own sending rate";
+        return f;
+      }
+    }
+  }
+  if (f.paused) {
+    f.reason = "the replies stood still for " + std::to_string(static_cast<int>(f.pause_s * 1e3)) +
+               " ms";
     return f;
   }
   f.found = true;

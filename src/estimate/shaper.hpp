@@ -32,6 +32,9 @@ namespace lw {
 struct ShaperPoint {
   double bits = 0;  // IP bits sent after the head marker up to and including this marker
   Nanos reply = 0;  // reply arrival time; 0 = lost
+  // When we handed it to the kernel (user space, before our own qdisc); 0 =
+  // unknown. A sustained phase no slower than our own sending is not a shaper.
+  Nanos sent = 0;
 };
 
 struct ShaperOptions {
@@ -47,6 +50,12 @@ struct ShaperOptions {
   // this many standard deviations, and by at least min_burst_time.
   double noise_sigmas = 4.0;
   Nanos min_burst_time = 100 * kUs;
+  // The sender must have offered the sustained phase's bits at least this
+  // much faster than they came back, or the shift is our own sending's.
+  double min_send_excess = 1.15;
+  // A reply interval in the sustained phase longer than twice what the rate
+  // spaces it by, and by at least this much, is a stall, not the shaper.
+  Nanos min_pause = 5 * kMs;
 };
 
 struct ShaperFinding {
@@ -66,6 +75,14 @@ struct ShaperFinding {
   int burst_points = 0;           // of them in the burst phase (head included)
   int dropped_tail = 0;           // points cut off at the end (the shaper's queue overflowed)
   double overflow_bits = 0;       // bits (after the head) where that began; 0 if it did not
+  // The replies stood still for a while in the sustained phase (a host or VM
+  // descheduled, the path stalled): the slope would read a slower rate than
+  // the shaper's. Not found; the stream is worth sending again.
+  bool paused = false;
+  // The sustained phase came at the rate we sent it (our sending slowed: a
+  // busy host; the replies only show that): not a shaper.
+  bool sender_limited = false;
+  double pause_s = 0;             // the longest such stall, beyond the expected spacing
   std::string reason;             // why not found (diagnostics)
 };
 

@@ -109,6 +109,7 @@ nlohmann::json shaper_check_json(const ShaperRecord& s) {
           {"stream_bytes", s.stream_bytes},
           {"elapsed_s", s.elapsed_s},
           {"stream_rate_bps", nullable(s.stream_rate_bps > 0, s.stream_rate_bps)}};
+  if (s.stalled_streams > 0) j["stalled_streams"] = s.stalled_streams;
   if (s.refill_bytes > 0) {
     // measure/availbw: the bucket's refill (app/shaper_run.hpp)
     j["refill_pairs"] = s.refill_pairs;
@@ -126,6 +127,7 @@ ShaperRecord shaper_from_json(const nlohmann::json& shaper, const nlohmann::json
     s.trigger = check.at("trigger").get<std::string>();
     s.verdict = check.at("verdict").get<std::string>();
     s.streams = check.at("streams").get<int>();
+    s.stalled_streams = check.value("stalled_streams", 0);  // absent before 2026-11-26
     s.stream_bytes = check.at("stream_bytes").get<std::uint64_t>();
     s.elapsed_s = check.at("elapsed_s").get<double>();
     s.stream_rate_bps = or_zero(check, "stream_rate_bps");

@@ -28,6 +28,14 @@ struct Path {
   double reply_loss = 0;      // fraction of marker replies lost
   double cross_bps = 0;       // Poisson cross traffic through the same queue (1500 B)
   double initial_bytes = -1;  // the bucket's content at the head (-1: full)
+  // A freeze of the host (a VM descheduled): nothing leaves the shaper from
+  // pause_at for pause_s seconds; its tokens go on filling up to the bucket.
+  double pause_at = -1;
+  double pause_s = 0;
+  // Our own sending slows to send_slow_bps after send_slow_after bytes (a
+  // busy host); 0: it does not.
+  double send_slow_after = 0;
+  double send_slow_bps = 0;
 };
 
 struct Stream {
@@ -48,17 +56,24 @@ Stream simulate(const Path& p, int load_packets, int markers, unsigned seed) {
     int marker;  // -1 for load and cross traffic
   };
   std::vector<Pkt> pkts;
-  double t = 0;
+  std::vector<double> sent_at(markers, 0);
+  double t = 0, sent_bytes = 0;
+  auto send = [&](double bytes) {
+    sent_bytes += bytes;
+    const bool slow = p.send_slow_after > 0 && sent_bytes > p.send_slow_after;
+    t += bytes * 8 / (slow ? p.send_slow_bps : p.offered_bps);
+  };
   std::size_t m = 0;
   for (int i = 0; i <= load_packets; ++i) {
     while (m < pos.size() && pos[m] == i) {
       pkts.push_back({t, 40, static_cast<int>(m)});
-      t += 40 * 8 / p.offered_bps;
+      sent_at[m] = t;
+      send(40);
       ++m;
     }
     if (i == load_packets) break;
     pkts.push_back({t, 1500, -1});
-    t += 1500 * 8 / p.offered_bps;
+    send(1500);
   }
   if (p.cross_bps > 0) {
     std::exponential_distribution<double> gap(p.cross_bps / (1500 * 8));
@@ -78,10 +93,15 @@ Stream simulate(const Path& p, int load_packets, int markers, unsigned seed) {
     for (const auto& q : queued) backlog += q.second;
     if (backlog + k.bytes > p.queue_bytes) continue;  // dropped
     double dep = std::max({k.t, prev_dep, link_free});
+    if (p.pause_at >= 0 && dep >= p.pause_at && dep < p.pause_at + p.pause_s) dep = p.pause_at + p.pause_s;
     tokens = std::min(bucket, tokens + (dep - tok_t) * p.rate_bps / 8);
     tok_t = dep;
     if (tokens < k.bytes) {
       dep += (k.bytes - tokens) * 8 / p.rate_bps;
+      if (p.pause_at >= 0 && dep >= p.pause_at && dep < p.pause_at + p.pause_s) {
+        dep = p.pause_at + p.pause_s;
+        tokens = std::min(bucket, tokens + (dep - tok_t) * p.rate_bps / 8);
+      }
       tokens = k.bytes;
       tok_t = dep;
     }
@@ -98,7 +118,8 @@ Stream simulate(const Path& p, int load_packets, int markers, unsigned seed) {
     if (i > 0) bits += 8.0 * 1500 * (pos[i] - prev) + 8.0 * 40;
     prev = pos[i];
     const bool lost = reply[i] == 0 || (i > 0 && u(rng) < p.reply_loss);
-    s.points.push_back({bits, lost ? 0 : static_cast<Nanos>((5.0 + reply[i]) * 1e9)});
+    s.points.push_back({bits, lost ? 0 : static_cast<Nanos>((5.0 + reply[i]) * 1e9),
+                        static_cast<Nanos>((5.0 + sent_at[i]) * 1e9)});
   }
   return s;
 }
@@ -368,4 +389,55 @@ TEST_CASE("shaper: refill arithmetic (tail wait, saturation, no burst)", "[shape
   // A stream that passed at line rate is no reading.
   none.stream_rate_bps = 900e6;
   CHECK_FALSE(refill_sample(none, 20e6, 300e3, tau).ok);
+}
+
+TEST_CASE("shaper: a freeze of the host during the stream is not read as a slower rate",
+          "[shaper]") {
+  // The fresh-clone CI at d364570 read a 10 Mbit/s, 30 KB bucket as 6.86
+  // Mbit/s: a VM descheduled for ~100 ms in the middle of the stream, the
+  // shaper's tokens capped at its bucket while it stood still.
+  Path p;
+  p.rate_bps = 10e6;
+  p.bucket_bytes = 30e3;
+  p.noise_s = 100e-6;
+  for (double pause : {0.02, 0.05, 0.1}) {
+    for (unsigned seed = 1; seed <= 5; ++seed) {
+      p.pause_at = 0.05 + 0.02 * seed;
+      p.pause_s = pause;
+      const ShaperFinding f = run(p, 277e3, seed, 40);
+      INFO("pause " << pause << " seed " << seed << " rate " << f.rate_bps << " " << f.reason );
+      if (f.found) {
+        CHECK(f.rate_bps == Approx(10e6).epsilon(0.03));
+      } else {
+        CHECK(f.paused);
+      }
+    }
+  }
+}
+
+TEST_CASE("shaper: our own sending slowing down is not a shaper", "[shaper]") {
+  // The fresh-clone CI at d364570: a firewall dropped our load before a 50
+  // Mbit/s link, the replies showed only our sending, which ran at about 1
+  // Gbit/s for 934 KB and then at 518 Mbit/s: read as a bucket.
+  Path p;
+  p.rate_bps = 5e9;  // the path is faster than anything we send
+  p.offered_bps = 1e9;
+  p.send_slow_after = 934e3;
+  p.send_slow_bps = 518e6;
+  p.noise_s = 20e-6;
+  for (unsigned seed = 1; seed <= 5; ++seed) {
+    const ShaperFinding f = run(p, 3e6, seed);
+    INFO("seed " << seed << " rate " << f.rate_bps << " " << f.reason);
+    CHECK_FALSE(f.found);
+  }
+  // A real bucket with the same slowdown of our sending, but still above
+  // the sustained rate: found.
+  p.rate_bps = 100e6;
+  p.bucket_bytes = 300e3;
+  for (unsigned seed = 1; seed <= 5; ++seed) {
+    const ShaperFinding f = run(p, 2e6, seed);
+    INFO("seed " << seed << " rate " << f.rate_bps << " " << f.reason);
+    REQUIRE(f.found);
+    CHECK(f.rate_bps == Approx(100e6).epsilon(0.03));
+  }
 }

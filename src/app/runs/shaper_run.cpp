@@ -28,9 +28,19 @@ std::vector<ShaperPoint> points_of(const Train& t, const TrainOutcome& o) {
   std::vector<ShaperPoint> pts;
   for (std::size_t k = 0; k < t.markers.size(); ++k) {
     const auto& p = o.probes[static_cast<std::size_t>(t.markers[k])];
-    pts.push_back({t.bits_from_head[k], p.reply});
+    pts.push_back({t.bits_from_head[k], p.reply, p.sent});
   }
   return pts;
+}
+
+// A finding the confirming stream contradicted.
+void forget_finding(ShaperRecord& rec) {
+  rec.found = false;
+  rec.verdict = "none";
+  rec.rate_bps = rec.rate_low_bps = rec.rate_high_bps = 0;
+  rec.peak_bps = 0;
+  rec.peak_is_lower_bound = false;
+  rec.bucket_bytes = 0;
 }
 
 std::string kb(double bytes) {
@@ -68,6 +78,7 @@ ShaperRecord run_shaper_probe(Session& s, const Config& c, const std::atomic<boo
   double refill_s = 8.0 * (h.fast_bytes + h.queued_bytes) / slow;
   int shift_at = 0;
   bool confirming = false;
+  bool stall_retried = false;
   double last_bucket = 0;
   for (int k = 0; k < kMaxStreams && !stop.load(); ++k) {
     const double room = static_cast<double>(c.max_bytes) -
@@ -127,6 +138,13 @@ ShaperRecord run_shaper_probe(Session& s, const Config& c, const std::atomic<boo
                    f.found ? "found" : f.reason.c_str(), f.rate_bps, f.peak_bps, f.bucket_bytes,
                    f.stream_rate_bps, f.overflow_bits / 8, f.uncompressed ? " (uncompressed)" : "");
     }
+    if (f.paused && !stall_retried && k + 1 < kMaxStreams) {
+      // The replies stood still mid-stream (our host descheduled, the path
+      // stalled): the stream says nothing reliable. Once more, as it was.
+      stall_retried = true;
+      ++rec.stalled_streams;
+      continue;
+    }
     rec.stream_rate_bps = f.uncompressed ? 0 : f.stream_rate_bps;
     // The idle before this stream was too short for the measured rate to
     // refill a bucket that could hold what the trains saw pass fast, or this
@@ -167,6 +185,14 @@ ShaperRecord run_shaper_probe(Session& s, const Config& c, const std::atomic<boo
       shift_at = 0;
       bytes = 2 * b + rec.rate_bps * 2 * kSustainedS / 8;
       continue;
+    }
+    if (rec.found && f.reason == "no level shift" && f.stream_rate_bps > 1.25 * rec.rate_bps) {
+      // The confirming stream came back as one line, well above the
+      // sustained rate found: no bucket of the size found lets a stream
+      // this long through that fast. The first stream's shift was noise (a
+      // busy host, a router that stalled): no shaper.
+      forget_finding(rec);
+      break;
     }
     if (rec.found) break;  // a confirming stream failed: keep the earlier finding
     if (f.points < 5) {
