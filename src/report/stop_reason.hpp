@@ -23,7 +23,8 @@ namespace lw {
   X(kLoadDropped, "load_dropped") \
   X(kGiven, "given")              \
   X(kNoReplies, "no_replies")     \
-  X(kShaper, "shaper")
+  X(kShaper, "shaper")            \
+  X(kCalibrationFailed, "calibration_failed")
 
 enum class StopReason {
 #define LW_X(e, name) e,

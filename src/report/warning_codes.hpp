@@ -16,6 +16,8 @@ namespace lw {
   X(kBottleneckAfterSilentHop, "bottleneck_after_silent_hop",                                     \
     "hops right before the bottleneck gave no usable replies: the narrow link may be any link "   \
     "into them")                                                                                  \
+  X(kCalibrationFailed, "calibration_failed",                                                     \
+    "two rounds of low-rate calibration trains had too few usable markers: no avail-bw estimate") \
   X(kCalibrationDisturbed, "calibration_disturbed",                                               \
     "even the low-rate calibration trains came back spread out: the path may be saturated")       \
   X(kCalibrationRebased, "calibration_rebased",                                                   \

@@ -32,6 +32,8 @@ class FakeRunner : public ProbeRunner {
   }
   // Script: markers of trains from the `n`-th on draw no reply.
   void silent_from(int n) { silent_from_ = n; }
+  // Script: ... and only up to the `m`-th (exclusive).
+  void silent_until(int m) { silent_until_ = m; }
   // Script: the bottleneck queue holds at most `bytes` not yet sent on (a
   // packet that does not fit is dropped; 0 = unlimited).
   void queue_limit(double bytes) { limit_bytes_ = bytes; }
@@ -86,7 +88,7 @@ class FakeRunner : public ProbeRunner {
         ++r.outcome.markers_lost;
         continue;
       }
-      if (silent_from_ >= 0 && runs_ >= silent_from_) {
+      if (silent_from_ >= 0 && runs_ >= silent_from_ && (silent_until_ < 0 || runs_ < silent_until_)) {
         ++r.outcome.markers_lost;
         continue;
       }
@@ -121,7 +123,7 @@ class FakeRunner : public ProbeRunner {
   double cross_bytes_ = 0;
   Nanos clock_ = 0;
   int admitted_ = 0, runs_ = 0;
-  int refuse_at_ = -1, silent_from_ = -1;
+  int refuse_at_ = -1, silent_from_ = -1, silent_until_ = -1;
   StopReason why_ = StopReason::kNone;
   std::uint64_t bytes_ = 0, packets_ = 0;
 };
@@ -238,6 +240,40 @@ TEST_CASE("the avail-bw search finds a scripted knee through the same runner", "
   CHECK(res.high_bps >= 60e6);
   CHECK(res.stop_reason == StopReason::kResolution);
   CHECK(res.trains_sent == fake.admitted());
+}
+
+TEST_CASE("a calibration round without replies is sent again; two end the search, not the run",
+          "[runner]") {
+  Config c = capacity_config();
+  c.command = Command::kAvailbw;
+  SeqAllocator seqs(1);
+  PhasePath path{FlowId{kSelf, kTarget, 40000, 33435}, 1500, 0.002, seqs};
+  {
+    // The first round's replies are lost (a host that fell behind, a burst
+    // of loss): the second round calibrates and the search goes on.
+    FakeRunner fake(60e6);
+    fake.silent_from(0);
+    fake.silent_until(c.calibration_trains);
+    AvailbwResult res;
+    search_availbw(fake, path, c, 100e6, 3600 * kSec, res);
+    CHECK(res.valid);
+    CHECK(res.availbw_bps == Approx(60e6).epsilon(0.1));
+    CHECK(res.stop_reason == StopReason::kResolution);
+  }
+  {
+    // No replies at all: the search ends with its reason and a warning; it
+    // throws nothing (measure keeps the capacity phase's result).
+    FakeRunner fake(60e6);
+    fake.silent_from(0);
+    AvailbwResult res;
+    search_availbw(fake, path, c, 100e6, 3600 * kSec, res);
+    CHECK_FALSE(res.valid);
+    CHECK(res.stop_reason == StopReason::kCalibrationFailed);
+    CHECK(res.trains_sent == 2 * c.calibration_trains);
+    bool warned = false;
+    for (const Warning& w : res.warnings) warned |= w.code == "calibration_failed";
+    CHECK(warned);
+  }
 }
 
 TEST_CASE("long trains that all meet cross traffic the short ones miss do not end the capacity "

@@ -675,7 +675,7 @@ int run_analyze_main(const std::vector<std::string>& args) {
   } catch (const Error& e) {
     const std::string msg = e.what();
     // A file we cannot read or re-run is exit 2; a replayed run that failed
-    // live (e.g. calibration_failed) fails with the live run's code.
+    // live (an error the run threw) fails with the live run's code.
     const bool file_error =
         e.component() == "analyze" || e.component() == "capture" || e.code() == "bad_capture";
     return fail(e.code(), msg, file_error ? ExitCode::kUsage : e.exit_code());

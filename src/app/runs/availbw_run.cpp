@@ -230,6 +230,7 @@ bool calibrate_search(PacedTrains& runner, PhasePath& path, const Config& c, dou
   // when the path is noisy (a busy tight link), lengthen the trains and
   // calibrate again (PRC-MT's automatic train sizing), at most twice.
   int burst_restarts = 0;
+  int failed_rounds = 0;
   const Nanos cal_start = runner.now();
   for (int round = 0;; ++round) {
     const Nanos round_start = runner.now();
@@ -274,11 +275,22 @@ bool calibrate_search(PacedTrains& runner, PhasePath& path, const Config& c, dou
       continue;
     }
     if (static_cast<int>(cal_ratios.size()) < kMinCalibrationUsable) {
-      throw Error("availbw",
-                  "the target answered too few markers of the low-rate calibration trains (" +
-                      std::to_string(cal_ratios.size()) + " of " +
-                      std::to_string(c.calibration_trains) + " usable)",
-                  "calibration_failed");
+      // Lost replies or a host that fell behind for a moment: once more. A
+      // second such round ends the search, the rest of the document kept
+      // (measure: the capacity stands; exit code 1 as for any run without an
+      // avail-bw estimate).
+      if (failed_rounds++ == 0) {
+        --round;
+        continue;
+      }
+      res.stop_reason = StopReason::kCalibrationFailed;
+      res.warnings.push_back(
+          {WarningCode::kCalibrationFailed,
+           "the target answered too few markers of the low-rate calibration trains (" +
+               std::to_string(cal_ratios.size()) + " of " +
+               std::to_string(calib.trains.size()) +
+               " usable, in the second of two rounds): no avail-bw estimate"});
+      return false;
     }
     *noise = calibrate_noise(cal_ratios);
     if (noise->threshold <= kNoisyThreshold || round >= kMaxLengthening ||

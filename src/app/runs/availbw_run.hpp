@@ -35,8 +35,8 @@ struct Train;
 struct TrainOutcome;
 
 // The avail-bw search (fleet or linkwidth method) up to `capacity_bps`, its
-// trains sent or replayed by `runner`, ending by t_cap. Throws
-// lw::Error("calibration_failed") as the live run does.
+// trains sent or replayed by `runner`, ending by t_cap. A calibration that
+// fails twice ends it with stop_reason calibration_failed, as live.
 void search_availbw(ProbeRunner& runner, PhasePath& path, const Config& c, double capacity_bps,
                     Nanos t_cap, AvailbwResult& res);
 // One paced train's sample (counted in res.trains_sent).
