@@ -74,7 +74,7 @@ PacedSample evaluate_paced_train(const TrainTiming& t) {
     // the markers' span. A stretch of at most kLocalStretch, or one made by
     // jitter alone, hides nothing the threshold would see.
     const bool queued = s.local_queue_s > tol;
-    if (queued && missing > 0) s.lost_load = missing;
+    if (queued && missing > 0 && s.local_ratio > 1 + kLostLoadStretch) s.lost_load = missing;
     s.shaped_locally = queued && (s.local_ratio > 1 + kLocalStretch || s.lost_load > 0);
     // (A departure the capture missed on an unshaped train: the send times.)
     s.offered_from_left = !s.shaped_locally && missing == 0;

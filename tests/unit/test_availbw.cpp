@@ -476,6 +476,25 @@ TEST_CASE("paced train: load our own queue dropped marks the train above",
     CHECK_FALSE(k.offered_from_left);  // send times, as without a capture
     CHECK(k.ratio == Approx(1.0).epsilon(0.01));
   }
+  SECTION("nor on one the stack's jitter spread by more than the queue floor") {
+    // Departures 0 to 120 us after the send times at random (a busy host's
+    // stack), the tail marker among the latest: queued by the floor's
+    // measure, the span stretched by about 1%, but no queue of ours dropped
+    // the load the capture missed.
+    TrainTiming u = fluid_train(100e6, 0, 40, 1500, gap_ns(50e6), 8);
+    std::uint32_t r = 7;
+    for (std::size_t i = 0; i < u.sent.size(); ++i) {
+      r = r * 1103515245u + 12345u;
+      u.left.push_back(u.sent[i] + static_cast<Nanos>((r >> 16) % 120) * kUs);
+    }
+    u.left.back() = u.sent.back() + 119 * kUs;
+    u.left[3] = 0;
+    REQUIRE_FALSE(u.marker[3]);
+    const PacedSample k = evaluate_paced_train(u);
+    CHECK(k.local_queue_s > 50e-6);
+    CHECK(k.local_ratio < 1.02);
+    CHECK(k.lost_load == 0);
+  }
 }
 
 TEST_CASE("paced train: unshaped captured departures stay the offered schedule",
