@@ -223,9 +223,31 @@ ShaperFinding detect_shaper(const std::vector<ShaperPoint>& points, double offer
       }
     }
   }
+  if (best.s >= 2) {
+    // The burst's replies cannot come back faster than we sent those bits
+    // (a bucket passes them at most at the rate they arrive): a "burst"
+    // far faster, by more than the timing noise, is replies bunched on the
+    // way back behind a late head (a busy host, a delay element that
+    // stalled; a 14 Gbit/s peak in the lab).
+    const int z = best.s - 1;
+    if (sent[0] > 0 && sent[z] > sent[0]) {
+      const double send_span = to_seconds(sent[z] - sent[0]);
+      const double burst_sent_bps = x[z] * 1e6 / send_span;
+      // By more than the timing noise (a burst of 10 KB passes in 80 us), or
+      // by far more than any bucket's noise came to in the simulator (1.6x)
+      // and more than min_burst_time (the lab's bunches: 13x and more, on a
+      // busy VM whose replies' noise hid them from the first test).
+      const double ratio = f.peak_bps / burst_sent_bps;
+      const double shorter = send_span - (y[z] - y[0]);
+      if ((ratio > opt.max_peak_over_sent && shorter > threshold) ||
+          (ratio > 4 * opt.max_peak_over_sent && shorter > to_seconds(opt.min_burst_time))) {
+        f.reason = "the burst came back faster than we sent it";
+        return f;
+      }
+    }
+  }
   if (f.paused) {
-    f.reason = "the replies stood still for " + std::to_string(static_cast<int>(f.pause_s * 1e3)) +
-               " ms";
+    f.reason = kStoodStill;
     return f;
   }
   f.found = true;

@@ -53,10 +53,17 @@ struct ShaperOptions {
   // The sender must have offered the sustained phase's bits at least this
   // much faster than they came back, or the shift is our own sending's.
   double min_send_excess = 1.15;
+  // ... and the burst phase came back at most this much faster than we sent
+  // its bits (faster: replies bunched behind a late head, not a bucket).
+  double max_peak_over_sent = 1.5;
   // A reply interval in the sustained phase longer than twice what the rate
   // spaces it by, and by at least this much, is a stall, not the shaper.
   Nanos min_pause = 5 * kMs;
 };
+
+// ShaperFinding::reason when a stall alone kept the stream from showing a
+// shaper (pause_s says how long).
+inline constexpr const char* kStoodStill = "the replies stood still mid-stream";
 
 struct ShaperFinding {
   bool found = false;
