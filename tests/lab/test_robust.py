@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -129,10 +130,21 @@ def test_max_rate_paces_trains_and_reports_a_lower_bound():
         doc = json.loads(p.stdout)
         assert doc["params"]["max_rate_bps"] == 20e6
         assert doc["capacity_is_lower_bound"]
-        assert 15e6 <= doc["capacity_bps"] <= 20e6 * 1.01
         assert "max_rate_limited" in [w["code"] for w in doc["warnings"]]
-        sent = [t["offered_bps"] for t in doc["trains"] if t["offered_bps"] > 0]
-        assert sent and max(sent) <= 20e6 * 1.01, sent
+        # The cap is a token bucket of 20 Mbit/s with a burst of 3080 bytes
+        # (plan/capacity_plan.hpp, kRateBurstBytes): a pacer that fell behind
+        # (a busy host) catches up by at most that burst, so a train of B bits
+        # can be offered at up to 20M x B / (B - 3080 x 8), never more. The
+        # lower bound is what the path carried of what we sent (the fresh-clone
+        # CI of 2026-11-26 read 21.5 Mbit/s this way).
+        trains = [t for t in doc["trains"] if t["offered_bps"] > 0]
+        assert trains
+        for t in trains:
+            bits = (t["load_packets"] + 1) * 1500 * 8
+            assert t["offered_bps"] <= 20e6 * 1.01 * bits / (bits - 3080 * 8), t
+        most = max(t["offered_bps"] for t in trains)
+        assert 15e6 <= doc["capacity_bps"] <= most * 1.01
+        assert statistics.median(t["offered_bps"] for t in trains) <= 20e6 * 1.01
         # The same path under the default cap (1G) is measured, not bounded.
         p = L.run_in_prober([BIN, "capacity", L.target_ip, "--json"], timeout=30)
         doc = json.loads(p.stdout)
