@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from labtest import BIN, LAB_MARKS, lab  # noqa: E402,F401
+from labtest import BIN, LAB_MARKS, StealMeter, lab  # noqa: E402,F401
 
 import bench_delay  # noqa: E402  (scripts/, on the path through labtest)
 
@@ -38,7 +38,7 @@ def test_delay_element_keeps_delay_and_spacing():
     """300 ms each way, 8k packets/s of 1500 bytes forward and 20k of 64
     bytes back at once: every frame comes out, D later, spaced as it went in
     (coarse bounds; the benchmark has the percentiles)."""
-    with tempfile.TemporaryDirectory(prefix="lw-testrtt-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="lw-testrtt-") as tmp, StealMeter() as steal:
         r = bench_delay.run_case(300, "8k+rev20k", 8000, 1500, 20000, 64, 1.5, tmp)
     st = r["lw_delay"]
     for d in ("fwd", "rev"):
@@ -47,6 +47,7 @@ def test_delay_element_keeps_delay_and_spacing():
         assert s["frames"] > 0.8 * 1.5 * (8000 if d == "fwd" else 20000) * 0.9, s
         de, sp = s["delay_err_us"], s["spacing_abs_err_us"]
         assert -5 < de["min"] and de["p50"] < 200, (d, de)        # 300 ms +- 0.2 ms
+        steal.excuse(sp["p50"] < 10 and sp["p90"] < 50, f"{d} spacing {sp}")
         assert sp["p50"] < 10 and sp["p90"] < 50, (d, sp)
         assert st[d]["dropped_queue"] == 0 and st[d]["send_errors"] == 0, st[d]
     assert st["rt"] is True, "lw_delay could not use SCHED_FIFO"
@@ -107,19 +108,21 @@ def test_capacity_and_availbw_through_long_rtt(rtt_ms, baseline_measure):
         errors, walls = [], []
         try:
             time.sleep(0.5)
-            for _ in range(3):
-                w = L.cross_window(2)
-                code, doc, wall, cpu = run_lw(L, "measure", L.target_ip)
-                cross = w.stop().bps
-                assert code == 0, doc
-                errors.append(doc["availbw_bps"] / (truth_c - cross) - 1)
-                walls.append(wall)
-                # No busy wait through the round trips: the process sleeps
-                # until each train's replies are due.
-                assert cpu < 0.15 * wall, (cpu, wall)
+            with StealMeter() as steal:
+                for _ in range(3):
+                    w = L.cross_window(2)
+                    code, doc, wall, cpu = run_lw(L, "measure", L.target_ip)
+                    cross = w.stop().bps
+                    assert code == 0, doc
+                    errors.append(doc["availbw_bps"] / (truth_c - cross) - 1)
+                    walls.append(wall)
+                    # No busy wait through the round trips: the process sleeps
+                    # until each train's replies are due.
+                    assert cpu < 0.15 * wall, (cpu, wall)
         finally:
             x.stop()
     summary = [f"{e:+.1%}" for e in errors]
+    steal.excuse(abs(statistics.median(errors)) <= 0.10, f"avail-bw errors {summary}")
     assert abs(statistics.median(errors)) <= 0.10, summary
     # Generous: the ratio itself is a benchmark (results/rtt_benchmark.md).
     assert statistics.median(walls) < 10 * baseline_measure + 10, (walls, baseline_measure)
