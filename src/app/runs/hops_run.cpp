@@ -153,7 +153,13 @@ HopsPath discover_path(ProbeRunner& io, const Config& c, const PhasePath& path_i
         hop.icmp_ttl = o.icmp_kind == IcmpKind::kTimeExceeded ? o.reply_ttl : 0;
       }
     }
-    if (p.H == 0) break;  // the target is not within reach: asking again will not help
+    if (p.H == 0) {
+      // No TTL reached the target: it may be out of reach, or every answer
+      // came after the wait (a host that stood still: the fresh-clone CI of
+      // 2026-11-26 ended a measure on a 2-hop lab path this way). Ask every
+      // TTL again while the tries last; a target out of reach costs them.
+      continue;
+    }
     std::vector<int> next;
     for (int ttl = 1; ttl < p.H; ++ttl) {
       if (p.hops[ttl - 1].addr == 0) next.push_back(ttl);
