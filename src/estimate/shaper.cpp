@@ -1,5 +1,7 @@
 #include "estimate/shaper.hpp"
 
+#include "estimate/stats.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -53,11 +55,6 @@ double sigma(const Line& l) {
   return std::max(kFloor, std::sqrt(l.sse / (l.n - 2)));
 }
 
-double median_of(std::vector<double> v) {
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-  return v[v.size() / 2];
-}
-
 // A stall: a reply interval more than twice as long as its bits take
 // at the spacing of the intervals around it (the slower of the four before
 // and the four after: a shift from burst to sustained rate is not a stall,
@@ -71,9 +68,9 @@ void find_stall(const std::vector<double>& x, const std::vector<double>& y, doub
   constexpr int kSide = 4;
   for (int i = 0; i < m; ++i) {
     double ref = 0;
-    if (i > 0) ref = median_of({slope.begin() + std::max(0, i - kSide), slope.begin() + i});
+    if (i > 0) ref = median({slope.begin() + std::max(0, i - kSide), slope.begin() + i});
     if (i + 1 < m) {
-      ref = std::max(ref, median_of({slope.begin() + i + 1, slope.begin() + std::min(m, i + 1 + kSide)}));
+      ref = std::max(ref, median({slope.begin() + i + 1, slope.begin() + std::min(m, i + 1 + kSide)}));
     }
     const double expected = ref * (x[i + 1] - x[i]);
     const double excess = y[i + 1] - y[i] - expected;
