@@ -149,4 +149,4 @@ def test_ordinary_paths_have_no_shaper(links):
                 assert chk["verdict"] in ("none", "not_emptied", "no_replies"), chk
             else:
                 # Nothing was sent for it: these paths pay nothing.
-                assert chk is None, chk
+                assert chk is None, json.dumps(chk)

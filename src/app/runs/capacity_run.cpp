@@ -255,6 +255,7 @@ class CapacityLoop {
   bool sized_ = false;
   int consecutive_silent_ = 0;
   int lost_reply_trains_ = 0;  // trains that lost marker replies after a fast one
+  int slow_trains_ = 0;        // compressed trains far slower than the fast ones
   int sizing_trains_ = 0;
   std::vector<double> rates_;           // every train's bits / reply dispersion: budgets the idle
   std::vector<double> group_rates_[2];  // kept measured trains' rates: short, long
@@ -329,14 +330,19 @@ CapacityLoop::Next CapacityLoop::watch_shaper(const CapacitySample& s, double sl
   const bool slower =
       slow_bps == 0 && s.kept() && rate_drop_suggests_bucket(hints.fast_bps, s.capacity_bps);
   if (hints.fast_bps > 0 && s.verdict == SampleVerdict::kLostReply) ++lost_reply_trains_;
-  // A compressed train far slower than an earlier (shorter) one, or two
+  if (slower) ++slow_trains_;
+  // Two compressed trains far slower than an earlier (shorter) one, or two
   // trains that lost replies after one that came back fast: only an
   // uncompressed train would show our own sending rate, which a busy host
-  // lowers. (One lost reply is not enough: a host descheduled for a moment
-  // loses one, and the stream's 40 markers at once would cost a target that
-  // limits its replies 35 of them; the fresh-clone CI at d364570.)
+  // lowers. A bucket the trains overrun slows every train of that length
+  // alike; one train alone is not enough. A host descheduled for a moment
+  // loses one reply, or stretches one train: a 50-packet train on an
+  // unshaped 100 Mbit/s path read 33 Mbit/s (18 ms against 6 ms) between
+  // trains that read 98, and sent a stream (the fresh-clone CI at 1a507d9,
+  // and 1 run in 20 here); the stream's 40 markers at once would also cost a
+  // target that limits its replies 35 of them (the fresh-clone CI at d364570).
   if (out_.shaper_tried || !shaper_probe_ || hints.fast_bps <= 0 ||
-      !(slower || lost_reply_trains_ >= 2 || consecutive_silent_ >= 2)) {
+      !(slow_trains_ >= 2 || lost_reply_trains_ >= 2 || consecutive_silent_ >= 2)) {
     return Next::kOn;
   }
   out_.shaper_tried = true;
