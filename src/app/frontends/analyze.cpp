@@ -126,9 +126,15 @@ RecordedFile collect(const RunRecords& recs, const std::string& name) {
       in->events.push_back({*kind, std::move(j), std::move(t)});
       train = &in->events.back().train;
     } else if (in && kind == RecordKind::kTrainDone) {
-      if (train) {
-        train->done = it.ts;
-        train->done_note = read_note<TrainDoneNote>(j);
+      // Pipelined trains (a long round trip) are all sent before the first
+      // is done: the note names its train.
+      const TrainDoneNote done = read_note<TrainDoneNote>(j);
+      for (auto e = in->events.rbegin(); e != in->events.rend(); ++e) {
+        if (e->kind == RecordKind::kTrain && e->train.meta.train == done.train) {
+          e->train.done = it.ts;
+          e->train.done_note = done;
+          break;
+        }
       }
       train = nullptr;
     } else if (in && kind == RecordKind::kReplyLimit) {

@@ -86,8 +86,7 @@ void Prober::note(const nlohmann::json& j) {
     capture_.save_record(now, body);
 }
 
-TrainRun Prober::run(const Train& train, const std::vector<int>& wait_for, Nanos reply_timeout,
-                     bool any, Nanos busy_wait, Nanos settle, Nanos quiet) {
+TrainRun Prober::transmit(const Train& train) {
   std::vector<std::vector<std::uint8_t>> bytes;
   bytes.reserve(train.probes.size());
   std::uint64_t total = 0;
@@ -103,11 +102,6 @@ TrainRun Prober::run(const Train& train, const std::vector<int>& wait_for, Nanos
                     " bytes); nothing sent",
                 "max_bytes_exceeded");
   }
-
-  captured_.clear();
-  capture_.drain(captured_);  // stale packets of earlier trains
-  captured_.clear();
-
   TrainRun r;
   r.start_mono = mono_now();
   r.sent = pacer_.send(train, bytes, &stop_);
@@ -119,6 +113,28 @@ TrainRun Prober::run(const Train& train, const std::vector<int>& wait_for, Nanos
       capture_.save_record(r.sent[i].actual_real, send_record_body(train.probes[i]));
     }
   }
+  return r;
+}
+
+void Prober::learn_rtt(const TrainOutcome& o) {
+  // The smallest round trip seen so far opens the next trains' busy windows.
+  for (const ProbeOutcome& p : o.probes) {
+    const Nanos d = p.reply > 0 && p.left > 0 ? p.reply - p.left : 0;
+    if (d > 0 && (rtt_ == 0 || d < rtt_)) rtt_ = d;
+  }
+}
+
+TrainRun Prober::run(const Train& train, const std::vector<int>& wait_for, Nanos reply_timeout,
+                     bool any, Nanos busy_wait, Nanos settle, Nanos quiet) {
+  if (!flight_.empty()) {
+    throw Error("send", "a train was run while pipelined trains were in flight (a bug)",
+                "internal");
+  }
+  captured_.clear();
+  capture_.drain(captured_);  // stale packets of earlier trains
+  captured_.clear();
+
+  TrainRun r = transmit(train);
   const Nanos sent_at = mono_now();
   Nanos deadline = sent_at + reply_timeout;
   // The busy window opens when the head's reply is due (its send + the RTT,
@@ -167,12 +183,122 @@ TrainRun Prober::run(const Train& train, const std::vector<int>& wait_for, Nanos
     capture_.wait(std::min<Nanos>({deadline - now, 20 * kMs, now < spin_from ? spin_from - now : deadline - now}));
   }
   r.end_mono = mono_now();
-  // The smallest round trip seen so far opens the next trains' busy windows.
-  for (const ProbeOutcome& o : r.outcome.probes) {
-    const Nanos d = o.reply > 0 && o.left > 0 ? o.reply - o.left : 0;
-    if (d > 0 && (rtt_ == 0 || d < rtt_)) rtt_ = d;
-  }
+  learn_rtt(r.outcome);
   return r;
+}
+
+// The busy window of a train in flight: from when its head's reply is due to
+// `busy_wait` after its replies are due to end (as in run()).
+std::pair<Nanos, Nanos> Prober::spin_window(const InFlight& f) const {
+  const Nanos jitter = kMs + rtt_ / 100;
+  return {f.run.start_mono + rtt_ - jitter,
+          std::max(f.sent_at, f.run.start_mono + rtt_ + jitter) + f.busy_wait};
+}
+
+// How long to sleep from `now`: 0 inside the busy window of a train whose
+// replies are not all in, else until the next such window opens (or `limit`).
+Nanos Prober::sleep_for(Nanos now, Nanos limit) const {
+  Nanos d = limit;
+  for (const InFlight& f : flight_) {
+    if (f.done) continue;
+    const auto [from, until] = spin_window(f);
+    if (now >= from && now < until) return 0;
+    if (from > now) d = std::min(d, from - now);
+  }
+  return d;
+}
+
+Nanos Prober::send(const Train& train, const std::vector<int>& wait_for, Nanos busy_wait) {
+  if (flight_.empty()) {
+    captured_.clear();
+    capture_.drain(captured_);  // stale packets of earlier trains
+    captured_.clear();
+  }
+  InFlight f;
+  f.train = train;
+  f.wait_for = wait_for;
+  f.busy_wait = busy_wait;
+  f.run = transmit(train);
+  f.sent_at = mono_now();
+  const Nanos start = f.run.start_mono;
+  flight_.push_back(std::move(f));
+  return start;
+}
+
+bool Prober::update_flight(bool fresh, Nanos now) {
+  bool all = true;
+  for (InFlight& f : flight_) {
+    if (f.done) continue;
+    if (fresh) {
+      f.run.outcome = match_train(f.train, f.run.sent, captured_, route_.source);
+      int got = 0;
+      for (int i : f.wait_for) got += f.run.outcome.probes[i].reply != 0 ? 1 : 0;
+      if (got == static_cast<int>(f.wait_for.size())) {
+        f.done = true;
+        f.run.end_mono = now;
+      }
+    }
+    all = all && f.done;
+  }
+  return all;
+}
+
+Nanos Prober::quiet_start(Nanos t, Nanos span) const {
+  const Nanos jitter = kMs + rtt_ / 100;
+  t = std::max(t, mono_now());
+  for (std::size_t moved = 0; moved <= flight_.size(); ++moved) {
+    bool clear = true;
+    for (const InFlight& f : flight_) {
+      if (f.done) continue;
+      const Nanos expect = std::max<Nanos>(0, f.busy_wait - 2 * kMs);
+      const Nanos from = f.run.start_mono + rtt_ - jitter;
+      const Nanos to = f.run.start_mono + rtt_ + jitter + expect;
+      if (t < to && t + span > from) {
+        t = to;
+        clear = false;
+      }
+    }
+    if (clear) break;
+  }
+  return t;
+}
+
+void Prober::idle_until(Nanos t) {
+  for (Nanos now = mono_now(); now < t && !stop_.load(); now = mono_now()) {
+    if (flight_.empty()) {
+      sleep_until(t);
+      continue;
+    }
+    update_flight(capture_.drain(captured_) > 0, now);
+    const Nanos d = sleep_for(now, std::min<Nanos>(t - now, 20 * kMs));
+    if (d > 0) capture_.wait(d);
+  }
+}
+
+std::vector<TrainRun> Prober::collect(Nanos reply_timeout) {
+  std::vector<TrainRun> out;
+  if (flight_.empty()) return out;
+  const Nanos deadline = flight_.back().sent_at + reply_timeout;
+  for (bool first = true;; first = false) {
+    const bool fresh = capture_.drain(captured_) > 0;
+    const Nanos now = mono_now();
+    const bool all = update_flight(fresh || first, now);
+    if (all || stop_.load() || now >= deadline) break;
+    const Nanos d = sleep_for(now, std::min<Nanos>(deadline - now, 20 * kMs));
+    if (d > 0) capture_.wait(d);
+  }
+  const Nanos end = mono_now();
+  for (InFlight& f : flight_) {
+    if (!f.done) {
+      f.run.outcome = match_train(f.train, f.run.sent, captured_, route_.source);
+      f.run.end_mono = end;
+    }
+    learn_rtt(f.run.outcome);
+    out.push_back(std::move(f.run));
+  }
+  flight_.clear();
+  captured_.clear();
+  return out;
 }
 
 }  // namespace lw

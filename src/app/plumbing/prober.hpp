@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "app/plumbing/config.hpp"
@@ -54,6 +55,25 @@ class Prober {
   TrainRun run(const Train& train, const std::vector<int>& wait_for, Nanos reply_timeout,
                bool any = false, Nanos busy_wait = 0, Nanos settle = 0, Nanos quiet = 0);
 
+  // Pipelined trains (long round trips): send() paces a train out and
+  // returns without waiting for its replies; collect() waits until every
+  // train sent since the last collect() has a reply to each probe of its
+  // `wait_for`, or `reply_timeout` has passed since the last send, and
+  // returns their runs in send order. The busy windows are run()'s, one per
+  // train; between sends, idle_until() sleeps except in them. run() refuses
+  // to run while trains are in flight.
+  // send() returns when the pacer started the train (TrainRun::start_mono).
+  Nanos send(const Train& train, const std::vector<int>& wait_for, Nanos busy_wait);
+  std::vector<TrainRun> collect(Nanos reply_timeout);
+  void idle_until(Nanos mono);
+  // The earliest time from `t` at which a train of `span` is sent while no
+  // reply of a train in flight is due (each expected from one RTT after its
+  // head for its time at the bottleneck, +-1 ms + RTT/100): our own sending
+  // then never overlaps the replies we time (a half-duplex or shared access
+  // link, a busy CPU, the lab's delay element).
+  Nanos quiet_start(Nanos t, Nanos span) const;
+  bool in_flight() const { return !flight_.empty(); }
+
   // With --save-pcap: a JSON note in the file (capture/run_record.hpp) that
   // lets `linkwidth analyze` tell the run's phases and trains apart.
   void note(const nlohmann::json& j);
@@ -79,6 +99,24 @@ class Prober {
     explicit PrivilegeGate(const IpAddr& target);
   };
 
+  struct InFlight {
+    Train train;
+    std::vector<int> wait_for;
+    Nanos busy_wait = 0;
+    TrainRun run;
+    Nanos sent_at = 0;
+    bool done = false;
+  };
+  // Builds the train's packets, checks --max-bytes, sends it on its schedule
+  // and counts it (start_mono and sent filled).
+  TrainRun transmit(const Train& train);
+  void learn_rtt(const TrainOutcome& o);
+  std::pair<Nanos, Nanos> spin_window(const InFlight& f) const;
+  // Re-matches the trains in flight whose replies are not all in (when
+  // `fresh` packets came); true when every train's are.
+  bool update_flight(bool fresh, Nanos now);
+  Nanos sleep_for(Nanos now, Nanos limit) const;
+
   Route route_;
   IpAddr target_;
   const std::atomic<bool>& stop_;
@@ -90,6 +128,7 @@ class Prober {
   PacketBuilder builder_;
   Pacer pacer_;
   std::vector<Decoded> captured_;
+  std::vector<InFlight> flight_;
   std::uint64_t packets_ = 0;
   std::uint64_t bytes_ = 0;
   std::uint32_t notes_ = 0;

@@ -63,6 +63,40 @@ TrainResult LiveRunner::run(const Train& train, const TrainOptions& o) {
   return r;
 }
 
+Nanos LiveRunner::send(const Train& train, const TrainOptions& o) {
+  s_.prober->note(note_json(TrainNote{phase_, train.id, train.probes.size()}, o.note));
+  budget_train(s_, train, t_cap_);
+  flight_.push_back(train);
+  return s_.prober->send(train, o.wait_for, o.busy_wait);
+}
+
+std::vector<TrainResult> LiveRunner::collect() {
+  std::vector<TrainRun> runs = s_.prober->collect(reply_wait_);
+  std::vector<TrainResult> out;
+  // Every train's replies are in before any reply check sends its own.
+  for (std::size_t k = 0; k < runs.size(); ++k) {
+    s_.prober->note(note_json(TrainDoneNote{flight_[k].id, runs[k].start_mono, runs[k].end_mono}));
+  }
+  for (std::size_t k = 0; k < runs.size(); ++k) {
+    const Train& train = flight_[k];
+    const GovernedRun g = account_train(s_, c_, train, std::move(runs[k]), reply_wait_, t_cap_);
+    if (g.replies_limited) s_.prober->note(note_json(ReplyLimitNote{train.id}));
+    TrainResult r;
+    r.train = train;
+    r.outcome = g.run.outcome;
+    r.start_mono = g.run.start_mono;
+    r.end_mono = g.run.end_mono;
+    r.replies_limited = g.replies_limited;
+    out.push_back(std::move(r));
+  }
+  flight_.clear();
+  return out;
+}
+
+Nanos LiveRunner::quiet_start(Nanos start, Nanos span) {
+  return s_.prober->quiet_start(start, span);
+}
+
 Nanos LiveRunner::now() {
   const Nanos t = mono_now();
   s_.prober->note(note_json(ClockNote{t}));
@@ -70,7 +104,8 @@ Nanos LiveRunner::now() {
 }
 
 void LiveRunner::wait_until(Nanos mono) {
-  while (mono_now() < mono && !s_.prober->stopped()) sleep_until(mono);
+  // (With trains in flight it polls without sleeping while their replies are due.)
+  while (mono_now() < mono && !s_.prober->stopped()) s_.prober->idle_until(mono);
 }
 
 bool LiveRunner::stopped() {

@@ -65,6 +65,25 @@ class ProbeRunner {
   // Sends the train (within the reply budget) and collects its replies.
   virtual TrainResult run(const Train& train, const TrainOptions& o) = 0;
 
+  // Pipelined trains (a long round trip): send() puts a train out, after the
+  // gate (admit) as for run(), without waiting for its replies, and returns
+  // when it started; collect() waits for the replies of every train sent
+  // since the last collect() and returns them in send order. No run() while
+  // trains are in flight. This default runs each train at once (the replay:
+  // the records hold every train whole).
+  virtual Nanos send(const Train& train, const TrainOptions& o) {
+    pending_.push_back(run(train, o));
+    return pending_.back().start_mono;
+  }
+  // Pipelined: the earliest time from `start` at which a train of `span`
+  // goes out while no reply of a train in flight is due.
+  virtual Nanos quiet_start(Nanos start, Nanos /*span*/) { return start; }
+  virtual std::vector<TrainResult> collect() {
+    std::vector<TrainResult> out;
+    out.swap(pending_);
+    return out;
+  }
+
   virtual Nanos now() = 0;                  // CLOCK_MONOTONIC (noted / as recorded)
   virtual void wait_until(Nanos mono) = 0;  // or until stopped
   virtual bool stopped() = 0;
@@ -93,6 +112,7 @@ class ProbeRunner {
 
  private:
   double load_capacity_ = 0;
+  std::vector<TrainResult> pending_;
 };
 
 // The one busy-wait rule: poll while the replies are due (`expect_s`: how
@@ -125,6 +145,9 @@ class LiveRunner : public ProbeRunner {
                    Nanos span = 0) override;
   StopReason check_time(Nanos start) override;
   TrainResult run(const Train& train, const TrainOptions& o) override;
+  Nanos send(const Train& train, const TrainOptions& o) override;
+  std::vector<TrainResult> collect() override;
+  Nanos quiet_start(Nanos start, Nanos span) override;
   Nanos now() override;
   void wait_until(Nanos mono) override;
   bool stopped() override;
@@ -147,6 +170,7 @@ class LiveRunner : public ProbeRunner {
   Nanos reply_wait_;
   int checks_ = 0;
   bool stop_noted_ = false;
+  std::vector<Train> flight_;  // sent, replies not yet collected
   std::mt19937_64 rng_{std::random_device{}()};
 };
 

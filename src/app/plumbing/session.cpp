@@ -134,16 +134,26 @@ std::vector<std::pair<int, int>> bare_syn_trains(Session& s, const Config& c, in
 GovernedRun run_train(Session& s, const Config& c, const Train& train,
                       const std::vector<int>& wait_for, Nanos reply_timeout, Nanos t_cap, bool any,
                       Nanos busy_wait, const std::function<void(const TrainRun&)>& after_run) {
+  budget_train(s, train, t_cap);
+  TrainRun run = s.prober->run(train, wait_for, reply_timeout, any, busy_wait);
+  if (after_run) after_run(run);
+  return account_train(s, c, train, std::move(run), reply_timeout, t_cap);
+}
+
+void budget_train(Session& s, const Train& train, Nanos t_cap) {
   std::map<IpAddr, int> asked;
   for (const Probe& p : train.probes) {
     if (asks_reply(p)) ++asked[p.dst];
   }
-  GovernedRun g;
   // Past t_cap the caller's own checks stop the run; the budget wait is
   // bounded by it so that it cannot stretch a run beyond --max-time.
   wait_for_budget(s, asked, std::max(t_cap, mono_now()));
-  g.run = s.prober->run(train, wait_for, reply_timeout, any, busy_wait);
-  if (after_run) after_run(g.run);
+}
+
+GovernedRun account_train(Session& s, const Config& c, const Train& train, TrainRun run,
+                          Nanos reply_timeout, Nanos t_cap) {
+  GovernedRun g;
+  g.run = std::move(run);
   s.duplicate_replies += g.run.outcome.duplicate_replies;
   int n_asked = 0, n_answered = 0;
   for (std::size_t i = 0; i < train.probes.size(); ++i) {

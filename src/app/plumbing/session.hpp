@@ -68,6 +68,15 @@ GovernedRun run_train(Session& s, const Config& c, const Train& train,
                       bool any = false, Nanos busy_wait = 0,
                       const std::function<void(const TrainRun&)>& after_run = nullptr);
 
+// run_train() in two halves, for trains sent one after the other before
+// their replies are in (pipelined: Prober::send/collect): budget_train()
+// waits until the train's replies fit the reply budget, before its send;
+// account_train() counts its replies and runs the reply check if due, after
+// they are in (nothing may be in flight then: the check sends trains).
+void budget_train(Session& s, const Train& train, Nanos t_cap);
+GovernedRun account_train(Session& s, const Config& c, const Train& train, TrainRun run,
+                          Nanos reply_timeout, Nanos t_cap);
+
 // Waits (stop-aware) until `n` replies of `host` fit the reply budget and
 // spends them; for probes run_train() does not count (TTL-limited SYNs that
 // may reach the host). False if stopped or the wait would pass t_cap.

@@ -34,11 +34,20 @@ constexpr int kMaxLengthening = 2;
 // before the train is sent. The same code live and in `linkwidth analyze`.
 class PacedTrains {
  public:
-  PacedTrains(ProbeRunner& r, const Config& c, double capacity_bps, AvailbwResult& res)
-      : r_(r), c_(c), capacity_(capacity_bps), res_(res) {}
+  // From a round trip of kPipelineRtt up, the trains are pipelined.
+  static constexpr double kPipelineRtt = 0.010;
+  PacedTrains(ProbeRunner& r, const Config& c, double capacity_bps, AvailbwResult& res,
+              double rtt_s)
+      : r_(r), c_(c), capacity_(capacity_bps), res_(res), pipelined_(rtt_s >= kPipelineRtt) {}
 
   Nanos now() { return r_.now(); }
   int reply_burst() { return r_.reply_burst(); }
+
+  // Trains whose replies come back after a long round trip go out one after
+  // the other on the idle rule, their replies waited for once the last is
+  // sent (run_batch): waiting for each would cost a round trip per train (a
+  // fleet at 300 ms: 12 x 0.3 s). The trains and their spacing are the same.
+  bool pipelined() const { return pipelined_; }
 
   bool run(const Train& train, PacedSample* out, Nanos min_idle = 0) {
     const Nanos span = train.probes.back().offset;
@@ -48,31 +57,53 @@ class PacedTrains {
       res_.stop_reason = why;
       return false;
     }
-    // Busy-poll while the replies are due: the train's span at the path's
-    // capacity, bounded; the prober opens the window one RTT after the head.
-    TrainOptions o;
-    o.wait_for = train.markers;
-    o.busy_wait =
-        busy_wait(to_seconds(span) + 8.0 * static_cast<double>(train.total_bytes()) / capacity_);
-    const TrainResult run = r_.run(train, o);
+    const TrainResult run = r_.run(train, options(train));
     *out = paced_train_sample(run.train, run.outcome, res_);
     settle(out, run.replies_limited);
-    // Idle: the average probing rate stays under max_load of the train's own
-    // rate (pathload's rule: idle >= span·(1/max_load - 1)) and of the
-    // capacity the runner budgets with (estimate/load_budget.hpp: a train
-    // offered above it, e.g. a response train at a capacity estimate inflated
-    // by lost load, counts as if it took its bits' time at that capacity),
-    // and the bottleneck queue the train may have built drains (>= 2·N·L/C).
-    double load_bits = 0;
-    for (const auto& p : train.probes) load_bits += 8.0 * p.ip_len;
     const double sent_span = std::max(out->send_span_s, to_seconds(span));
-    const double budget = r_.load_capacity() > 0 ? r_.load_capacity() : capacity_;
-    const double at_budget = std::max(sent_span, load_bits / budget);
-    const double idle = std::max(
-        {at_budget / c_.max_load - sent_span, 2.0 * load_bits / capacity_, to_seconds(min_idle)});
-    next_start_ = std::max(run.end_mono, run.start_mono + from_seconds(sent_span + idle));
+    next_start_ = std::max(run.end_mono,
+                           run.start_mono + from_seconds(sent_span + idle_after(train, sent_span,
+                                                                                 min_idle)));
     if (out->stalled) r_.after_stall();
     return true;
+  }
+
+  // The trains one by one (run()), or pipelined on a long round trip: each
+  // sent when the idle rule allows, then the replies of all of them. The
+  // samples of the trains sent, in order, into *out; false when a cap, the
+  // time budget or a signal stopped it before every train went.
+  bool run_trains(const std::vector<Train>& trains, std::vector<PacedSample>* out) {
+    out->clear();
+    if (!pipelined_) {
+      for (const Train& t : trains) {
+        PacedSample s;
+        if (!run(t, &s)) return false;
+        out->push_back(s);
+      }
+      return true;
+    }
+    bool whole = true;
+    for (const Train& t : trains) {
+      const Nanos span = t.probes.back().offset;
+      // (Not while replies of the trains in flight are due: our sending
+      // would disturb what we time.)
+      const StopReason why = r_.admit(
+          t, [&] { return r_.quiet_start(next_start_, span); }, span);
+      if (why != StopReason::kNone) {
+        res_.stop_reason = why;
+        whole = false;
+        break;
+      }
+      const Nanos start = r_.send(t, options(t));
+      next_start_ = start + span + from_seconds(idle_after(t, to_seconds(span), 0));
+    }
+    for (const TrainResult& run : r_.collect()) {
+      PacedSample s = paced_train_sample(run.train, run.outcome, res_);
+      settle(&s, run.replies_limited);
+      if (s.stalled) r_.after_stall();
+      out->push_back(s);
+    }
+    return whole;
   }
 
   // The send_stalls warning, if any train was stalled.
@@ -88,6 +119,32 @@ class PacedTrains {
   }
 
  private:
+  // Busy-poll while the replies are due: the train's span at the path's
+  // capacity, bounded; the prober opens the window one RTT after the head.
+  TrainOptions options(const Train& train) const {
+    TrainOptions o;
+    o.wait_for = train.markers;
+    o.busy_wait = busy_wait(to_seconds(train.probes.back().offset) +
+                            8.0 * static_cast<double>(train.total_bytes()) / capacity_);
+    return o;
+  }
+
+  // Idle after a train that took `sent_span` to send: the average probing
+  // rate stays under max_load of the train's own rate (pathload's rule: idle
+  // >= span·(1/max_load - 1)) and of the capacity the runner budgets with
+  // (estimate/load_budget.hpp: a train offered above it, e.g. a response
+  // train at a capacity estimate inflated by lost load, counts as if it took
+  // its bits' time at that capacity), and the bottleneck queue the train may
+  // have built drains (>= 2·N·L/C).
+  double idle_after(const Train& train, double sent_span, Nanos min_idle) const {
+    double load_bits = 0;
+    for (const auto& p : train.probes) load_bits += 8.0 * p.ip_len;
+    const double budget = r_.load_capacity() > 0 ? r_.load_capacity() : capacity_;
+    const double at_budget = std::max(sent_span, load_bits / budget);
+    return std::max(
+        {at_budget / c_.max_load - sent_span, 2.0 * load_bits / capacity_, to_seconds(min_idle)});
+  }
+
   // A train whose replies the target's reply limit took is no sample
   // (neither above nor below); stalls of our own host are counted.
   void settle(PacedSample* out, bool replies_limited) {
@@ -108,6 +165,7 @@ class PacedTrains {
   double capacity_;
   AvailbwResult& res_;
   Nanos next_start_ = 0;  // the first train goes at once
+  bool pipelined_ = false;
   int stalls_ = 0;
   double worst_stall_s_ = 0;
 };
@@ -183,6 +241,15 @@ CapacityTrainParams search_train(const Config& c, const FlowId& flow, int L, dou
   return p;
 }
 
+// `n` trains of `p`, numbered from `first_id` (paced_train_sample counts the
+// samples in that order: pass res.trains_sent).
+std::vector<Train> make_trains(const CapacityTrainParams& p, int n, int first_id,
+                               SeqAllocator& seqs) {
+  std::vector<Train> out;
+  for (int k = 0; k < n; ++k) out.push_back(make_capacity_train(p, first_id + k, seqs));
+  return out;
+}
+
 // The avail-bw from the search's bracket and the response trains
 // (estimate_availbw), as the result reports it.
 void report_fleet_estimate(const FleetSearch& search, const std::vector<ResponseSample>& response,
@@ -249,10 +316,15 @@ bool calibrate_search(PacedTrains& runner, PhasePath& path, const Config& c, dou
     // Trains our host sent off schedule say nothing: send more in their
     // place, up to twice as many again.
     int stalled = 0;
-    for (int i = 0; i < c.calibration_trains + std::min(stalled, 2 * c.calibration_trains); ++i) {
-      const Train t = make_capacity_train(cal, res.trains_sent, path.seqs);
-      PacedSample s;
-      if (!runner.run(t, &s)) break;
+    auto limit = [&] { return c.calibration_trains + std::min(stalled, 2 * c.calibration_trains); };
+    for (int i = 0; i < limit();) {
+      const std::vector<Train> ts =
+          make_trains(cal, runner.pipelined() ? limit() - i : 1, res.trains_sent, path.seqs);
+      std::vector<PacedSample> samples;
+      const bool whole = runner.run_trains(ts, &samples);
+      for (std::size_t k = 0; k < samples.size(); ++k, ++i) {
+      const Train& t = ts[k];
+      const PacedSample& s = samples[k];
       stalled += s.stalled ? 1 : 0;
       const bool ok = s.usable && !s.lost;
       if (ok) cal_ratios.push_back(s.ratio);
@@ -264,6 +336,8 @@ bool calibrate_search(PacedTrains& runner, PhasePath& path, const Config& c, dou
                      i, cal.load_packets, s.ratio, s.ratio_head_tail, s.pdt, s.replies, s.markers,
                      s.pacing_error_s * 1e6, s.stalled ? " (stall)" : "");
       }
+      }
+      if (!whole) break;
     }
     summarize(calib);
     res.rates.push_back(calib);
@@ -409,12 +483,19 @@ class FleetRun {
     // place (at most K more), so a fleet on a busy host still decides on K
     // trains instead of the one or two that were not stalled.
     int stalled = 0;
-    for (int k = 0; k < c.fleet_trains + std::min(stalled, c.fleet_trains) && !settled; ++k) {
+    auto limit = [&] { return c.fleet_trains + std::min(stalled, c.fleet_trains); };
+    for (int k = 0; k < limit() && !settled;) {
       // A reply limit found on the way may cut the markers.
       tp = search_train(c, path.flow, L, rate, scale, runner.reply_burst());
-      const Train t = make_capacity_train(tp, res.trains_sent, path.seqs);
-      PacedSample s;
-      if (!runner.run(t, &s)) break;
+      // Pipelined (a long round trip): the rest of the fleet at once, every
+      // train of it counted (the fleet may settle before its last).
+      const std::vector<Train> ts =
+          make_trains(tp, runner.pipelined() ? limit() - k : 1, res.trains_sent, path.seqs);
+      std::vector<PacedSample> samples;
+      const bool whole = runner.run_trains(ts, &samples);
+      for (std::size_t i = 0; i < samples.size(); ++i, ++k) {
+      const Train& t = ts[i];
+      const PacedSample& s = samples[i];
       std::string v;
       if (s.stalled) {
         ++stalled;
@@ -439,6 +520,8 @@ class FleetRun {
         std::fprintf(stderr, "%s %.4g N=%d: ratio %.5f ht %.5f pdt %.2f %s\n", phase, rate,
                      tp.load_packets, s.ratio, s.ratio_head_tail, s.pdt, v.c_str());
       }
+      }
+      if (!whole) break;
     }
     summarize(rr);
     // Cut short by a cap, or unusable trains: decide on what came back.
@@ -523,12 +606,24 @@ class FleetRun {
     }
     int lost = 0, stalled = 0;
     const int min_n = 2 * c.fleet_trains, max_n = 5 * c.fleet_trains;
+    auto limit = [&] { return max_n + std::min(stalled, max_n); };
+    bool enough = false;
     // Stalled trains are replaced, at most max_n of them (see the fleets).
-    for (int i = 0; i < max_n + std::min(stalled, max_n); ++i) {
+    // Pipelined (a long round trip): the first min_n at once, then K at a time.
+    for (int i = 0; i < limit() && !enough;) {
+      const int n = !runner.pipelined()                  ? 1
+                    : static_cast<int>(response.size()) < min_n ? std::max(1, min_n - i)
+                                                               : c.fleet_trains;
+      std::vector<Train> ts;
+      for (int k = 0; k < std::min(n, limit() - i); ++k) {
+        ts.push_back(make_capacity_train(tp[(i + k) % 2], res.trains_sent + k, path.seqs));
+      }
+      std::vector<PacedSample> samples;
+      bool whole = runner.run_trains(ts, &samples);
+      for (std::size_t k = 0; k < samples.size(); ++k, ++i) {
       const int j = i % 2;
-      const Train t = make_capacity_train(tp[j], res.trains_sent, path.seqs);
-      PacedSample s;
-      if (!runner.run(t, &s)) break;
+      const Train& t = ts[k];
+      const PacedSample& s = samples[k];
       stalled += s.stalled ? 1 : 0;
       // (Load our own queue dropped shortens the reply span: no response point.)
       std::string v = s.stalled        ? "send_stall"
@@ -550,6 +645,7 @@ class FleetRun {
                                 "trains well above the avail-bw lost replies; the estimate "
                                 "rests on the search's bracket"});
         response.clear();
+        whole = false;
         break;
       }
       if (static_cast<int>(response.size()) >= min_n) {
@@ -559,9 +655,11 @@ class FleetRun {
         const auto above = response_above_knee(response, noise);
         if (above.size() >= 2) {
           const Crossing x = response_crossing_tight(above, noise.baseline, C, slope_points);
-          if (x.se_bps <= response_se_target(omega, x.mean_bps)) break;
+          enough = x.se_bps <= response_se_target(omega, x.mean_bps);
         }
       }
+      }
+      if (!whole) break;
     }
     for (auto& r : rec) {
       summarize(r);
@@ -663,7 +761,7 @@ void search_availbw(ProbeRunner& probes, PhasePath& path, const Config& c, doubl
     capacity_bps = c.max_rate_bps;
   }
   res.search_capacity_bps = capacity_bps;
-  PacedTrains runner(probes, c, capacity_bps, res);
+  PacedTrains runner(probes, c, capacity_bps, res, path.rtt_s);
   const Nanos t0 = runner.now();
   res.resolution_bps = c.method == Method::kLinkwidth && c.theta_bps > 0 ? c.theta_bps
                        : c.method == Method::kLinkwidth                  ? c.theta * capacity_bps
