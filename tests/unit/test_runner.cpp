@@ -178,6 +178,24 @@ Run run_fake(FakeRunner& fake, const Config& c) {
   return r;
 }
 
+// The search through `fake` (a FIFO serving at 60 Mbit/s behind a capacity
+// of 100) on a path whose discovery RTT is `rtt_s`: the knee at 60.
+AvailbwResult search_scripted_knee(FakeRunner& fake, double rtt_s) {
+  Config c = capacity_config();
+  c.command = Command::kAvailbw;
+  SeqAllocator seqs(1);
+  PhasePath path{FlowId{kSelf, kTarget, 40000, 33435}, 1500, rtt_s, seqs};
+  AvailbwResult res;
+  search_availbw(fake, path, c, 100e6, 3600 * kSec, res);
+  CHECK(res.valid);
+  CHECK(res.availbw_bps == Approx(60e6).epsilon(0.1));
+  CHECK(res.low_bps <= 60e6);
+  CHECK(res.high_bps >= 60e6);
+  CHECK(res.stop_reason == StopReason::kResolution);
+  CHECK(res.trains_sent == fake.admitted());
+  return res;
+}
+
 }  // namespace
 
 TEST_CASE("the capacity trains find a scripted bottleneck through the runner", "[runner]") {
@@ -255,37 +273,16 @@ TEST_CASE("the avail-bw search finds a scripted knee through the same runner", "
   // trains slower than that come back as sent, faster ones spread to it, so
   // the response curve's knee, the avail-bw, is at 60 Mbit/s.
   FakeRunner fake(60e6);
-  Config c = capacity_config();
-  c.command = Command::kAvailbw;
-  SeqAllocator seqs(1);
-  PhasePath path{FlowId{kSelf, kTarget, 40000, 33435}, 1500, 0.002, seqs};
-  AvailbwResult res;
-  search_availbw(fake, path, c, 100e6, 3600 * kSec, res);
-  CHECK(res.valid);
-  CHECK(res.availbw_bps == Approx(60e6).epsilon(0.1));
-  CHECK(res.low_bps <= 60e6);
-  CHECK(res.high_bps >= 60e6);
-  CHECK(res.stop_reason == StopReason::kResolution);
-  CHECK(res.trains_sent == fake.admitted());
+  search_scripted_knee(fake, 0.002);
 }
 
 TEST_CASE("at a long round trip the avail-bw trains are pipelined: the same knee, a round trip "
           "per fleet instead of per train", "[runner]") {
-  Config c = capacity_config();
-  c.command = Command::kAvailbw;
-  SeqAllocator seqs(1);
   // Discovery's RTT decides: 300 ms.
-  PhasePath path{FlowId{kSelf, kTarget, 40000, 33435}, 1500, 0.300, seqs};
   FakeRunner fake(60e6, 300 * kMs);
-  AvailbwResult res;
-  search_availbw(fake, path, c, 100e6, 3600 * kSec, res);
-  CHECK(res.valid);
-  CHECK(res.availbw_bps == Approx(60e6).epsilon(0.1));
-  CHECK(res.low_bps <= 60e6);
-  CHECK(res.high_bps >= 60e6);
-  CHECK(res.stop_reason == StopReason::kResolution);
+  const AvailbwResult res = search_scripted_knee(fake, 0.300);
+  const Config c = capacity_config();
   // Every train sent was evaluated and recorded.
-  CHECK(res.trains_sent == fake.admitted());
   CHECK(static_cast<int>(fake.starts().size()) == fake.admitted());
   std::size_t recorded = 0;
   for (const auto& rr : res.rates) recorded += rr.trains.size();

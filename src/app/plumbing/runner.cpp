@@ -53,6 +53,10 @@ TrainResult LiveRunner::run(const Train& train, const TrainOptions& o) {
                 [&](const TrainRun& r) {  // replies after this were not used
                   s_.prober->note(note_json(TrainDoneNote{train.id, r.start_mono, r.end_mono}));
                 });
+  return result_of(train, g);
+}
+
+TrainResult LiveRunner::result_of(const Train& train, const GovernedRun& g) {
   if (g.replies_limited) s_.prober->note(note_json(ReplyLimitNote{train.id}));
   TrainResult r;
   r.train = train;
@@ -79,15 +83,8 @@ std::vector<TrainResult> LiveRunner::collect() {
   }
   for (std::size_t k = 0; k < runs.size(); ++k) {
     const Train& train = flight_[k];
-    const GovernedRun g = account_train(s_, c_, train, std::move(runs[k]), reply_wait_, t_cap_);
-    if (g.replies_limited) s_.prober->note(note_json(ReplyLimitNote{train.id}));
-    TrainResult r;
-    r.train = train;
-    r.outcome = g.run.outcome;
-    r.start_mono = g.run.start_mono;
-    r.end_mono = g.run.end_mono;
-    r.replies_limited = g.replies_limited;
-    out.push_back(std::move(r));
+    out.push_back(
+        result_of(train, account_train(s_, c_, train, std::move(runs[k]), reply_wait_, t_cap_)));
   }
   flight_.clear();
   return out;

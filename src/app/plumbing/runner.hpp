@@ -132,6 +132,7 @@ struct PhasePath {
 
 struct Session;
 struct Config;
+struct GovernedRun;
 
 // The live runner of one phase of a session: trains go through the session's
 // reply budget and reply checks (session.hpp, run_train), ending by t_cap, and
@@ -162,6 +163,8 @@ class LiveRunner : public ProbeRunner {
 
  private:
   StopReason refuse(StopReason why);
+  // The phase's view of a governed run (and its reply-limit note).
+  TrainResult result_of(const Train& train, const GovernedRun& g);
 
   Session& s_;
   const Config& c_;

@@ -323,19 +323,22 @@ bool calibrate_search(PacedTrains& runner, PhasePath& path, const Config& c, dou
       std::vector<PacedSample> samples;
       const bool whole = runner.run_trains(ts, &samples);
       for (std::size_t k = 0; k < samples.size(); ++k, ++i) {
-      const Train& t = ts[k];
-      const PacedSample& s = samples[k];
-      stalled += s.stalled ? 1 : 0;
-      const bool ok = s.usable && !s.lost;
-      if (ok) cal_ratios.push_back(s.ratio);
-      calib.trains.push_back(record_of(t, s, cal.packet_size,
-                                       ok ? "calibration" : s.stalled ? "send_stall" : "lost"));
-      if (c.verbose) {
-        std::fprintf(stderr,
-                     "calibration %d: N=%d ratio %.5f ht %.5f pdt %.2f replies %d/%d pacing %.0f us%s\n",
-                     i, cal.load_packets, s.ratio, s.ratio_head_tail, s.pdt, s.replies, s.markers,
-                     s.pacing_error_s * 1e6, s.stalled ? " (stall)" : "");
-      }
+        const Train& t = ts[k];
+        const PacedSample& s = samples[k];
+        stalled += s.stalled ? 1 : 0;
+        const bool ok = s.usable && !s.lost;
+        if (ok) cal_ratios.push_back(s.ratio);
+        calib.trains.push_back(record_of(t, s, cal.packet_size,
+                                         ok          ? "calibration"
+                                         : s.stalled ? "send_stall"
+                                                     : "lost"));
+        if (c.verbose) {
+          std::fprintf(
+              stderr,
+              "calibration %d: N=%d ratio %.5f ht %.5f pdt %.2f replies %d/%d pacing %.0f us%s\n",
+              i, cal.load_packets, s.ratio, s.ratio_head_tail, s.pdt, s.replies, s.markers,
+              s.pacing_error_s * 1e6, s.stalled ? " (stall)" : "");
+        }
       }
       if (!whole) break;
     }
@@ -494,32 +497,32 @@ class FleetRun {
       std::vector<PacedSample> samples;
       const bool whole = runner.run_trains(ts, &samples);
       for (std::size_t i = 0; i < samples.size(); ++i, ++k) {
-      const Train& t = ts[i];
-      const PacedSample& s = samples[i];
-      std::string v;
-      if (s.stalled) {
-        ++stalled;
-        v = "send_stall";  // our host, not the path: no verdict
-      } else if (s.lost) {
-        ++*lost;
-        verdicts.push_back(TrainVerdict::kAbove);  // loss inside a train counts as above
-        v = "lost";
-      } else if (s.lost_load > 0) {
-        verdicts.push_back(TrainVerdict::kAbove);  // it overflowed our own queue
-        v = "lost_load";
-      } else if (!s.usable) {
-        v = "unusable";
-      } else {
-        verdicts.push_back(classify_train(s.ratio, false, noise));
-        v = train_verdict_name(verdicts.back());
-        fleet_points.push_back({s.offered_bps, s.ratio});  // issue 11
-      }
-      rr.trains.push_back(record_of(t, s, L, v));
-      settled = fleet_settled(verdicts, c.fleet_trains, c.fleet_fraction, fv);
-      if (c.verbose) {
-        std::fprintf(stderr, "%s %.4g N=%d: ratio %.5f ht %.5f pdt %.2f %s\n", phase, rate,
-                     tp.load_packets, s.ratio, s.ratio_head_tail, s.pdt, v.c_str());
-      }
+        const Train& t = ts[i];
+        const PacedSample& s = samples[i];
+        std::string v;
+        if (s.stalled) {
+          ++stalled;
+          v = "send_stall";  // our host, not the path: no verdict
+        } else if (s.lost) {
+          ++*lost;
+          verdicts.push_back(TrainVerdict::kAbove);  // loss inside a train counts as above
+          v = "lost";
+        } else if (s.lost_load > 0) {
+          verdicts.push_back(TrainVerdict::kAbove);  // it overflowed our own queue
+          v = "lost_load";
+        } else if (!s.usable) {
+          v = "unusable";
+        } else {
+          verdicts.push_back(classify_train(s.ratio, false, noise));
+          v = train_verdict_name(verdicts.back());
+          fleet_points.push_back({s.offered_bps, s.ratio});  // issue 11
+        }
+        rr.trains.push_back(record_of(t, s, L, v));
+        settled = fleet_settled(verdicts, c.fleet_trains, c.fleet_fraction, fv);
+        if (c.verbose) {
+          std::fprintf(stderr, "%s %.4g N=%d: ratio %.5f ht %.5f pdt %.2f %s\n", phase, rate,
+                       tp.load_packets, s.ratio, s.ratio_head_tail, s.pdt, v.c_str());
+        }
       }
       if (!whole) break;
     }
@@ -611,9 +614,9 @@ class FleetRun {
     // Stalled trains are replaced, at most max_n of them (see the fleets).
     // Pipelined (a long round trip): the first min_n at once, then K at a time.
     for (int i = 0; i < limit() && !enough;) {
-      const int n = !runner.pipelined()                  ? 1
+      const int n = !runner.pipelined()                         ? 1
                     : static_cast<int>(response.size()) < min_n ? std::max(1, min_n - i)
-                                                               : c.fleet_trains;
+                                                                : c.fleet_trains;
       std::vector<Train> ts;
       for (int k = 0; k < std::min(n, limit() - i); ++k) {
         ts.push_back(make_capacity_train(tp[(i + k) % 2], res.trains_sent + k, path.seqs));
@@ -621,43 +624,43 @@ class FleetRun {
       std::vector<PacedSample> samples;
       bool whole = runner.run_trains(ts, &samples);
       for (std::size_t k = 0; k < samples.size(); ++k, ++i) {
-      const int j = i % 2;
-      const Train& t = ts[k];
-      const PacedSample& s = samples[k];
-      stalled += s.stalled ? 1 : 0;
-      // (Load our own queue dropped shortens the reply span: no response point.)
-      std::string v = s.stalled        ? "send_stall"
-                      : s.lost         ? "lost"
-                      : s.lost_load > 0 ? "lost_load"
-                      : !s.usable      ? "unusable"
-                                       : "";
-      if (v.empty()) {
-        response.push_back({s.offered_bps, s.ratio, j});
-        v = train_verdict_name(classify_train(s.ratio, false, noise));
-      }
-      lost += s.lost && !s.stalled ? 1 : 0;
-      rec[j].trains.push_back(record_of(t, s, L, v));
-      if (c.verbose) {
-        std::fprintf(stderr, "response %.4g: ratio %.5f %s\n", rates[j], s.ratio, v.c_str());
-      }
-      if (lost > max_n / 4) {
-        res.warnings.push_back({WarningCode::kResponseLoss,
-                                "trains well above the avail-bw lost replies; the estimate "
-                                "rests on the search's bracket"});
-        response.clear();
-        whole = false;
-        break;
-      }
-      if (static_cast<int>(response.size()) >= min_n) {
-        // issue 11: the crossing's error with the capacity it will use (the
-        // tight link's from the slope carries the slope's error too).
-        // Over the rates that lie above the knee (response_above_knee).
-        const auto above = response_above_knee(response, noise);
-        if (above.size() >= 2) {
-          const Crossing x = response_crossing_tight(above, noise.baseline, C, slope_points);
-          enough = x.se_bps <= response_se_target(omega, x.mean_bps);
+        const int j = i % 2;
+        const Train& t = ts[k];
+        const PacedSample& s = samples[k];
+        stalled += s.stalled ? 1 : 0;
+        // (Load our own queue dropped shortens the reply span: no response point.)
+        std::string v = s.stalled         ? "send_stall"
+                        : s.lost          ? "lost"
+                        : s.lost_load > 0 ? "lost_load"
+                        : !s.usable       ? "unusable"
+                                          : "";
+        if (v.empty()) {
+          response.push_back({s.offered_bps, s.ratio, j});
+          v = train_verdict_name(classify_train(s.ratio, false, noise));
         }
-      }
+        lost += s.lost && !s.stalled ? 1 : 0;
+        rec[j].trains.push_back(record_of(t, s, L, v));
+        if (c.verbose) {
+          std::fprintf(stderr, "response %.4g: ratio %.5f %s\n", rates[j], s.ratio, v.c_str());
+        }
+        if (lost > max_n / 4) {
+          res.warnings.push_back({WarningCode::kResponseLoss,
+                                  "trains well above the avail-bw lost replies; the estimate "
+                                  "rests on the search's bracket"});
+          response.clear();
+          whole = false;
+          break;
+        }
+        if (static_cast<int>(response.size()) >= min_n) {
+          // issue 11: the crossing's error with the capacity it will use (the
+          // tight link's from the slope carries the slope's error too).
+          // Over the rates that lie above the knee (response_above_knee).
+          const auto above = response_above_knee(response, noise);
+          if (above.size() >= 2) {
+            const Crossing x = response_crossing_tight(above, noise.baseline, C, slope_points);
+            enough = x.se_bps <= response_se_target(omega, x.mean_bps);
+          }
+        }
       }
       if (!whole) break;
     }
