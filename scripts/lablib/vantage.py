@@ -224,8 +224,16 @@ class VantageLab:
 
     def kill_vantage(self, i: int) -> None:
         """Cut vantage point i off: every process in its namespace (its sshd,
-        the sweep driver, a running measurement) is killed at once."""
-        util.kill_pids(util.ns_pids(self.ns(f"v{i}")), grace=0)
+        the sweep driver, a running measurement) is killed at once. Again
+        until none is left: sshd may fork a session for a new connection
+        between the listing and the kill, and that one would keep the
+        connection alive."""
+        for _ in range(50):
+            pids = util.ns_pids(self.ns(f"v{i}"))
+            if not pids:
+                break
+            util.kill_pids(pids, grace=0)
+            time.sleep(0.05)
         p = self.sshd.get(i)
         if p is not None:
             try:
