@@ -45,9 +45,12 @@ class PacedTrains {
 
   // Trains whose replies come back after a long round trip go out one after
   // the other on the idle rule, their replies waited for once the last is
-  // sent (run_batch): waiting for each would cost a round trip per train (a
+  // sent (run_trains): waiting for each would cost a round trip per train (a
   // fleet at 300 ms: 12 x 0.3 s). The trains and their spacing are the same.
   bool pipelined() const { return pipelined_; }
+  // How many of `remaining` trains to plan and send at once: all of them
+  // when pipelined, else one (the phase decides after each).
+  int batch(int remaining) const { return pipelined_ ? remaining : 1; }
 
   bool run(const Train& train, PacedSample* out, Nanos min_idle = 0) {
     const Nanos span = train.probes.back().offset;
@@ -319,7 +322,7 @@ bool calibrate_search(PacedTrains& runner, PhasePath& path, const Config& c, dou
     auto limit = [&] { return c.calibration_trains + std::min(stalled, 2 * c.calibration_trains); };
     for (int i = 0; i < limit();) {
       const std::vector<Train> ts =
-          make_trains(cal, runner.pipelined() ? limit() - i : 1, res.trains_sent, path.seqs);
+          make_trains(cal, runner.batch(limit() - i), res.trains_sent, path.seqs);
       std::vector<PacedSample> samples;
       const bool whole = runner.run_trains(ts, &samples);
       for (std::size_t k = 0; k < samples.size(); ++k, ++i) {
@@ -493,7 +496,7 @@ class FleetRun {
       // Pipelined (a long round trip): the rest of the fleet at once, every
       // train of it counted (the fleet may settle before its last).
       const std::vector<Train> ts =
-          make_trains(tp, runner.pipelined() ? limit() - k : 1, res.trains_sent, path.seqs);
+          make_trains(tp, runner.batch(limit() - k), res.trains_sent, path.seqs);
       std::vector<PacedSample> samples;
       const bool whole = runner.run_trains(ts, &samples);
       for (std::size_t i = 0; i < samples.size(); ++i, ++k) {
