@@ -145,7 +145,7 @@ TrainRun Prober::run(const Train& train, const std::vector<int>& wait_for, Nanos
   // `busy_wait` is how long the replies take to come in after the head's.
   // The RTT is the smallest seen, so no reply comes before it; the margin
   // is for a timer that wakes late and for the RTT's own jitter.
-  const Nanos jitter = kMs + rtt_ / 100;
+  const Nanos jitter = reply_jitter();
   const Nanos spin_from = std::min(deadline, std::max(sent_at, r.start_mono + rtt_ - jitter));
   const Nanos spin_until = std::min(
       deadline, std::max(sent_at, r.start_mono + rtt_ + jitter) + std::min(busy_wait, reply_timeout));
@@ -190,7 +190,7 @@ TrainRun Prober::run(const Train& train, const std::vector<int>& wait_for, Nanos
 // The busy window of a train in flight: from when its head's reply is due to
 // `busy_wait` after its replies are due to end (as in run()).
 std::pair<Nanos, Nanos> Prober::spin_window(const InFlight& f) const {
-  const Nanos jitter = kMs + rtt_ / 100;
+  const Nanos jitter = reply_jitter();
   return {f.run.start_mono + rtt_ - jitter,
           std::max(f.sent_at, f.run.start_mono + rtt_ + jitter) + f.busy_wait};
 }
@@ -244,7 +244,7 @@ bool Prober::update_flight(bool fresh, Nanos now) {
 }
 
 Nanos Prober::quiet_start(Nanos t, Nanos span) const {
-  const Nanos jitter = kMs + rtt_ / 100;
+  const Nanos jitter = reply_jitter();
   t = std::max(t, mono_now());
   for (std::size_t moved = 0; moved <= flight_.size(); ++moved) {
     bool clear = true;

@@ -111,6 +111,9 @@ class Prober {
   // and counts it (start_mono and sent filled).
   TrainRun transmit(const Train& train);
   void learn_rtt(const TrainOutcome& o);
+  // How early or late a reply may come against the smallest RTT seen (a
+  // timer that wakes late, the RTT's own jitter): 1 ms + RTT/100.
+  Nanos reply_jitter() const { return kMs + rtt_ / 100; }
   std::pair<Nanos, Nanos> spin_window(const InFlight& f) const;
   // Re-matches the trains in flight whose replies are not all in (when
   // `fresh` packets came); true when every train's are.
