@@ -320,7 +320,10 @@ AvailbwResult run_shaper_availbw(Session& s, const Config& c, const std::atomic<
   res.method = name(c.method);
   const PhaseStart at = phase_start(s);
   const double R = rec.rate_bps;
-  const double B = rec.bucket_bytes;
+  // The bucket the streams found; grown below when the emptying streams show
+  // it was larger (a stream that reads a bucket not yet full after the idle
+  // before it finds a smaller one).
+  double B = rec.bucket_bytes;
   s.prober->note(phase_note_json(AvailbwRunNote{R, s.packet_size, t_cap, config_json(c), true}));
   res.search_capacity_bps = R;
   res.tight_link_capacity_bps = R;
@@ -392,10 +395,11 @@ AvailbwResult run_shaper_availbw(Session& s, const Config& c, const std::atomic<
   // A short idle holds few of the other flows' packets (a 1500-byte packet
   // in 15 ms is 0.8 Mbit/s): with tau under 50 ms, three pairs at least, at
   // random phases.
-  const std::size_t min_pairs = tau < 0.05 ? 3 : 2;
   std::mt19937 rng(static_cast<unsigned>(real_now()));
   std::uniform_int_distribution<Nanos> jitter(0, 10 * kMs);
-  for (int pair = 0; pair < 5 && !stop.load(); ++pair) {
+  int grown = 0;
+  for (int pair = 0; pair < 5 + grown && !stop.load(); ++pair) {
+    const std::size_t min_pairs = tau < 0.05 ? 3 : 2;
     if (got.size() >= min_pairs + 1) break;
     if (got.size() >= min_pairs &&
         *std::max_element(got.begin(), got.end()) <=
@@ -485,6 +489,18 @@ AvailbwResult run_shaper_availbw(Session& s, const Config& c, const std::atomic<
       worst_tau_error = std::max(worst_tau_error, rtt / used_tau);
     } else if (sample.saturated) {
       tau /= 2;  // the bucket filled up in tau: R was underestimated
+    } else if (tail.reply > 0 && grown < 3 &&
+               tail_wait < 0.3 * 8.0 * (0.1 * B * fill + 2.0 * L) / R) {
+      // The emptying stream went 10% and two packets past the bucket: its
+      // tail should have waited that long in the shaper's queue. It did
+      // not: the bucket held more than B (the stream that found B began on
+      // a bucket not yet full), and the reading stream read what was left.
+      // Again with twice the bucket.
+      ++grown;
+      B *= 2;
+      tau = std::clamp(0.6 * 8.0 * B / R, 0.005, 3.0);
+      opt.min_bucket_bytes = std::min(ShaperOptions{}.min_bucket_bytes, std::max(0.1 * B, 2.0 * L));
+      if (c.verbose) std::fprintf(stderr, "shaper refill: the bucket was not emptied; %.0f bytes\n", B);
     }
     // --max-load: the pair's bytes, averaged over the pair and the idle after
     // it, stay under max_load of the sustained rate.
