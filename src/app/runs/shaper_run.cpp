@@ -477,30 +477,45 @@ AvailbwResult run_shaper_availbw(Session& s, const Config& c, const std::atomic<
     } else if (c.verbose) {
       std::fprintf(stderr, "shaper refill %d: the emptying stream's tail was not answered\n", pair);
     }
+    // The reading stream found more than the refill could bring in tau (at
+    // most R·tau): tokens the emptying stream left, a bucket larger than B.
+    const bool leftover = sample.ok && 8.0 * sample.content_bytes > 1.05 * R * used_tau + 16.0 * L;
+    // Or the emptying stream went 10% and two packets past the bucket, and
+    // its tail did not wait in the shaper's queue as it then would have (the
+    // excess, arriving at P and leaving at R, queues by its share 1 - R/P):
+    // the reading stream found the tokens it left beside the refill.
+    const double excess = 0.1 * B * fill + 2.0 * L;
+    const bool tail_free = tail_wait < 0.3 * 8.0 * excess * (1 - R / P) / R;
+    const bool not_emptied = tail.reply > 0 && (leftover || (tail_free && !sample.saturated));
     rr.rate_bps = sample.availbw_bps;
     rr.received_bps = sample.availbw_bps;
-    rr.verdict = sample.ok ? "refill" : sample.saturated ? "saturated" : "unusable";
+    rr.verdict = not_emptied       ? "not_emptied"
+                 : sample.ok        ? "refill"
+                 : sample.saturated ? "saturated"
+                                    : "unusable";
     res.rates.push_back(rr);
-    if (sample.ok) {
+    if (sample.ok && !not_emptied) {
       got.push_back(sample.availbw_bps);
       rec.refill_bps.push_back(sample.availbw_bps);
       ++rec.refill_pairs;
       rec.refill_idle_s = used_tau;
       worst_tau_error = std::max(worst_tau_error, rtt / used_tau);
+    } else if (not_emptied) {
+      // The bucket held more than B: the stream that found B began on a
+      // bucket not yet full (a confirming stream after too short an idle).
+      // Again with twice the bucket, up to three times.
+      if (grown < 3) {
+        ++grown;
+        B *= 2;
+        tau = std::clamp(0.6 * 8.0 * B / R, 0.005, 3.0);
+        opt.min_bucket_bytes =
+            std::min(ShaperOptions{}.min_bucket_bytes, std::max(0.1 * B, 2.0 * L));
+        if (c.verbose) {
+          std::fprintf(stderr, "shaper refill: the bucket was not emptied; %.0f bytes\n", B);
+        }
+      }
     } else if (sample.saturated) {
       tau /= 2;  // the bucket filled up in tau: R was underestimated
-    } else if (tail.reply > 0 && grown < 3 &&
-               tail_wait < 0.3 * 8.0 * (0.1 * B * fill + 2.0 * L) / R) {
-      // The emptying stream went 10% and two packets past the bucket: its
-      // tail should have waited that long in the shaper's queue. It did
-      // not: the bucket held more than B (the stream that found B began on
-      // a bucket not yet full), and the reading stream read what was left.
-      // Again with twice the bucket.
-      ++grown;
-      B *= 2;
-      tau = std::clamp(0.6 * 8.0 * B / R, 0.005, 3.0);
-      opt.min_bucket_bytes = std::min(ShaperOptions{}.min_bucket_bytes, std::max(0.1 * B, 2.0 * L));
-      if (c.verbose) std::fprintf(stderr, "shaper refill: the bucket was not emptied; %.0f bytes\n", B);
     }
     // --max-load: the pair's bytes, averaged over the pair and the idle after
     // it, stay under max_load of the sustained rate.
