@@ -210,7 +210,15 @@ class VantageLab:
                     "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
                     "Subsystem sftp internal-sftp\nLogLevel ERROR\n")
         log = open(os.path.join(self.tmp, f"sshd_v{i}.log"), "a")
-        self.sshd[i] = subprocess.Popen(ns_exec_cmd(self.ns(f"v{i}"), [SSHD, "-D", "-e", "-f", cfg]),
+        # Each vantage point gets a home of its own: an empty tmpfs on /root
+        # in a private mount namespace. Its sessions then start no shell rc
+        # file of this machine's root (a `bash -c` under sshd reads
+        # ~/.bashrc): here that ran `pyenv rehash`, whose lock a killed
+        # vantage point left behind, and every later session waited on it
+        # (the resume test's playbook hung 300 s in its first task).
+        script = f'mount -t tmpfs -o mode=0700 lw-home /root && exec "$0" -D -e -f "$1"'
+        cmd = ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, SSHD, cfg]
+        self.sshd[i] = subprocess.Popen(ns_exec_cmd(self.ns(f"v{i}"), cmd),
                                         stdout=log, stderr=log, stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
