@@ -216,7 +216,7 @@ _PENDING: List[int] = []     # signals that arrived during a teardown
 # process dies). On this VM (cpuidle haltpoll) an idle vCPU that halts wakes up
 # late, by hundreds of us to ms: the delay element's frames then leave late
 # (lw_delay counted 9.6% of forward frames over 100 us late during two
-# `measure` runs at 300 ms, 4% with the request) and the routers' timers fire
+# `measure` runs at 300 ms, 1.4% in three runs with it) and the routers' timers fire
 # late. Lab timing, not the tool's: labs only.
 _CPU_LATENCY = {"file": None, "users": 0}
 

@@ -309,4 +309,14 @@ RefillSample refill_sample(const ShaperFinding& f, double rate_bps, double bucke
   return r;
 }
 
+bool refill_left_tokens(const RefillSample& s, double rate_bps, double peak_bps, double tau_s,
+                        double tail_wait_s, double excess_bytes, double packet_bytes) {
+  if (!(rate_bps > 0) || !(peak_bps > rate_bps)) return false;
+  const bool leftover =
+      s.ok && 8.0 * s.content_bytes > 1.05 * rate_bps * tau_s + 16.0 * packet_bytes;
+  const double queued_s = 8.0 * excess_bytes * (1 - rate_bps / peak_bps) / rate_bps;
+  const bool tail_free = tail_wait_s < 0.3 * queued_s;
+  return leftover || (tail_free && !s.saturated);
+}
+
 }  // namespace lw

@@ -147,4 +147,12 @@ RefillSample refill_sample(const ShaperFinding& f, double rate_bps, double bucke
                            double tau_s, const ShaperOptions& opt = {},
                            double tail_wait_s = 0);
 
+// Whether a refill pair read tokens its emptying stream left (the bucket held
+// more than the pair was sized for): the reading stream found more than the
+// refill could bring in tau (R·tau), or the emptying stream's tail, sent
+// `excess_bytes` past the bucket at `peak_bps`, did not wait in the shaper's
+// queue 30% of the 8·excess·(1 - R/P)/R it then would have.
+bool refill_left_tokens(const RefillSample& s, double rate_bps, double peak_bps, double tau_s,
+                        double tail_wait_s, double excess_bytes, double packet_bytes);
+
 }  // namespace lw

@@ -467,3 +467,24 @@ TEST_CASE("shaper: replies bunched behind a late head are not a burst", "[shaper
     CHECK_FALSE(f.found);
   }
 }
+
+TEST_CASE("shaper: a refill pair on a bucket its emptying stream did not empty", "[shaper]") {
+  // R 20 Mbit/s, P 1 Gbit/s, tau 60 ms; the emptying stream went 30 KB past
+  // the bucket: its tail should wait about 8·30 KB·0.98/R = 11.8 ms.
+  const double R = 20e6, P = 1e9, tau = 0.06, excess = 30e3, L = 1500;
+  RefillSample s;
+  s.ok = true;
+  s.content_bytes = 0.75 * R * tau / 8;  // 15 Mbit/s of refill: plausible
+  CHECK_FALSE(refill_left_tokens(s, R, P, tau, 0.012, excess, L));
+  // The same content, but the tail never queued: the bucket was not emptied.
+  CHECK(refill_left_tokens(s, R, P, tau, 0.0, excess, L));
+  // More than R·tau in the bucket, whatever the tail did: tokens left over.
+  s.content_bytes = 1.2 * R * tau / 8;
+  CHECK(refill_left_tokens(s, R, P, tau, 0.012, excess, L));
+  // A saturated sample with a free tail is the tau rule's, not this one's.
+  RefillSample sat;
+  sat.saturated = true;
+  CHECK_FALSE(refill_left_tokens(sat, R, P, tau, 0.0, excess, L));
+  // No peak above R: nothing to judge.
+  CHECK_FALSE(refill_left_tokens(s, R, R, tau, 0.0, excess, L));
+}

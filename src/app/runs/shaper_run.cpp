@@ -334,12 +334,16 @@ AvailbwResult run_shaper_availbw(Session& s, const Config& c, const std::atomic<
   const double P = std::max(rec.peak_bps, 1.4 * R);
   const double fill = P / (P - R);
   const double rtt = s.disc.rtt_s;
-  // The idle between the pair's streams: the bucket refills to at most 60%.
-  double tau = std::clamp(0.6 * 8.0 * B / R, 0.005, 3.0);
+  double tau = 0;
   ShaperOptions opt;
-  // The bucket is known: the detector's floor (there against false shapers
-  // on ordinary paths) can be lower, a tenth of it or two packets.
-  opt.min_bucket_bytes = std::min(opt.min_bucket_bytes, std::max(0.1 * B, 2.0 * L));
+  auto size_for_bucket = [&] {
+    // The idle between the pair's streams: the bucket refills to at most 60%.
+    tau = std::clamp(0.6 * 8.0 * B / R, 0.005, 3.0);
+    // The bucket is known: the detector's floor (there against false shapers
+    // on ordinary paths) can be lower, a tenth of it or two packets.
+    opt.min_bucket_bytes = std::min(ShaperOptions{}.min_bucket_bytes, std::max(0.1 * B, 2.0 * L));
+  };
+  size_for_bucket();
   const Nanos quiet = std::max<Nanos>(300 * kMs, from_seconds(20 * rtt));
   // Sends one stream at once; false when a cap or the time ends the phase.
   // Markers: the emptying stream needs only its tail's reply (and a few to
@@ -477,16 +481,10 @@ AvailbwResult run_shaper_availbw(Session& s, const Config& c, const std::atomic<
     } else if (c.verbose) {
       std::fprintf(stderr, "shaper refill %d: the emptying stream's tail was not answered\n", pair);
     }
-    // The reading stream found more than the refill could bring in tau (at
-    // most R·tau): tokens the emptying stream left, a bucket larger than B.
-    const bool leftover = sample.ok && 8.0 * sample.content_bytes > 1.05 * R * used_tau + 16.0 * L;
-    // Or the emptying stream went 10% and two packets past the bucket, and
-    // its tail did not wait in the shaper's queue as it then would have (the
-    // excess, arriving at P and leaving at R, queues by its share 1 - R/P):
-    // the reading stream found the tokens it left beside the refill.
-    const double excess = 0.1 * B * fill + 2.0 * L;
-    const bool tail_free = tail_wait < 0.3 * 8.0 * excess * (1 - R / P) / R;
-    const bool not_emptied = tail.reply > 0 && (leftover || (tail_free && !sample.saturated));
+    // The emptying stream went 10% and two packets past the bucket.
+    const bool not_emptied =
+        tail.reply > 0 &&
+        refill_left_tokens(sample, R, P, used_tau, tail_wait, 0.1 * B * fill + 2.0 * L, L);
     rr.rate_bps = sample.availbw_bps;
     rr.received_bps = sample.availbw_bps;
     rr.verdict = not_emptied       ? "not_emptied"
@@ -507,9 +505,7 @@ AvailbwResult run_shaper_availbw(Session& s, const Config& c, const std::atomic<
       if (grown < 3) {
         ++grown;
         B *= 2;
-        tau = std::clamp(0.6 * 8.0 * B / R, 0.005, 3.0);
-        opt.min_bucket_bytes =
-            std::min(ShaperOptions{}.min_bucket_bytes, std::max(0.1 * B, 2.0 * L));
+        size_for_bucket();
         if (c.verbose) {
           std::fprintf(stderr, "shaper refill: the bucket was not emptied; %.0f bytes\n", B);
         }
