@@ -455,7 +455,7 @@ bool apply_fleet_hinge(AvailbwEstimate& e, const std::vector<RatePoint>& fleets,
 
 AvailbwEstimate estimate_availbw(const std::vector<ResponseSample>& all_resp,
                                  const NoiseModel& noise, double low, double high, double C,
-                                 const std::vector<ResponseSample>& extra) {
+                                 const std::vector<ResponseSample>& extra, double resolution_bps) {
   AvailbwEstimate e;
   e.low_bps = std::max(0.0, low - noise.threshold * C / 2);
   e.high_bps = high;
@@ -504,7 +504,13 @@ AvailbwEstimate estimate_availbw(const std::vector<ResponseSample>& all_resp,
   // trains' knee sat 20% above A (the bucket refills whenever the queue
   // empties, B/T more per train) and the crossing, +9%, missed the
   // half-threshold end by 1 Mbit/s; the bracket's middle read +25%.
-  const double floor = std::max(0.0, low - noise.threshold * C);
+  // Nor is the bracket's lower end sharper than the search's resolution: on
+  // the lab's 50 Mbit/s link under 20 Mbit/s CBR the threshold was 0.2% of
+  // C (0.1 Mbit/s), a fleet 5% above A read "below" and set the bracket at
+  // +5%, and a crossing at -1.4% +- 0.5 was refused for missing the end by
+  // 0.8 Mbit/s; the range, bracket-sized, missed the truth (the CI of
+  // 2026-11-26, 2 runs of 3).
+  const double floor = std::max(0.0, low - std::max(noise.threshold * C, resolution_bps));
   // Unless the response trains themselves show they were not disturbed: a
   // reliable slope within 3% of 1/C (the narrow link's capacity kept) puts
   // them on the fluid line of the tight link, and a bracket above their

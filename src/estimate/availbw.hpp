@@ -362,9 +362,13 @@ HingeFit fit_hinge(const std::vector<RatePoint>& fleets, double baseline, double
 bool apply_fleet_hinge(AvailbwEstimate& e, const std::vector<RatePoint>& fleets,
                        const NoiseModel& noise, double low, double high, double capacity_bps);
 
+// `resolution_bps` is the search's resolution: the bracket's ends are known
+// to about that much whatever the threshold, so a crossing within it of the
+// bracket's lower end is consistent with the bracket (0: the threshold alone).
 AvailbwEstimate estimate_availbw(const std::vector<ResponseSample>& response,
                                  const NoiseModel& noise, double low, double high,
                                  double capacity_bps,
-                                 const std::vector<ResponseSample>& slope_extra = {});
+                                 const std::vector<ResponseSample>& slope_extra = {},
+                                 double resolution_bps = 0);
 
 }  // namespace lw

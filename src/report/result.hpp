@@ -172,6 +172,9 @@ struct AvailbwResult {
   double search_capacity_bps = 0;      // upper end of the search (narrow-link capacity)
   double tight_link_capacity_bps = 0;  // from the response curve; 0 = not estimated
   std::string crossing_capacity_source;  // narrow_link / response_slope, "" = no crossing
+  std::string basis;             // response_curve / fleet_hinge / bracket / linkwidth ("" = none)
+  double crossing_bps = 0;       // mean response crossing (0 = none)
+  double crossing_se_bps = 0;    // its standard error
   int locally_shaped_trains = 0;         // trains our own qdisc spread out (issue 11)
   int response_points = 0;
   double resolution_bps = 0;

@@ -157,6 +157,17 @@ TEST_CASE("response trains: the mean avail-bw beside the bracket", "[availbw]") 
   // Response rates that are not above the avail-bw say nothing.
   e = estimate_availbw({{70e6, 1.0}, {100e6, 1.001}}, noise, 30e6, 35e6, 100e6);
   CHECK(e.basis == "bracket");
+  // The bracket's lower end is known only to the search's resolution: a
+  // crossing 1.5 below it stands with a 3 resolution (the threshold alone,
+  // 0.4, would refuse it), not with 1.
+  e = estimate_availbw(pts, noise, 41.5e6, 42e6, 100e6, {}, 3e6);
+  CHECK(e.basis == "response_curve");
+  CHECK(e.availbw_bps == Approx(40e6));
+  CHECK(e.low_bps <= 40e6);
+  e = estimate_availbw(pts, noise, 41.5e6, 42e6, 100e6, {}, 1e6);
+  CHECK(e.basis == "bracket");
+  e = estimate_availbw(pts, noise, 41.5e6, 42e6, 100e6);
+  CHECK(e.basis == "bracket");
 }
 
 TEST_CASE("response crossing: the mean, not the median, of skewed bursts", "[availbw]") {

@@ -261,7 +261,7 @@ void report_fleet_estimate(const FleetSearch& search, const std::vector<Response
                            const Config& c, AvailbwResult& res) {
   const double omega = res.resolution_bps;
   AvailbwEstimate est =
-      estimate_availbw(response, noise, search.low(), search.high(), C, slope_points);
+      estimate_availbw(response, noise, search.low(), search.high(), C, slope_points, omega);
   // issue 11 (tight != narrow): no response trains ran; the fleets' own
   // medians may still show the line above the knee.
   if (response.empty()) {
@@ -276,6 +276,9 @@ void report_fleet_estimate(const FleetSearch& search, const std::vector<Response
   res.availbw_bps = est.availbw_bps;
   res.response_points = est.points;
   res.tight_link_capacity_bps = est.tight_capacity_bps;
+  res.basis = est.basis;
+  res.crossing_bps = est.crossing_bps;
+  res.crossing_se_bps = est.crossing_se_bps;
   // issue 11: which capacity the reported crossing used (none: the bracket).
   if (est.basis == "response_curve") res.crossing_capacity_source = est.crossing_capacity_source;
   res.valid = !search.history().empty();
@@ -744,6 +747,7 @@ void run_linkwidth_method(PacedTrains& runner, PhasePath& path, const Config& c,
   res.high_bps = search.high();
   res.availbw_bps = search.estimate();
   res.valid = !res.rates.empty();
+  if (res.valid) res.basis = "linkwidth_search";
 }
 
 }  // namespace

@@ -300,6 +300,7 @@ void conclude_refill(const std::vector<double>& got, double R, double tau_error,
     return;
   }
   res.valid = true;
+  res.basis = "token_bucket_refill";
   res.availbw_bps = median(got);
   const double widen = 0.02 + tau_error;
   res.low_bps = std::max(0.0, *std::min_element(got.begin(), got.end()) * (1 - widen));
@@ -545,6 +546,7 @@ AvailbwResult shaper_availbw_from_note(const std::optional<AvailbwEndNote>& end,
   }
   const ShaperRefillNote& j = *end->shaper_refill;
   res.valid = j.valid;
+  if (j.valid) res.basis = "token_bucket_refill";
   res.method = name(j.method);
   res.availbw_bps = j.availbw_bps;
   res.low_bps = j.low_bps;
