@@ -488,3 +488,16 @@ TEST_CASE("shaper: a refill pair on a bucket its emptying stream did not empty",
   // No peak above R: nothing to judge.
   CHECK_FALSE(refill_left_tokens(s, R, R, tau, 0.0, excess, L));
 }
+
+TEST_CASE("the bucket the fast capacity trains suggest counts their refill", "[shaper]") {
+  // 14 MB in trains over 0.9 s, the slow train at 100 Mbit/s: the bucket
+  // refilled 11.25 MB of it; 2.75 MB were bucket.
+  CHECK(bucket_hint_bytes(14e6, 1.2e6, 0.9, 100e6) == Approx(2.75e6));
+  // Never under the largest train that passed whole.
+  CHECK(bucket_hint_bytes(14e6, 1.2e6, 2.0, 100e6) == Approx(1.2e6));
+  // No slow rate (the replies stopped) or no span: the sum.
+  CHECK(bucket_hint_bytes(14e6, 1.2e6, 0.9, 0) == Approx(14e6));
+  CHECK(bucket_hint_bytes(14e6, 1.2e6, 0, 100e6) == Approx(14e6));
+  // A largest train over the sum is a caller's slip: the sum bounds it.
+  CHECK(bucket_hint_bytes(1e6, 3e6, 0.01, 100e6) == Approx(1e6));
+}

@@ -137,7 +137,13 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
   // and are left out of the --max-load ledger, bytes and time: they do not
   // make later trains wait, nor give them credit (estimate/load_budget.hpp).
   auto probe = [&](const ShaperHints& h) {
-    if (c.verbose) std::fprintf(stderr, "shaper probe: %s\n", h.trigger.c_str());
+    if (c.verbose) {
+      std::fprintf(stderr,
+                   "shaper probe: %s (fast trains %.0f bytes, largest %.0f, over %.2f s; slow "
+                   "%.4g; bucket hint %.0f)\n",
+                   h.trigger.c_str(), h.fast_bytes, h.largest_fast_bytes, h.fast_span_s, h.slow_bps,
+                   bucket_hint_bytes(h.fast_bytes, h.largest_fast_bytes, h.fast_span_s, h.slow_bps));
+    }
     const Nanos t = mono_now();
     const std::uint64_t b = prober.bytes_sent();
     ShaperRecord rec = run_shaper_probe(ss, c, stop, t_cap, h);
@@ -179,6 +185,7 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
     double largest = 0;
     for (const auto& t : res.trains) largest = std::max(largest, 1.0 * t.load_packets);
     h.fast_bytes = 1.5 * largest * trains.packet_size;
+    h.largest_fast_bytes = h.fast_bytes;
     trains.shaper = probe(h);
     trains.shaper_tried = true;
   }
@@ -238,7 +245,7 @@ class CapacityLoop {
   double slow_rate();
   void book(const TallyStep& step, double slow_bps, int group);
   bool shrink_to_mtu(const TallyStep& step);
-  Next watch_shaper(const CapacitySample& s, double slow_bps, double train_bytes);
+  Next watch_shaper(const CapacitySample& s, double slow_bps, double train_bytes, Nanos start);
   void size(const CapacitySample& s);
   Nanos pace(const Train& train, const TrainResult& run, const CapacitySample& s, int n_train);
   bool precise_enough() const;
@@ -256,6 +263,7 @@ class CapacityLoop {
   int consecutive_silent_ = 0;
   int lost_reply_trains_ = 0;  // trains that lost marker replies after a fast one
   int slow_trains_ = 0;        // compressed trains far slower than the fast ones
+  Nanos first_fast_ = 0;       // start of the first train that came back fast (0: none yet)
   int sizing_trains_ = 0;
   std::vector<double> rates_;           // every train's bits / reply dispersion: budgets the idle
   std::vector<double> group_rates_[2];  // kept measured trains' rates: short, long
@@ -317,11 +325,15 @@ bool CapacityLoop::shrink_to_mtu(const TallyStep& step) {
 // come back at the peak; a later, longer train meets the sustained rate. The
 // first sign of it runs the shaper probe, once.
 CapacityLoop::Next CapacityLoop::watch_shaper(const CapacitySample& s, double slow_bps,
-                                              double train_bytes) {
+                                              double train_bytes, Nanos start) {
   ShaperHints& hints = out_.shaper_hints;
   if (s.capacity_bps > 0 && !rate_drop_suggests_bucket(hints.fast_bps, s.capacity_bps)) {
     hints.fast_bytes += train_bytes;  // came back at about the sizing rate: within a bucket
+    hints.largest_fast_bytes = std::max(hints.largest_fast_bytes, train_bytes);
+    if (first_fast_ == 0) first_fast_ = start;
   }
+  // The bucket refilled from the first fast train to this one's start.
+  if (first_fast_ > 0) hints.fast_span_s = to_seconds(start - first_fast_);
   if (!sized_ && s.capacity_bps > 0 && s.verdict != SampleVerdict::kLostReply) {
     hints.fast_bps = std::max(hints.fast_bps, s.capacity_bps);
   }
@@ -479,7 +491,8 @@ CapacityTrains CapacityLoop::run() {
                               ? consecutive_silent_ + 1
                               : 0;
 
-    const Next shaper = watch_shaper(s, slow_bps, static_cast<double>(train.total_bytes()));
+    const Next shaper =
+        watch_shaper(s, slow_bps, static_cast<double>(train.total_bytes()), run.start_mono);
     if (shaper == Next::kStop) break;
     if (shaper == Next::kNextTrain) {
       next_start = 0;  // the stream's own idle and wait came first

@@ -74,8 +74,13 @@ ShaperRecord run_shaper_probe(Session& s, const Config& c, const std::atomic<boo
   // The slow rate bounds how long replies take and how long a bucket takes to
   // refill; unknown, 1 Mbit/s (the slowest sustained rate we look for).
   const double slow = h.slow_bps > 0 ? h.slow_bps : 1e6;
-  double bytes = std::max(kMinStreamBytes, 2 * h.fast_bytes) + slow * kSustainedS / 8;
-  double refill_s = 8.0 * (h.fast_bytes + h.queued_bytes) / slow;
+  // The bucket the trains suggest (not every byte they put through it: it
+  // refilled between them).
+  const double fast = bucket_hint_bytes(
+      h.fast_bytes, h.largest_fast_bytes > 0 ? h.largest_fast_bytes : h.fast_bytes,
+      h.fast_span_s, h.slow_bps);
+  double bytes = std::max(kMinStreamBytes, 2 * fast) + slow * kSustainedS / 8;
+  double refill_s = 8.0 * (fast + h.queued_bytes) / slow;
   int shift_at = 0;
   bool confirming = false;
   bool retried = false;  // a stream sent again after a stall: once per probe
@@ -154,12 +159,12 @@ ShaperRecord run_shaper_probe(Session& s, const Config& c, const std::atomic<boo
     // stream found a clearly larger bucket than the last: the bucket was not
     // full. Again, after an idle that refills 2.5 times the estimate.
     const bool short_idle =
-        idle_s < 8.0 * std::max(h.fast_bytes, 1.2 * f.bucket_bytes) / f.rate_bps;
+        idle_s < 8.0 * std::max(fast, 1.2 * f.bucket_bytes) / f.rate_bps;
     const bool grew = last_bucket > 0 && f.bucket_bytes > 1.15 * last_bucket;
     if (f.found && k + 1 < kMaxStreams && ((!confirming && short_idle) || grew)) {
       confirming = true;
       last_bucket = f.bucket_bytes;
-      const double b = std::max(h.fast_bytes, 2.5 * f.bucket_bytes);
+      const double b = std::max(fast, 2.5 * f.bucket_bytes);
       // The markers go after the shift this stream saw; the stream runs on
       // far enough past it for a bucket up to 1.3 times larger.
       const double shift_bytes =

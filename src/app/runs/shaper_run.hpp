@@ -24,7 +24,9 @@ struct ShaperHints {
   std::string trigger;      // rate_drop, negative_offset, replies_stopped
   double fast_bps = 0;      // rate of the (short) trains that fit the bucket
   double slow_bps = 0;      // rate of the slow train, or the estimate (0: unknown)
-  double fast_bytes = 0;    // bytes of the trains that came back fast: the bucket holds about that
+  double fast_bytes = 0;    // bytes of the trains that came back fast (all of them)
+  double largest_fast_bytes = 0;  // the largest of those trains (0: as fast_bytes)
+  double fast_span_s = 0;   // from the first of them to the trigger (bucket_hint_bytes)
   double queued_bytes = 0;  // bytes of the last train, possibly still queued
   // A stream that came back whole at our rate is followed by a longer one;
   // not after capacity_lower_bound (a fast path, most likely without a
