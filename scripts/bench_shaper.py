@@ -31,7 +31,7 @@ BIN = os.environ.get("LINKWIDTH_BIN", os.path.join(ROOT, "build", "linkwidth"))
 FIELDS = ["rate_bps", "burst_bytes", "cross_frac", "run", "exit", "truth_rate_bps",
           "rate_est_bps", "rate_err", "truth_bucket_bytes", "bucket_est_bytes", "bucket_err",
           "shaper_verdict", "cross_bps", "truth_availbw_bps", "availbw_bps", "availbw_err",
-          "refill_pairs", "elapsed_s", "probe_bytes", "stop_reason"]
+          "refill_pairs", "elapsed_s", "probe_bytes", "stop_reason", "error"]
 
 
 def err(a, b):
@@ -59,7 +59,9 @@ def one(L, rate, burst, frac, k):
             "truth_availbw_bps": R - X, "availbw_bps": doc.get("availbw_bps"),
             "availbw_err": err(doc.get("availbw_bps"), R - X),
             "refill_pairs": chk.get("refill_pairs"), "elapsed_s": round(elapsed, 2),
-            "probe_bytes": doc.get("probe_bytes"), "stop_reason": doc.get("stop_reason")}
+            "probe_bytes": doc.get("probe_bytes"), "stop_reason": doc.get("stop_reason"),
+            "error": (doc.get("error") or {}).get("code") if isinstance(doc.get("error"), dict)
+            else doc.get("error")}
 
 
 def pct(v):

@@ -521,7 +521,13 @@ AvailbwEstimate estimate_availbw(const std::vector<ResponseSample>& all_resp,
   // the bracket +32% and +21%).
   const bool on_fluid_line = x.fit.reliable && x.source == CrossingCapacity::kNarrowLink &&
                              std::fabs(x.fit.slope * C - 1) <= 0.03;
-  if (a + 2 * e.crossing_se_bps >= floor || on_fluid_line) {
+  // A crossing below zero by more than its error is no avail-bw at all: the
+  // response trains were not on a fluid line (a 3 MB token bucket at 20
+  // Mbit/s read as a 1 Gbit/s path: trains at 0.5-1 Gbit/s ran into the
+  // bucket's end at random, crossing -24 +- 4 Gbit/s, clamped to an
+  // avail-bw of 0).
+  const bool possible = e.crossing_bps + 2 * e.crossing_se_bps >= 0;
+  if (possible && (a + 2 * e.crossing_se_bps >= floor || on_fluid_line)) {
     e.availbw_bps = a;
     e.basis = "response_curve";
     e.low_bps = std::max(0.0, std::min(e.low_bps, a - 2 * e.crossing_se_bps));

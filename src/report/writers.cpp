@@ -251,8 +251,8 @@ nlohmann::json to_json(const MeasureResult& m) {
   j["narrow_link_capacity_bps"] = nullable(a.search_capacity_bps > 0, a.search_capacity_bps);
   j["response_points"] = a.response_points;
   j["availbw_basis"] = a.basis.empty() ? nlohmann::json(nullptr) : nlohmann::json(a.basis);
-  j["crossing_bps"] = nullable(a.crossing_bps > 0, a.crossing_bps);
-  j["crossing_se_bps"] = nullable(a.crossing_bps > 0, a.crossing_se_bps);
+  j["crossing_bps"] = nullable(a.crossing_bps != 0, a.crossing_bps);
+  j["crossing_se_bps"] = nullable(a.crossing_bps != 0, a.crossing_se_bps);
   j["crossing_capacity_source"] = a.crossing_capacity_source.empty()
                                       ? nlohmann::json(nullptr)
                                       : nlohmann::json(a.crossing_capacity_source);

@@ -168,6 +168,14 @@ TEST_CASE("response trains: the mean avail-bw beside the bracket", "[availbw]") 
   CHECK(e.basis == "bracket");
   e = estimate_availbw(pts, noise, 41.5e6, 42e6, 100e6);
   CHECK(e.basis == "bracket");
+  // Response trains far above any fluid line (ratios of 2-3 at 0.6-0.9 of
+  // C with a bracket near half of C): a crossing far below zero is refused,
+  // not clamped to an avail-bw of 0.
+  const std::vector<ResponseSample> wild = {{60e6, 2.0}, {90e6, 3.2}, {60e6, 2.1}, {90e6, 3.0}};
+  e = estimate_availbw(wild, noise, 50e6, 52e6, 100e6);
+  CHECK(e.crossing_bps < -30e6);
+  CHECK(e.basis == "bracket");
+  CHECK(e.availbw_bps == Approx(51e6));
 }
 
 TEST_CASE("response crossing: the mean, not the median, of skewed bursts", "[availbw]") {

@@ -181,7 +181,8 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
     h.trigger = "capacity_lower_bound";
     h.slow_bps = c.max_load * res.capacity_bps;
     h.queued_bytes = 0;
-    h.grow = false;
+    h.growths = 1;
+    h.growth = 2.5;
     double largest = 0;
     for (const auto& t : res.trains) largest = std::max(largest, 1.0 * t.load_packets);
     h.fast_bytes = 1.5 * largest * trains.packet_size;

@@ -43,6 +43,15 @@ void forget_finding(ShaperRecord& rec) {
   rec.bucket_bytes = 0;
 }
 
+// How long a stream's replies may pause before the wait ends: 20 RTTs,
+// 0.3-1.5 s. Uncapped, an RTT of 100 ms or more (a long path, or a standing
+// queue when the RTT was taken: 129 ms behind a 10 Mbit/s shaper's queue)
+// asked for more than the 8 s reply wait, and no stream was ever sent ("no
+// time left").
+Nanos stream_quiet(double rtt_s) {
+  return std::clamp<Nanos>(from_seconds(20 * rtt_s), 300 * kMs, 1500 * kMs);
+}
+
 std::string kb(double bytes) {
   char b[32];
   std::snprintf(b, sizeof b, "%.0f KB", bytes / 1e3);
@@ -84,6 +93,7 @@ ShaperRecord run_shaper_probe(Session& s, const Config& c, const std::atomic<boo
   int shift_at = 0;
   bool confirming = false;
   bool retried = false;  // a stream sent again after a stall: once per probe
+  int grown = 0;         // streams that passed whole and were followed by a longer one
   double last_bucket = 0;
   for (int k = 0; k < kMaxStreams && !stop.load(); ++k) {
     const double room = static_cast<double>(c.max_bytes) -
@@ -104,7 +114,7 @@ ShaperRecord run_shaper_probe(Session& s, const Config& c, const std::atomic<boo
     // Replies come back at the sustained rate, which may be far below what
     // the trains showed: wait long, but stop when they stop coming.
     const Nanos wait_replies = std::min<Nanos>(8 * kSec, std::max<Nanos>(0, (t_cap - now - idle) / 2));
-    const Nanos quiet = std::max<Nanos>(300 * kMs, from_seconds(20 * s.disc.rtt_s));
+    const Nanos quiet = stream_quiet(s.disc.rtt_s);
     const Nanos send_time = from_seconds(8.0 * static_cast<double>(t.total_bytes()) / send_bps);
     if (wait_replies < 4 * quiet || now + idle + send_time + wait_replies > t_cap) {
       if (c.verbose) std::fprintf(stderr, "shaper stream %d: no time left\n", k);
@@ -207,15 +217,29 @@ ShaperRecord run_shaper_probe(Session& s, const Config& c, const std::atomic<boo
       rec.verdict = "no_replies";
       break;
     }
-    if (f.uncompressed && !h.grow) {
-      // A fast path that the trains could not tell from a bucket: the stream
-      // passed whole too. No shaper claimed; shaper_check says how large a
-      // bucket could still hide (its stream_bytes).
+    if (f.uncompressed && grown >= h.growths) {
+      // A fast path that the trains could not tell from a bucket: the
+      // streams passed whole too. No shaper claimed; shaper_check says how
+      // large a bucket could still hide (its stream_bytes).
       rec.verdict = "not_emptied";
       rec.bucket_at_least_bytes = static_cast<double>(t.total_bytes());
+      // (What a stream before it that passed whole set says no more.)
+      rec.not_emptied = false;
+      rec.peak_bps = 0;
+      rec.peak_is_lower_bound = false;
       break;
     }
-    if (f.uncompressed) {
+    // After capacity_lower_bound (trains as fast as we send), a stream that
+    // came back as one line at under half the trains' rate did not empty a
+    // bucket in view either: it met one the trains had left part-full, near
+    // its end, or the tail of its queue (a 3 MB bucket at 20 Mbit/s under
+    // cross traffic: 2.5 MB back at 398 Mbit/s, trains at 1 Gbit/s). A
+    // longer stream, as for one that passed whole.
+    const bool slowed_line = h.trigger == "capacity_lower_bound" && !f.found &&
+                             f.reason == "no level shift" && h.fast_bps > 0 &&
+                             f.stream_rate_bps > 0 && f.stream_rate_bps < 0.5 * h.fast_bps &&
+                             grown < h.growths;
+    if (f.uncompressed || slowed_line) {
       // The whole stream passed at the rate we sent it: a bucket larger
       // than the stream, or no shaper and a path at least that fast.
       rec.not_emptied = true;
@@ -224,7 +248,8 @@ ShaperRecord run_shaper_probe(Session& s, const Config& c, const std::atomic<boo
       rec.peak_bps = f.stream_rate_bps;
       rec.peak_is_lower_bound = true;
       refill_s = 8.0 * bytes / slow;
-      bytes *= 4;
+      bytes *= h.growth;
+      ++grown;
       continue;
     }
     rec.verdict = "none";
@@ -350,7 +375,7 @@ AvailbwResult run_shaper_availbw(Session& s, const Config& c, const std::atomic<
     opt.min_bucket_bytes = std::min(ShaperOptions{}.min_bucket_bytes, std::max(0.1 * B, 2.0 * L));
   };
   size_for_bucket();
-  const Nanos quiet = std::max<Nanos>(300 * kMs, from_seconds(20 * rtt));
+  const Nanos quiet = stream_quiet(rtt);
   // Sends one stream at once; false when a cap or the time ends the phase.
   // Markers: the emptying stream needs only its tail's reply (and a few to
   // tell the replies arrived); the reading stream's carry the fit. Both
@@ -456,7 +481,13 @@ AvailbwResult run_shaper_availbw(Session& s, const Config& c, const std::atomic<
       const double sustained = std::max(24.0 * L, R * 0.03 / 8);
       TrainRun f;
       Train tf;
-      if (!stream(1.15 * b_max * fill + sustained, b_max * fill, kReadMarkers, 0, id--,
+      // Its dense markers start at half the content an idle path would
+      // leave: the other flows take their share of the refill, and the
+      // shaper's queue drops the stream's tail past the shift. From b_max
+      // on, a 3 MB bucket at 10 Mbit/s under 25% cross traffic (content
+      // 1.1 MB of 1.8) had one marker past the shift before the tail was
+      // dropped, and no pair read a refill.
+      if (!stream(1.15 * b_max * fill + sustained, 0.5 * b_max * fill, kReadMarkers, 0, id--,
                   &f, &tf)) {
         break;
       }

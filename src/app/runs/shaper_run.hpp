@@ -28,10 +28,17 @@ struct ShaperHints {
   double largest_fast_bytes = 0;  // the largest of those trains (0: as fast_bytes)
   double fast_span_s = 0;   // from the first of them to the trigger (bucket_hint_bytes)
   double queued_bytes = 0;  // bytes of the last train, possibly still queued
-  // A stream that came back whole at our rate is followed by a longer one;
-  // not after capacity_lower_bound (a fast path, most likely without a
-  // bucket: one stream, then shaper_check says none was emptied).
-  bool grow = true;
+  // A stream that came back whole at our rate is followed by one `growth`
+  // times longer, `growths` times at most (and within the stream count and the
+  // caps). After capacity_lower_bound once: a fast path, most likely without
+  // a bucket, but a 3 MB bucket at 20 Mbit/s under cross traffic kept the
+  // trains (288 KB at most) in its burst, the one 2.6 MB stream passed whole,
+  // and the avail-bw search read the burst, 30x the sustained rate's.
+  // (2.5 times longer after capacity_lower_bound: enough for the 3 MB
+  // buckets of issue 13's grid, and 6.5 MB, not 10, on a gigabit path
+  // without one.)
+  int growths = 3;
+  double growth = 4;
 };
 
 // Sends the streams and reads them. Sends nothing once `stop` is set or
