@@ -86,6 +86,9 @@ namespace lw {
     "the target limits its reply rate; probing slowed to a rate it answers fully")                \
   X(kResponseLoss, "response_loss",                                                               \
     "trains well above the avail-bw lost replies; the estimate rests on the search's bracket")    \
+  X(kSearchCutShort, "search_cut_short",                                                          \
+    "a cap ended the avail-bw search before its bracket narrowed to the resolution: the "         \
+    "estimate is the bracket's middle, the range wide")                                           \
   X(kSendStalls, "send_stalls",                                                                   \
     "trains left this host off their schedule (busy CPU) and were not used")                      \
   X(kSilentHops, "silent_hops", "hops never answered and are kept as unknown")                    \

@@ -367,3 +367,39 @@ TEST_CASE("long trains that all meet cross traffic the short ones miss do not en
   CHECK(r.res.capacity_bps < 0.9 * C);  // the script fools the slope
   CHECK((measured >= 16 || r.res.stop_reason != StopReason::kPrecision));
 }
+
+TEST_CASE("a fleet a cap cuts short still bounds the avail-bw when half of its trains came back",
+          "[runner]") {
+  Config c = capacity_config();
+  c.command = Command::kAvailbw;
+  SeqAllocator seqs(1);
+  PhasePath path{FlowId{kSelf, kTarget, 40000, 33435}, 1500, 0.002, seqs};
+  {
+    // Time for the calibration and 3 trains of the first fleet (K = 6): the
+    // bracket they give, not nothing.
+    FakeRunner fake(60e6);
+    fake.refuse_after(c.calibration_trains + 3, StopReason::kMaxTime);
+    AvailbwResult res;
+    search_availbw(fake, path, c, 100e6, 3600 * kSec, res);
+    REQUIRE(res.valid);
+    CHECK(res.stop_reason == StopReason::kMaxTime);
+    REQUIRE(res.rates.size() == 2);
+    CHECK(res.rates.back().phase == "search");
+    CHECK(res.rates.back().trains.size() == 3);
+    CHECK(res.low_bps <= 60e6);
+    CHECK(res.high_bps >= 60e6);
+    CHECK(res.high_bps - res.low_bps > 0.2 * 100e6);  // wide, and said so
+    bool warned = false;
+    for (const Warning& w : res.warnings) warned |= w.code == "search_cut_short";
+    CHECK(warned);
+  }
+  {
+    // 2 trains of 6: too few to say anything; no estimate, as before.
+    FakeRunner fake(60e6);
+    fake.refuse_after(c.calibration_trains + 2, StopReason::kMaxTime);
+    AvailbwResult res;
+    search_availbw(fake, path, c, 100e6, 3600 * kSec, res);
+    CHECK_FALSE(res.valid);
+    CHECK(res.stop_reason == StopReason::kMaxTime);
+  }
+}
