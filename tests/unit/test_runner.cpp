@@ -3,6 +3,7 @@
 // capacity C: every packet is served in turn at C, a marker's reply comes back
 // one RTT after its service ends. The runner seam (app/runner.hpp) is what
 // lets the same phase code run live, from a capture and here.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <string>
@@ -180,13 +181,28 @@ Run run_fake(FakeRunner& fake, const Config& c) {
 
 // The search through `fake` (a FIFO serving at 60 Mbit/s behind a capacity
 // of 100) on a path whose discovery RTT is `rtt_s`: the knee at 60.
-AvailbwResult search_scripted_knee(FakeRunner& fake, double rtt_s) {
+Config availbw_config() {
   Config c = capacity_config();
   c.command = Command::kAvailbw;
+  return c;
+}
+
+// One avail-bw search through `fake` on a 100 Mbit/s path.
+AvailbwResult search_fake(FakeRunner& fake, const Config& c, double rtt_s = 0.002) {
   SeqAllocator seqs(1);
   PhasePath path{FlowId{kSelf, kTarget, 40000, 33435}, 1500, rtt_s, seqs};
   AvailbwResult res;
   search_availbw(fake, path, c, 100e6, 3600 * kSec, res);
+  return res;
+}
+
+bool warned(const AvailbwResult& res, const std::string& code) {
+  return std::any_of(res.warnings.begin(), res.warnings.end(),
+                     [&](const Warning& w) { return w.code == code; });
+}
+
+AvailbwResult search_scripted_knee(FakeRunner& fake, double rtt_s) {
+  const AvailbwResult res = search_fake(fake, availbw_config(), rtt_s);
   CHECK(res.valid);
   CHECK(res.availbw_bps == Approx(60e6).epsilon(0.1));
   CHECK(res.low_bps <= 60e6);
@@ -305,18 +321,14 @@ TEST_CASE("at a long round trip the avail-bw trains are pipelined: the same knee
 
 TEST_CASE("a calibration round without replies is sent again; two end the search, not the run",
           "[runner]") {
-  Config c = capacity_config();
-  c.command = Command::kAvailbw;
-  SeqAllocator seqs(1);
-  PhasePath path{FlowId{kSelf, kTarget, 40000, 33435}, 1500, 0.002, seqs};
+  const Config c = availbw_config();
   {
     // The first round's replies are lost (a host that fell behind, a burst
     // of loss): the second round calibrates and the search goes on.
     FakeRunner fake(60e6);
     fake.silent_from(0);
     fake.silent_until(c.calibration_trains);
-    AvailbwResult res;
-    search_availbw(fake, path, c, 100e6, 3600 * kSec, res);
+    const AvailbwResult res = search_fake(fake, c);
     CHECK(res.valid);
     CHECK(res.availbw_bps == Approx(60e6).epsilon(0.1));
     CHECK(res.stop_reason == StopReason::kResolution);
@@ -326,14 +338,11 @@ TEST_CASE("a calibration round without replies is sent again; two end the search
     // throws nothing (measure keeps the capacity phase's result).
     FakeRunner fake(60e6);
     fake.silent_from(0);
-    AvailbwResult res;
-    search_availbw(fake, path, c, 100e6, 3600 * kSec, res);
+    const AvailbwResult res = search_fake(fake, c);
     CHECK_FALSE(res.valid);
     CHECK(res.stop_reason == StopReason::kCalibrationFailed);
     CHECK(res.trains_sent == 2 * c.calibration_trains);
-    bool warned = false;
-    for (const Warning& w : res.warnings) warned |= w.code == "calibration_failed";
-    CHECK(warned);
+    CHECK(warned(res, "calibration_failed"));
   }
 }
 
@@ -370,17 +379,13 @@ TEST_CASE("long trains that all meet cross traffic the short ones miss do not en
 
 TEST_CASE("a fleet a cap cuts short still bounds the avail-bw when half of its trains came back",
           "[runner]") {
-  Config c = capacity_config();
-  c.command = Command::kAvailbw;
-  SeqAllocator seqs(1);
-  PhasePath path{FlowId{kSelf, kTarget, 40000, 33435}, 1500, 0.002, seqs};
+  const Config c = availbw_config();
   {
     // Time for the calibration and 3 trains of the first fleet (K = 6): the
     // bracket they give, not nothing.
     FakeRunner fake(60e6);
     fake.refuse_after(c.calibration_trains + 3, StopReason::kMaxTime);
-    AvailbwResult res;
-    search_availbw(fake, path, c, 100e6, 3600 * kSec, res);
+    const AvailbwResult res = search_fake(fake, c);
     REQUIRE(res.valid);
     CHECK(res.stop_reason == StopReason::kMaxTime);
     REQUIRE(res.rates.size() == 2);
@@ -389,16 +394,13 @@ TEST_CASE("a fleet a cap cuts short still bounds the avail-bw when half of its t
     CHECK(res.low_bps <= 60e6);
     CHECK(res.high_bps >= 60e6);
     CHECK(res.high_bps - res.low_bps > 0.2 * 100e6);  // wide, and said so
-    bool warned = false;
-    for (const Warning& w : res.warnings) warned |= w.code == "search_cut_short";
-    CHECK(warned);
+    CHECK(warned(res, "search_cut_short"));
   }
   {
     // 2 trains of 6: too few to say anything; no estimate, as before.
     FakeRunner fake(60e6);
     fake.refuse_after(c.calibration_trains + 2, StopReason::kMaxTime);
-    AvailbwResult res;
-    search_availbw(fake, path, c, 100e6, 3600 * kSec, res);
+    const AvailbwResult res = search_fake(fake, c);
     CHECK_FALSE(res.valid);
     CHECK(res.stop_reason == StopReason::kMaxTime);
   }
