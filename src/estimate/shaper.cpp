@@ -321,7 +321,9 @@ bool refill_left_tokens(const RefillSample& s, double rate_bps, double peak_bps,
 
 double bucket_hint_bytes(double fast_bytes, double largest_fast_bytes, double span_s,
                          double slow_bps) {
-  const double largest = std::max(0.0, std::min(largest_fast_bytes, fast_bytes));
+  // (0: not known, as the sum.)
+  const double largest =
+      largest_fast_bytes > 0 ? std::min(largest_fast_bytes, fast_bytes) : fast_bytes;
   if (!(slow_bps > 0) || !(span_s > 0)) return std::max(largest, fast_bytes);
   return std::max(largest, fast_bytes - slow_bps * span_s / 8);
 }

@@ -159,7 +159,8 @@ bool refill_left_tokens(const RefillSample& s, double rate_bps, double peak_bps,
 // bytes they put through it (`fast_bytes`, every such train's) less what the
 // bucket refilled at `slow_bps` over the `span_s` from the first of them to
 // the train that came back slow, and never less than the largest of them
-// (which passed whole). Without a slow rate (0: the replies stopped), the sum.
+// (which passed whole; 0 = not known: the sum). Without a slow rate (0: the
+// replies stopped), the sum.
 // The sum alone counts every refill between trains as bucket: on the lab's
 // 100 Mbit/s link with a 3 MB bucket the trains put 14 MB through it and the
 // shaper probe's first stream ran 28 MB of a 50 MB byte cap.

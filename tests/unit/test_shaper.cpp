@@ -500,4 +500,6 @@ TEST_CASE("the bucket the fast capacity trains suggest counts their refill", "[s
   CHECK(bucket_hint_bytes(14e6, 1.2e6, 0, 100e6) == Approx(14e6));
   // A largest train over the sum is a caller's slip: the sum bounds it.
   CHECK(bucket_hint_bytes(1e6, 3e6, 0.01, 100e6) == Approx(1e6));
+  // The largest train not known: the sum stands for it.
+  CHECK(bucket_hint_bytes(14e6, 0, 0.9, 100e6) == Approx(14e6));
 }

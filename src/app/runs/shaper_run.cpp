@@ -85,9 +85,8 @@ ShaperRecord run_shaper_probe(Session& s, const Config& c, const std::atomic<boo
   const double slow = h.slow_bps > 0 ? h.slow_bps : 1e6;
   // The bucket the trains suggest (not every byte they put through it: it
   // refilled between them).
-  const double fast = bucket_hint_bytes(
-      h.fast_bytes, h.largest_fast_bytes > 0 ? h.largest_fast_bytes : h.fast_bytes,
-      h.fast_span_s, h.slow_bps);
+  const double fast =
+      bucket_hint_bytes(h.fast_bytes, h.largest_fast_bytes, h.fast_span_s, h.slow_bps);
   double bytes = std::max(kMinStreamBytes, 2 * fast) + slow * kSustainedS / 8;
   double refill_s = 8.0 * (fast + h.queued_bytes) / slow;
   int shift_at = 0;
