@@ -503,3 +503,43 @@ TEST_CASE("the bucket the fast capacity trains suggest counts their refill", "[s
   // The largest train not known: the sum stands for it.
   CHECK(bucket_hint_bytes(14e6, 0, 0.9, 100e6) == Approx(14e6));
 }
+
+TEST_CASE("a noisy overflow does not hide a small burst (recorded stream)", "[shaper]") {
+  // A live stream (lab: tbf 100 Mbit/s, 30 KB bucket; two CPU hogs beside
+  // the prober): bytes after the head, sent and reply in microseconds. The
+  // first four markers came back at 1 Gbit/s (the bucket), then 100 Mbit/s;
+  // from 2.74 MB on the shaper's queue overflowed, and the replies keep our
+  // own send stalls of 5-7 ms. With one noise for all phases the stalls
+  // outweighed the burst and the detector said "no level shift".
+  const double rec[][3] = {
+      {0, 0.0, 0.0},           {3040, 31.1, 30.4},         {13580, 110.5, 110.0},
+      {30120, 242.9, 242.2},   {52660, 459.7, 1921.1},     {81200, 708.3, 4207.8},
+      {117240, 1020.2, 7118.2}, {159280, 1435.1, 10521.1},  {208820, 1961.1, 14517.6},
+      {264360, 2573.8, 19002.8}, {325900, 7258.4, 23995.6}, {394940, 7881.6, 29557.0},
+      {469980, 8598.4, 35611.7}, {551020, 9314.6, 42156.2}, {639560, 10168.5, 49295.3},
+      {734100, 15063.1, 56941.6}, {834640, 15994.4, 65078.1}, {942680, 17008.7, 73820.3},
+      {1056720, 18157.9, 83016.8}, {1176760, 23283.0, 92683.9}, {1304300, 24492.4, 102985.5},
+      {1437840, 25718.1, 113776.8}, {1577380, 31089.9, 125048.7}, {1724420, 32472.4, 136938.2},
+      {1877460, 33870.6, 149291.1}, {2038000, 39416.8, 162266.0}, {2203040, 40899.0, 175583.9},
+      {2377080, 42552.2, 189664.8}, {2555620, 48245.1, 204069.5}, {2741660, 49944.5, 209894.5},
+      {2933700, 55757.6, 215686.7}, {3133240, 57606.8, 217504.0}, {3337280, 64370.7, 224306.3},
+      {3550320, 66820.9, 226723.8}, {3767860, 73258.0, 233165.0}, {3992900, 79885.4, 239817.3},
+      {4223940, 82445.6, 242362.4}, {4462480, 90396.1, 250382.4}, {4707020, 92514.1, 252430.6},
+      {4957560, 94707.5, 254604.5}};
+  std::vector<ShaperPoint> pts;
+  const Nanos base = 1000 * kSec;
+  for (const auto& r : rec) {
+    ShaperPoint p;
+    p.bits = 8 * r[0];
+    p.sent = base + static_cast<Nanos>(r[1] * 1e3);
+    p.reply = base + 5 * kMs + static_cast<Nanos>(r[2] * 1e3);
+    pts.push_back(p);
+  }
+  const double offered = 8 * 4957560 / 94707.5e-6;
+  const ShaperFinding f = detect_shaper(pts, offered);
+  INFO(f.reason);
+  REQUIRE(f.found);
+  CHECK(f.rate_bps == Approx(99.05e6).epsilon(0.02));
+  CHECK(f.bucket_bytes == Approx(28.9e3).epsilon(0.15));
+  CHECK(f.overflow_bits / 8 == Approx(2.74e6).epsilon(0.1));
+}
