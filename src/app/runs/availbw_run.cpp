@@ -133,19 +133,22 @@ class PacedTrains {
   }
 
   // Idle after a train that took `sent_span` to send: the average probing
-  // rate stays under max_load of the train's own rate (pathload's rule: idle
-  // >= span·(1/max_load - 1)) and of the capacity the runner budgets with
-  // (estimate/load_budget.hpp: a train offered above it, e.g. a response
-  // train at a capacity estimate inflated by lost load, counts as if it took
-  // its bits' time at that capacity), and the bottleneck queue the train may
-  // have built drains (>= 2·N·L/C).
+  // rate stays under max_load of the capacity the runner budgets with
+  // (estimate/load_budget.hpp: a conservative capacity, so a train offered
+  // above it, e.g. a response train at a capacity estimate inflated by lost
+  // load, idles as if it had taken its bits' time at that capacity), and the
+  // bottleneck queue the train may have built drains (>= 2·N·L/C).
+  // Not pathload's max_load of the train's own rate (idle = 9 x the span at
+  // 10%): --max-load is a fraction of the capacity, and the rule of the
+  // train's rate spent 9 spans on a calibration train at a tenth of C where
+  // this one spends a fifth of one; the search took twice as long at the
+  // rates near a half of C it mostly tests (issue 11: 9 s median).
   double idle_after(const Train& train, double sent_span, Nanos min_idle) const {
     double load_bits = 0;
     for (const auto& p : train.probes) load_bits += 8.0 * p.ip_len;
     const double budget = r_.load_capacity() > 0 ? r_.load_capacity() : capacity_;
-    const double at_budget = std::max(sent_span, load_bits / budget);
-    return std::max(
-        {at_budget / c_.max_load - sent_span, 2.0 * load_bits / capacity_, to_seconds(min_idle)});
+    return std::max({load_bits / (c_.max_load * budget) - sent_span, 2.0 * load_bits / capacity_,
+                     to_seconds(min_idle)});
   }
 
   // A train whose replies the target's reply limit took is no sample
