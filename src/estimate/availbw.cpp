@@ -219,8 +219,22 @@ bool FleetSearch::done() const {
   return high_ - grey_hi_ <= p_.resolution_bps && grey_lo_ - low_ <= p_.resolution_bps;
 }
 
+void FleetSearch::suggest(double availbw_bps) {
+  guess_ = std::isfinite(availbw_bps) && availbw_bps > 0 ? availbw_bps : 0;
+  guess_stage_ = 0;
+}
+
+double FleetSearch::guess_rate(int stage) const {
+  if (guess_ <= 0 || grey_lo_ >= 0) return 0;
+  const double r = guess_ + (stage == 0 ? 0.45 : -0.45) * p_.resolution_bps;
+  return r > low_ && r < high_ ? r : 0;
+}
+
 double FleetSearch::next_rate() const {
   if (history_.empty()) return p_.start_fraction * p_.capacity_bps;
+  for (int stage = guess_stage_; stage < 2; ++stage) {
+    if (const double r = guess_rate(stage); r > 0) return r;
+  }
   if (grey_lo_ < 0) return (low_ + high_) / 2;
   // Probe the wider of the two gaps around the grey band (pathload §IV-D).
   if (high_ - grey_hi_ >= grey_lo_ - low_) return (grey_hi_ + high_) / 2;
@@ -229,6 +243,17 @@ double FleetSearch::next_rate() const {
 
 void FleetSearch::observe(double rate, double ratio, FleetVerdict v) {
   history_.push_back({rate, ratio, v});
+  if (guess_ > 0) {
+    // Which of the guess's fleets this was (next_rate()'s choice, on the
+    // bracket before this fleet).
+    // After the fleet below it, agreeing or not, the guess is used up.
+    const bool was_above = guess_stage_ == 0 && guess_rate(0) > 0;
+    if (was_above && v == FleetVerdict::kAbove) {
+      guess_stage_ = 1;
+    } else {
+      guess_ = 0;
+    }
+  }
   if (v == FleetVerdict::kGrey) {
     grey_lo_ = grey_lo_ < 0 ? rate : std::min(grey_lo_, rate);
     grey_hi_ = grey_hi_ < 0 ? rate : std::max(grey_hi_, rate);
@@ -372,26 +397,51 @@ double response_se_target(double omega_bps, double crossing_bps) {
 }
 
 std::vector<ResponseSample> response_above_knee(const std::vector<ResponseSample>& s,
-                                                const NoiseModel& noise) {
+                                                const NoiseModel& noise, double capacity_bps) {
   std::vector<ResponseSample> out;
   std::vector<int> groups;
   for (const auto& x : s) {
     if (std::find(groups.begin(), groups.end(), x.group) == groups.end()) groups.push_back(x.group);
   }
   for (int g : groups) {
-    double sum = 0;
+    double sum = 0, offered = 0;
     int n = 0;
     for (const auto& x : s) {
       if (x.group != g) continue;
       sum += x.ratio;
+      offered += x.offered_bps;
       ++n;
     }
-    if (sum / n <= noise.baseline + noise.threshold) continue;
+    const bool at_capacity = capacity_bps > 0 && offered / n >= 0.95 * capacity_bps;
+    if (!at_capacity && sum / n <= noise.baseline + noise.threshold) continue;
     for (const auto& x : s) {
       if (x.group == g) out.push_back(x);
     }
   }
   return out;
+}
+
+bool bursty_response(const std::vector<ResponseSample>& s, const NoiseModel& noise,
+                     double capacity_bps) {
+  std::vector<double> excess;
+  for (const auto& x : s) {
+    if (capacity_bps > 0 && x.offered_bps >= 0.95 * capacity_bps) {
+      excess.push_back(x.ratio - noise.baseline);
+    }
+  }
+  if (excess.size() < 6) return false;
+  if (noise.threshold > kNoisyThreshold) return true;
+  const double n = static_cast<double>(excess.size());
+  double sum = 0;
+  for (double e : excess) sum += e;
+  const double mean = sum / n;
+  if (!(mean > 0.03)) return false;
+  double ss = 0;
+  for (double e : excess) ss += (e - mean) * (e - mean);
+  // Steady cross traffic gives every train at C about the same excess (lab
+  // CBR: coefficient of variation 0.04-0.13); on/off and TCP bursts give
+  // some trains none and others a whole burst (0.6-1.0).
+  return std::sqrt(ss / (n - 1)) > 0.5 * mean;
 }
 
 HingeFit fit_hinge(const std::vector<RatePoint>& fleets, double base, double C) {
@@ -463,7 +513,7 @@ AvailbwEstimate estimate_availbw(const std::vector<ResponseSample>& all_resp,
   e.basis = "bracket";
   // The response rates must really be above the avail-bw: a group at a rate
   // whose trains stay in the noise band is left out.
-  const std::vector<ResponseSample> resp = response_above_knee(all_resp, noise);
+  const std::vector<ResponseSample> resp = response_above_knee(all_resp, noise, C);
   e.points = static_cast<int>(resp.size());
   if (resp.size() < 2 || !(C > 0)) return e;
   std::vector<double> slopes;
@@ -527,6 +577,17 @@ AvailbwEstimate estimate_availbw(const std::vector<ResponseSample>& all_resp,
   // bucket's end at random, crossing -24 +- 4 Gbit/s, clamped to an
   // avail-bw of 0).
   const bool possible = e.crossing_bps + 2 * e.crossing_se_bps >= 0;
+  // Bursty cross traffic (bursty_response): the bracket is the avail-bw
+  // between bursts, not the mean; the crossing stands on its own, its range
+  // its own +- 2 standard errors.
+  if (possible && bursty_response(all_resp, noise, C)) {
+    e.availbw_bps = a;
+    e.basis = "response_curve";
+    e.bursty = true;
+    e.low_bps = std::max(0.0, a - 2 * e.crossing_se_bps);
+    e.high_bps = std::min(std::max(C, x.capacity_bps), a + 2 * e.crossing_se_bps);
+    return e;
+  }
   if (possible && (a + 2 * e.crossing_se_bps >= floor || on_fluid_line)) {
     e.availbw_bps = a;
     e.basis = "response_curve";

@@ -16,6 +16,9 @@ namespace lw {
   X(kBottleneckAfterSilentHop, "bottleneck_after_silent_hop",                                     \
     "hops right before the bottleneck gave no usable replies: the narrow link may be any link "   \
     "into them")                                                                                  \
+  X(kBurstyCrossTraffic, "bursty_cross_traffic",                                                 \
+    "cross traffic came in bursts as long as the trains: the avail-bw is the mean crossing of "   \
+    "the trains at C, its range that crossing's, not the fleets' bracket")                       \
   X(kCalibrationFailed, "calibration_failed",                                                     \
     "two rounds of low-rate calibration trains had too few usable markers: no avail-bw estimate") \
   X(kCalibrationDisturbed, "calibration_disturbed",                                               \

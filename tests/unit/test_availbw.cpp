@@ -40,7 +40,8 @@ struct SearchOutcome {
   int fleets;
 };
 
-SearchOutcome run_fleet_search(FakeLink& link, double capacity, int k = 6, double eta = 0.7) {
+SearchOutcome run_fleet_search(FakeLink& link, double capacity, int k = 6, double eta = 0.7,
+                               bool guess = false) {
   std::vector<double> calib;
   for (int i = 0; i < 8; ++i) calib.push_back(link.ratio(0.05 * capacity));
   const NoiseModel noise = calibrate_noise(calib);
@@ -59,8 +60,16 @@ SearchOutcome run_fleet_search(FakeLink& link, double capacity, int k = 6, doubl
       v.push_back(classify_train(r, false, noise));
     }
     std::sort(ratios.begin(), ratios.end());
-    s.observe(rate, ratios[ratios.size() / 2], decide_fleet(v, eta));
+    const double median_ratio = ratios[ratios.size() / 2];
+    const FleetVerdict fv = decide_fleet(v, eta);
+    s.observe(rate, median_ratio, fv);
     ++fleets;
+    // As the session does: the first fleet well above the knee guesses A.
+    if (guess && fv == FleetVerdict::kAbove &&
+        median_ratio > noise.baseline + 2 * noise.threshold) {
+      guess = false;
+      s.suggest(rate - capacity * (median_ratio - noise.baseline));
+    }
   }
   // Response trains alternating halfway to C and at C, as the session sends them.
   std::vector<ResponseSample> response;
@@ -193,6 +202,62 @@ TEST_CASE("response crossing: the mean, not the median, of skewed bursts", "[ava
   CHECK(se < 15e6);
 }
 
+TEST_CASE("bursty cross traffic: the trains at C give the mean, the bracket the gaps",
+          "[availbw][bursty]") {
+  NoiseModel noise;
+  noise.baseline = 1.0;
+  noise.threshold = 0.004;
+  const double C = 50e6;
+  // On/off cross traffic of mean 20 Mbit/s at a peak of 40, on half the time:
+  // trains at C meet none (ratio 1) or the peak (1 + 40/50), in turn.
+  std::vector<ResponseSample> onoff;
+  for (int i = 0; i < 20; ++i) onoff.push_back({C, i % 2 ? 1.8 : 1.0, 1});
+  CHECK(bursty_response(onoff, noise, C));
+  // The fleets between bursts said "below" up to 48: the bracket is the
+  // avail-bw between bursts; the crossing, 30, is the mean, and its own
+  // range replaces the bracket's.
+  AvailbwEstimate e = estimate_availbw(onoff, noise, 47e6, 48.5e6, C, {}, 1.5e6);
+  CHECK(e.bursty);
+  CHECK(e.basis == "response_curve");
+  CHECK(e.availbw_bps == Approx(30e6).epsilon(1e-6));
+  CHECK(e.low_bps <= 30e6 - 2 * e.crossing_se_bps + 1);
+  CHECK(e.high_bps == Approx(30e6 + 2 * e.crossing_se_bps));
+  CHECK(e.high_bps < 47e6);
+
+  // Steady cross traffic (CBR, 20 Mbit/s): every train at C the same excess.
+  std::vector<ResponseSample> cbr;
+  for (int i = 0; i < 20; ++i) cbr.push_back({C, 1.4 + (i % 3) * 0.01, 1});
+  CHECK_FALSE(bursty_response(cbr, noise, C));
+  // ... then a crossing below the bracket is refused as before.
+  e = estimate_availbw(cbr, noise, 40e6, 41e6, C, {}, 1.5e6);
+  CHECK_FALSE(e.bursty);
+  CHECK(e.basis == "bracket");
+
+  // A calibration threshold wider than the effect (2.9 under TCP): every
+  // fleet reads "below", the response group at C is kept although its mean
+  // ratio lies inside that band, and it is bursty by the threshold alone.
+  NoiseModel wide = noise;
+  wide.threshold = 2.9;
+  std::vector<ResponseSample> tcp;
+  for (int i = 0; i < 12; ++i) tcp.push_back({C, 1.3 + (i % 2) * 0.1, 1});
+  CHECK(response_above_knee(tcp, wide, C).size() == tcp.size());
+  CHECK(response_above_knee(tcp, wide).empty());
+  CHECK(bursty_response(tcp, wide, C));
+  e = estimate_availbw(tcp, wide, 0, C, C, {}, 1.5e6);
+  CHECK(e.basis == "response_curve");
+  CHECK(e.availbw_bps == Approx(C - 0.35 * C).epsilon(1e-6));
+
+  // Too few trains at C, or none at C, or no excess at all: not bursty.
+  std::vector<ResponseSample> few(onoff.begin(), onoff.begin() + 5);
+  CHECK_FALSE(bursty_response(few, noise, C));
+  std::vector<ResponseSample> below_c;
+  for (const auto& x : onoff) below_c.push_back({0.8 * C, x.ratio, 0});
+  CHECK_FALSE(bursty_response(below_c, noise, C));
+  std::vector<ResponseSample> idle;
+  for (int i = 0; i < 12; ++i) idle.push_back({C, i % 2 ? 1.001 : 0.999, 1});
+  CHECK_FALSE(bursty_response(idle, noise, C));
+}
+
 TEST_CASE("response slope gives the tight-link capacity (PRC-MT eq. 4)", "[availbw]") {
   NoiseModel noise;
   noise.threshold = 0.004;
@@ -249,6 +314,75 @@ TEST_CASE("fleet search finds A within 5% with a range that contains it", "[avai
     CHECK(o.point == Approx(k.a).epsilon(0.05));
     CHECK(o.fleets < 12);
   }
+}
+
+TEST_CASE("a guess from the fluid line ends the search sooner, and a wrong one costs no accuracy",
+          "[availbw][fleet]") {
+  struct Case {
+    double c, a;
+  } cases[] = {{100e6, 60e6}, {50e6, 30e6}, {10e6, 5e6}, {300e6, 60e6}, {100e6, 92e6},
+               {100e6, 20e6}, {100e6, 35e6}};
+  int plain_total = 0, guessed_total = 0;
+  for (const auto& k : cases) {
+    FakeLink plain_link{k.c, k.a, 0, 0.0005, 0.0003};
+    FakeLink guess_link{k.c, k.a, 0, 0.0005, 0.0003};
+    const SearchOutcome plain = run_fleet_search(plain_link, k.c);
+    const SearchOutcome o = run_fleet_search(guess_link, k.c, 6, 0.7, true);
+    INFO("C " << k.c << " A " << k.a << " range " << o.low << ".." << o.high << " point "
+              << o.point << " fleets " << o.fleets << " (bisection " << plain.fleets << ")");
+    CHECK(o.low <= k.a);
+    CHECK(o.high >= k.a);
+    CHECK(o.point == Approx(k.a).epsilon(0.05));
+    CHECK(o.fleets <= plain.fleets);
+    plain_total += plain.fleets;
+    guessed_total += o.fleets;
+  }
+  CHECK(guessed_total < plain_total);
+
+  // A right guess: two fleets, just above and just below it, and done.
+  FleetSearch right({100e6, 3e6, 0.5});
+  right.observe(50e6, 1.2, FleetVerdict::kAbove);
+  right.suggest(31e6);
+  CHECK(right.next_rate() == Approx(31e6 + 1.35e6));
+  right.observe(right.next_rate(), 1.01, FleetVerdict::kAbove);
+  CHECK(right.next_rate() == Approx(31e6 - 1.35e6));
+  right.observe(right.next_rate(), 1.0, FleetVerdict::kBelow);
+  CHECK(right.done());
+  CHECK(right.low() == Approx(29.65e6));
+  CHECK(right.high() == Approx(32.35e6));
+
+  // Too low (A is 40): the fleet above it reads below; the guess is dropped
+  // and the bisection goes on from the bracket it left.
+  FleetSearch low_guess({100e6, 3e6, 0.5});
+  low_guess.observe(50e6, 1.1, FleetVerdict::kAbove);
+  low_guess.suggest(20e6);
+  const double r1 = low_guess.next_rate();
+  CHECK(r1 == Approx(21.35e6));
+  low_guess.observe(r1, 1.0, FleetVerdict::kBelow);
+  CHECK(low_guess.next_rate() == Approx((21.35e6 + 50e6) / 2));
+
+  // Too high (A is 20): above, then above again below it; bisection in what is left.
+  FleetSearch high_guess({100e6, 3e6, 0.5});
+  high_guess.observe(50e6, 1.6, FleetVerdict::kAbove);
+  high_guess.suggest(30e6);
+  high_guess.observe(high_guess.next_rate(), 1.4, FleetVerdict::kAbove);
+  const double r2 = high_guess.next_rate();
+  CHECK(r2 == Approx(28.65e6));
+  high_guess.observe(r2, 1.35, FleetVerdict::kAbove);
+  CHECK(high_guess.high() == Approx(28.65e6));
+  CHECK(high_guess.next_rate() == Approx(28.65e6 / 2));
+
+  // A grey fleet drops the guess (pathload's grey-band search takes over),
+  // and a guess outside the bracket is never tested.
+  FleetSearch grey({100e6, 3e6, 0.5});
+  grey.observe(50e6, 1.2, FleetVerdict::kAbove);
+  grey.suggest(30e6);
+  grey.observe(grey.next_rate(), 1.05, FleetVerdict::kGrey);
+  CHECK(grey.next_rate() != Approx(30e6 - 1.35e6));
+  FleetSearch outside({100e6, 3e6, 0.5});
+  outside.observe(50e6, 1.2, FleetVerdict::kAbove);
+  outside.suggest(70e6);
+  CHECK(outside.next_rate() == Approx(25e6));
 }
 
 TEST_CASE("fleet search with a fluctuating avail-bw reports a grey range", "[availbw][fleet]") {

@@ -23,9 +23,9 @@ namespace {
 
 constexpr int kMinCalibrationUsable = 3;
 constexpr int kLostFleetsToStop = 3;
-// Calibration threshold above which the trains are lengthened (a ratio noise
-// of 3% hides an avail-bw step of 3% of C), and how often.
-constexpr double kNoisyThreshold = 0.03;
+// How often the trains are lengthened while the calibration threshold stays
+// above kNoisyThreshold (estimate/availbw.hpp: a ratio noise of 3% hides an
+// avail-bw step of 3% of C).
 constexpr int kMaxLengthening = 2;
 
 // Paced trains through the runner: the gate (caps, time, wait), the reply
@@ -294,6 +294,16 @@ void report_fleet_estimate(const FleetSearch& search, const std::vector<Response
   // issue 11: which capacity the reported crossing used (none: the bracket).
   if (est.basis == "response_curve") res.crossing_capacity_source = est.crossing_capacity_source;
   res.valid = !search.history().empty();
+  if (est.bursty) {
+    res.warnings.push_back(
+        {WarningCode::kBurstyCrossTraffic,
+         "cross traffic came in bursts as long as the trains (the trains at C: mean ratio well "
+         "above its median, or a calibration threshold of " +
+             std::to_string(noise.threshold) +
+             "): the avail-bw is their mean crossing, the fleets' bracket [" +
+             format_rate(search.low()) + ", " + format_rate(search.high()) +
+             "] saw the gaps between bursts"});
+  }
   const bool capped =
       res.stop_reason == StopReason::kMaxTime || res.stop_reason == StopReason::kMaxBytes;
   if (res.valid && capped && !search.done() && est.basis != "response_curve") {
@@ -470,7 +480,10 @@ class FleetRun {
       search_cut = run_search();
     }
     if (res.stop_reason == StopReason::kNone) {
-      if (search.high() < 0.9 * C) run_response(search.high());
+      // Also when the bracket reached C: at C the trains average bursty
+      // cross traffic that fleets between its bursts do not see
+      // (bursty_response); on an idle path they cost about a second.
+      run_response(search.high());
       // A cap that cuts the response trains short leaves the search's reason.
       if (res.stop_reason == StopReason::kNone || search.done()) {
         res.stop_reason = search.done() ? StopReason::kResolution
@@ -573,6 +586,7 @@ class FleetRun {
   // reserve is left (true then: the search was cut short by time).
   bool run_search() {
     int lost_fleets = 0;
+    bool guessed = false;
     // Keep time for the response trains: 2K of them at C, each followed by
     // its idle time, twice over.
     const CapacityTrainParams top = search_train(c, path.flow, L, C, scale, runner.reply_burst());
@@ -614,6 +628,13 @@ class FleetRun {
         break;
       }
       search.observe(offered, rr.ratio, fv);
+      if (!guessed && fv == FleetVerdict::kAbove &&
+          rr.ratio > noise.baseline + 2 * noise.threshold) {
+        // Well above the knee: the fluid line through this fleet guesses the
+        // avail-bw, and the next two fleets check it (FleetSearch::suggest).
+        guessed = true;
+        search.suggest(offered - C * (rr.ratio - noise.baseline));
+      }
       // Repeated loss: shorten the trains; if that does not help, give up.
       if (lost > 0) {
         if (++lost_fleets >= kLostFleetsToStop) {
@@ -694,7 +715,7 @@ class FleetRun {
           // issue 11: the crossing's error with the capacity it will use (the
           // tight link's from the slope carries the slope's error too).
           // Over the rates that lie above the knee (response_above_knee).
-          const auto above = response_above_knee(response, noise);
+          const auto above = response_above_knee(response, noise, C);
           if (above.size() >= 2) {
             const Crossing x = response_crossing_tight(above, noise.baseline, C, slope_points);
             enough = x.se_bps <= response_se_target(omega, x.mean_bps);
