@@ -58,15 +58,23 @@ std::string kb(double bytes) {
   return b;
 }
 
-// A stream's finding into the record (the last one found wins).
+// A stream's finding into the record (the last one found wins), but for the
+// peak: the fastest of the streams that found the bucket. Nothing makes a
+// burst's replies come back faster than the peak (detect_shaper refuses a
+// burst faster than we sent it), while a stall or the first sustained point
+// slows them: the lab's 50 Mbit/s peak read 45-47 on most streams and 32.6
+// on one confirming stream, which alone made the record.
 void keep_finding(const ShaperFinding& f, ShaperRecord& rec) {
+  const bool faster_peak = !rec.found || f.peak_bps >= rec.peak_bps;
   rec.found = true;
   rec.verdict = "found";
   rec.rate_bps = f.rate_bps;
   rec.rate_low_bps = f.rate_low_bps;
   rec.rate_high_bps = f.rate_high_bps;
-  rec.peak_bps = f.peak_bps;
-  rec.peak_is_lower_bound = f.peak_at_offered;
+  if (faster_peak) {
+    rec.peak_bps = f.peak_bps;
+    rec.peak_is_lower_bound = f.peak_at_offered;
+  }
   rec.bucket_bytes = f.bucket_bytes;
 }
 
