@@ -245,8 +245,8 @@ void FleetSearch::observe(double rate, double ratio, FleetVerdict v) {
   history_.push_back({rate, ratio, v});
   if (guess_ > 0) {
     // Which of the guess's fleets this was (next_rate()'s choice, on the
-    // bracket before this fleet).
-    // After the fleet below it, agreeing or not, the guess is used up.
+    // bracket before this fleet). The one above it must read above for the
+    // one below it to follow; after that one, agreeing or not, it is used up.
     const bool was_above = guess_stage_ == 0 && guess_rate(0) > 0;
     if (was_above && v == FleetVerdict::kAbove) {
       guess_stage_ = 1;
@@ -412,7 +412,7 @@ std::vector<ResponseSample> response_above_knee(const std::vector<ResponseSample
       offered += x.offered_bps;
       ++n;
     }
-    const bool at_capacity = capacity_bps > 0 && offered / n >= 0.95 * capacity_bps;
+    const bool at_capacity = capacity_bps > 0 && offered / n >= kAtCapacity * capacity_bps;
     if (!at_capacity && sum / n <= noise.baseline + noise.threshold) continue;
     for (const auto& x : s) {
       if (x.group == g) out.push_back(x);
@@ -425,7 +425,7 @@ bool bursty_response(const std::vector<ResponseSample>& s, const NoiseModel& noi
                      double capacity_bps) {
   std::vector<double> excess;
   for (const auto& x : s) {
-    if (capacity_bps > 0 && x.offered_bps >= 0.95 * capacity_bps) {
+    if (capacity_bps > 0 && x.offered_bps >= kAtCapacity * capacity_bps) {
       excess.push_back(x.ratio - noise.baseline);
     }
   }

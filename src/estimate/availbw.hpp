@@ -230,7 +230,10 @@ struct ResponseSample {
 // "above" came from noise (a calibration threshold too tight for the trains
 // that followed), (high + C)/2 can lie below A, and its crossings pulled the
 // mean down (issue 11: the 100M/40M CBR case read -12% to -15% once). Pure.
-// A group sent at 0.95·capacity_bps or faster is always kept: a train at C
+// Response trains offered at this fraction of C or more count as "at C".
+constexpr double kAtCapacity = 0.95;
+
+// A group sent at kAtCapacity·capacity_bps or faster is always kept: a train at C
 // keeps the tight link busy from head to tail, so its ratio is 1 + X/C
 // (over the train) whatever the noise band says; with bursty cross traffic
 // the band can be wider than X/C itself (a calibration threshold of 2-3 under
@@ -250,7 +253,7 @@ constexpr double kNoisyThreshold = 0.03;
 // search's bracket says C where the mean avail-bw is C - X (lab: 50 Mbit/s
 // under 20 Mbit/s of TCP, +66% in 2 of 2 runs). The trains at C still
 // average it: their mean ratio is 1 + X/C. Bursty when at least 6 trains
-// at 0.95·C or more show it: the standard deviation of their excess over
+// at kAtCapacity·C or more show it: the standard deviation of their excess over
 // the baseline is more than half its mean (some trains met no burst, others
 // a whole one), or the calibration threshold is over kNoisyThreshold. Pure.
 bool bursty_response(const std::vector<ResponseSample>& s, const NoiseModel& noise,

@@ -297,8 +297,8 @@ void report_fleet_estimate(const FleetSearch& search, const std::vector<Response
   if (est.bursty) {
     res.warnings.push_back(
         {WarningCode::kBurstyCrossTraffic,
-         "cross traffic came in bursts as long as the trains (the trains at C: mean ratio well "
-         "above its median, or a calibration threshold of " +
+         "cross traffic came in bursts as long as the trains (the trains at C: excess ratios "
+         "spread by more than half their mean, or a calibration threshold of " +
              std::to_string(noise.threshold) +
              "): the avail-bw is their mean crossing, the fleets' bracket [" +
              format_rate(search.low()) + ", " + format_rate(search.high()) +
