@@ -81,6 +81,31 @@ void find_stall(const std::vector<double>& x, const std::vector<double>& y, doub
   }
 }
 
+// Our own sending stood still early in the stream: an interval between two
+// markers' send times longer than the stream's usual spacing for those bits
+// by `min_gap_s`, over which a bucket refilling at `rate_bps` gains more
+// than a quarter of the bits sent so far. Before the bucket empties that
+// hands the shaper a new burst in mid-stream (a busy host's 4 ms scheduler
+// tick at 25 KB into a 30 KB bucket at 100 Mbit/s refills 50 KB): the reply
+// curve no longer shows the bucket. Returns the bits (after the head) where
+// the stall began, or 0. Unknown send times: none found.
+double early_send_stall(const std::vector<double>& x, const std::vector<Nanos>& sent,
+                        double rate_bps, double min_gap_s) {
+  const int m = static_cast<int>(x.size()) - 1;
+  if (m < 2 || !(rate_bps > 0)) return 0;
+  std::vector<double> per_bit;  // seconds of sending per Mbit
+  for (int i = 0; i < m; ++i) {
+    if (sent[i] <= 0 || sent[i + 1] <= sent[i]) return 0;
+    per_bit.push_back(to_seconds(sent[i + 1] - sent[i]) / (x[i + 1] - x[i]));
+  }
+  const double usual = median(per_bit);
+  for (int i = 0; i < m; ++i) {
+    const double excess = to_seconds(sent[i + 1] - sent[i]) - usual * (x[i + 1] - x[i]);
+    if (excess > min_gap_s && rate_bps * excess > 0.25 * x[i + 1] * 1e6) return x[i] * 1e6;
+  }
+  return 0;
+}
+
 struct Model {
   int s = 0;  // burst = [0, s) (0: none)
   int e = 0;  // sustained = [s, e), overflow = [e, n)
@@ -188,6 +213,14 @@ ShaperFinding detect_shaper(const std::vector<ShaperPoint>& points, double offer
   // One line through the used points: the stream's received rate.
   const Line all = fit(x, y, 0, best.e);
   if (all.ok && all.b > 0) f.stream_rate_bps = 1e6 / all.b;
+  {
+    // The slower of the stream's and the sustained phase's rates refills the
+    // bucket (a burst speeds the first; a stall-made shift the second).
+    double r = f.stream_rate_bps;
+    if (sus.b > 0) r = r > 0 ? std::min(r, 1e6 / sus.b) : 1e6 / sus.b;
+    f.send_stall_bits = early_send_stall(x, sent, r, to_seconds(opt.min_send_stall));
+    if (f.send_stall_bits > 0) f.send_stall_bits += x0;
+  }
   if (best.s == 0) {
     f.uncompressed = offered_bps > 0 && f.stream_rate_bps >= 0.9 * offered_bps;
     f.reason = "no level shift";

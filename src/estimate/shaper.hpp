@@ -59,6 +59,10 @@ struct ShaperOptions {
   // A reply interval in the sustained phase longer than twice what the rate
   // spaces it by, and by at least this much, is a stall, not the shaper.
   Nanos min_pause = 5 * kMs;
+  // Our own sending standing still this much longer than the stream's usual
+  // spacing, early enough that the bucket's refill over it outweighs a
+  // quarter of what was sent before: ShaperFinding::send_stall_bits.
+  Nanos min_send_stall = 500 * kUs;
 };
 
 // ShaperFinding::reason when a stall alone kept the stream from showing a
@@ -90,6 +94,11 @@ struct ShaperFinding {
   // busy host; the replies only show that): not a shaper.
   bool sender_limited = false;
   double pause_s = 0;             // the longest such stall, beyond the expected spacing
+  // Our own sending stood still early in the stream (ShaperOptions::
+  // min_send_stall): a bucket not yet empty refilled in mid-stream, and a
+  // stream that showed none says little. Bits (after the head) where it
+  // began; 0: none.
+  double send_stall_bits = 0;
   std::string reason;             // why not found (diagnostics)
 };
 

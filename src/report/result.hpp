@@ -66,7 +66,7 @@ struct ShaperRecord {
   double bucket_bytes = 0;        // IP bytes that passed at the peak beyond the sustained rate
   double bucket_at_least_bytes = 0;
   int streams = 0;
-  int stalled_streams = 0;         // of them, the replies stood still mid-stream: sent again
+  int stalled_streams = 0;         // of them, the replies (or our sending, early) stood still: sent again
   std::uint64_t stream_bytes = 0;  // bytes of every stream sent
   // The probe's time, its idles, streams and reply waits: with stream_bytes
   // left out of the --max-load average (estimate/load_budget.hpp, LoadLedger).

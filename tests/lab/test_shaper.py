@@ -42,8 +42,13 @@ def test_token_bucket_found(rate, burst):
         # 100 Mbit/s, which the trains never drain, through the
         # capacity_lower_bound trigger); where the caps cannot, the result
         # says so (shaper_not_emptied; test_bucket_larger_than_the_caps).
-        assert sh is not None, doc["warnings"]
-        assert doc["shaper_check"]["verdict"] == "found", doc["shaper_check"]
+        # (On failure: what the streams said, or that none was sent, and the
+        # trains the triggers saw.)
+        why = (doc["warnings"], doc["shaper_check"], doc["capacity_bps"],
+               doc.get("stop_reason"), [(t.get("load_packets"), t.get("capacity_bps"),
+                                         t.get("verdict")) for t in doc.get("trains", [])][:12])
+        assert sh is not None, why
+        assert doc["shaper_check"]["verdict"] == "found", why
         assert abs(doc["capacity_bps"] / truth - 1) <= 0.03, (doc["capacity_bps"], truth)
         assert abs(sh["rate_bps"] / truth - 1) <= 0.03
         bucket = burst * 1500 / 1514
