@@ -66,6 +66,9 @@ struct ShaperRecord {
   double bucket_bytes = 0;        // IP bytes that passed at the peak beyond the sustained rate
   double bucket_at_least_bytes = 0;
   int streams = 0;
+  // The lowest RTT a stream's head marker saw (0: none): the discovery's
+  // RTT may have been taken behind a standing queue. Live only, not written.
+  double head_rtt_s = 0;
   int stalled_streams = 0;         // of them, the replies (or our sending, early) stood still: sent again
   std::uint64_t stream_bytes = 0;  // bytes of every stream sent
   // The probe's time, its idles, streams and reply waits: with stream_bytes

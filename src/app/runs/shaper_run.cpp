@@ -33,6 +33,13 @@ std::vector<ShaperPoint> points_of(const Train& t, const TrainOutcome& o) {
   return pts;
 }
 
+// The path's RTT: the discovery's, or less when a stream's head marker saw
+// less (an RTT taken behind a standing queue: 128 ms behind a 10 Mbit/s
+// bucket that another run had just emptied, against 0.1 ms through it full).
+double path_rtt(const Session& s, const ShaperRecord& rec) {
+  return rec.head_rtt_s > 0 ? std::min(s.disc.rtt_s, rec.head_rtt_s) : s.disc.rtt_s;
+}
+
 // A finding the confirming stream contradicted.
 void forget_finding(ShaperRecord& rec) {
   rec.found = false;
@@ -64,8 +71,14 @@ std::string kb(double bytes) {
 // burst faster than we sent it), while a stall or the first sustained point
 // slows them: the lab's 50 Mbit/s peak read 45-47 on most streams and 32.6
 // on one confirming stream, which alone made the record.
+//
+// The bucket too is the largest found: a stream sees at most what the bucket
+// holds, less when it had not refilled (a confirming stream after an idle
+// that the time left cut short read 2.2 MB of a 3 MB bucket the stream before
+// it had read whole).
 void keep_finding(const ShaperFinding& f, ShaperRecord& rec) {
   const bool faster_peak = !rec.found || f.peak_bps >= rec.peak_bps;
+  const double bucket = rec.found ? std::max(rec.bucket_bytes, f.bucket_bytes) : f.bucket_bytes;
   rec.found = true;
   rec.verdict = "found";
   rec.rate_bps = f.rate_bps;
@@ -75,7 +88,7 @@ void keep_finding(const ShaperFinding& f, ShaperRecord& rec) {
     rec.peak_bps = f.peak_bps;
     rec.peak_is_lower_bound = f.peak_at_offered;
   }
-  rec.bucket_bytes = f.bucket_bytes;
+  rec.bucket_bytes = bucket;
 }
 
 }  // namespace
@@ -118,13 +131,29 @@ ShaperRecord run_shaper_probe(Session& s, const Config& c, const std::atomic<boo
     const Nanos now = mono_now();
     const Nanos idle = std::min<Nanos>(from_seconds(std::min(refill_s, 5.0)),
                                        std::max<Nanos>(0, (t_cap - now) / 3));
-    // Replies come back at the sustained rate, which may be far below what
-    // the trains showed: wait long, but stop when they stop coming.
-    const Nanos wait_replies = std::min<Nanos>(8 * kSec, std::max<Nanos>(0, (t_cap - now - idle) / 2));
-    const Nanos quiet = stream_quiet(s.disc.rtt_s);
+    const Nanos quiet = stream_quiet(path_rtt(s, rec));
     const Nanos send_time = from_seconds(8.0 * static_cast<double>(t.total_bytes()) / send_bps);
-    if (wait_replies < 4 * quiet || now + idle + send_time + wait_replies > t_cap) {
-      if (c.verbose) std::fprintf(stderr, "shaper stream %d: no time left\n", k);
+    // Replies come back at the sustained rate, which may be far below what
+    // the trains showed: wait long (up to the time cap), but stop when they
+    // stop coming.
+    const Nanos wait_replies =
+        std::min<Nanos>(8 * kSec, std::max<Nanos>(0, t_cap - now - idle - send_time));
+    // The wait a stream needs: four quiet spells, or, with a sustained rate
+    // found, what the stream holds beyond the bucket at that rate, an RTT and
+    // one quiet spell, if less. An RTT taken behind a standing queue (128 ms
+    // behind a 10 Mbit/s bucket another run had just emptied) asked 6 s of a
+    // 0.8 MB confirming stream, and it was never sent.
+    Nanos need = 4 * quiet;
+    if (rec.found && rec.rate_bps > 0) {
+      const double beyond = std::max(0.0, static_cast<double>(t.total_bytes()) -
+                                              std::max(rec.bucket_bytes, last_bucket));
+      need = std::min(need, from_seconds(8.0 * beyond / rec.rate_bps + path_rtt(s, rec)) + quiet);
+    }
+    if (wait_replies < need) {
+      if (c.verbose) {
+        std::fprintf(stderr, "shaper stream %d: no time left (idle %.2f s, wait %.2f s, need %.2f s)\n",
+                     k, to_seconds(idle), to_seconds(wait_replies), to_seconds(need));
+      }
       break;
     }
     const Nanos start = now + idle;
@@ -139,6 +168,14 @@ ShaperRecord run_shaper_probe(Session& s, const Config& c, const std::atomic<boo
     const TrainRun run = s.prober->run(t, t.markers, wait_replies, false, 2 * kMs, 0, quiet);
     ++rec.streams;
     rec.probed = true;
+    {
+      const ProbeOutcome& head = run.outcome.probes[static_cast<std::size_t>(t.markers.front())];
+      const Nanos left = head.left > 0 ? head.left : head.sent;
+      if (head.reply > left && left > 0) {
+        const double r = to_seconds(head.reply - left);
+        rec.head_rtt_s = rec.head_rtt_s > 0 ? std::min(rec.head_rtt_s, r) : r;
+      }
+    }
     rec.stream_bytes += t.total_bytes();
     // What we actually offered: the stream's bits over its send span (a busy
     // host sends slower than planned).
@@ -190,7 +227,9 @@ ShaperRecord run_shaper_probe(Session& s, const Config& c, const std::atomic<boo
       last_bucket = f.bucket_bytes;
       const double b = std::max(fast, 2.5 * f.bucket_bytes);
       // The markers go after the shift this stream saw; the stream runs on
-      // far enough past it for a bucket up to 1.3 times larger.
+      // far enough past it for a bucket up to 1.3 times larger. (Not twice:
+      // past a full 3 MB bucket at 10 Mbit/s the shaper's queue overflowed
+      // and took 33 of the 40 markers.)
       const double shift_bytes =
           f.bucket_bytes * f.peak_bps / std::max(1.0, f.peak_bps - f.rate_bps);
       const double sustained = f.rate_bps * 2 * kSustainedS / 8;
@@ -378,7 +417,7 @@ AvailbwResult run_shaper_availbw(Session& s, const Config& c, const std::atomic<
   // Stream bytes that pass by the time a bucket of b bytes is empty: b·P/(P - R).
   const double P = std::max(rec.peak_bps, 1.4 * R);
   const double fill = P / (P - R);
-  const double rtt = s.disc.rtt_s;
+  const double rtt = path_rtt(s, rec);
   double tau = 0;
   ShaperOptions opt;
   auto size_for_bucket = [&] {
