@@ -221,7 +221,12 @@ def test_ansible_sweep_three_vantage_points_resumes_after_a_kill(deb):
                     for r in mine:
                         assert not r.get("error"), r
                         err = abs(r["capacity_bps"] - truth) / truth
-                        assert err < 0.03, (r["vantage"], ip, r["capacity_bps"], truth)
+                        # (On failure, what the record said of itself: its
+                        # interval, source, stop reason and warnings.)
+                        assert err < 0.03, (r["vantage"], ip, r["capacity_bps"], truth,
+                                            r.get("capacity_low_bps"), r.get("capacity_high_bps"),
+                                            r.get("capacity_source"), r.get("stop_reason"),
+                                            [w.get("code") for w in r.get("warnings", [])])
                 else:
                     want = {"filtered": "target_filtered",
                             "unreachable": "target_unreachable"}[specs[j - 1].kind]

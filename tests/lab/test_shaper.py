@@ -146,11 +146,14 @@ def test_ordinary_paths_have_no_shaper(links):
                 # up past the drop); on this unshaped path that drop is timing
                 # noise of the 1 Gbit/s stream's replies, and the second stream
                 # passes whole (the fresh-clone CI at 9f554c8: 2 streams,
-                # 5.4 MB, not_emptied). Never more, and never a shaper.
+                # 5.4 MB, not_emptied). Never more, but for the one stream
+                # sent again after a stall (stalled_streams: replies that
+                # stood still, a busy host), and never a shaper.
                 # no_replies, a stream whose replies did not come back, is the
                 # verdict allowed besides.
                 assert chk is not None and chk["trigger"] == "capacity_lower_bound", chk
-                assert chk["streams"] in (1, 2), chk
+                assert 1 <= chk["streams"] <= 2 + chk.get("stalled_streams", 0), chk
+                assert chk.get("stalled_streams", 0) <= 1, chk
                 assert chk["verdict"] in ("none", "not_emptied", "no_replies"), chk
             else:
                 # Nothing was sent for it: these paths pay nothing.
