@@ -131,7 +131,8 @@ ShaperRecord run_shaper_probe(Session& s, const Config& c, const std::atomic<boo
     const Nanos now = mono_now();
     const Nanos idle = std::min<Nanos>(from_seconds(std::min(refill_s, 5.0)),
                                        std::max<Nanos>(0, (t_cap - now) / 3));
-    const Nanos quiet = stream_quiet(path_rtt(s, rec));
+    const double rtt = path_rtt(s, rec);
+    const Nanos quiet = stream_quiet(rtt);
     const Nanos send_time = from_seconds(8.0 * static_cast<double>(t.total_bytes()) / send_bps);
     // Replies come back at the sustained rate, which may be far below what
     // the trains showed: wait long (up to the time cap), but stop when they
@@ -147,7 +148,7 @@ ShaperRecord run_shaper_probe(Session& s, const Config& c, const std::atomic<boo
     if (rec.found && rec.rate_bps > 0) {
       const double beyond = std::max(0.0, static_cast<double>(t.total_bytes()) -
                                               std::max(rec.bucket_bytes, last_bucket));
-      need = std::min(need, from_seconds(8.0 * beyond / rec.rate_bps + path_rtt(s, rec)) + quiet);
+      need = std::min(need, from_seconds(8.0 * beyond / rec.rate_bps + rtt) + quiet);
     }
     if (wait_replies < need) {
       if (c.verbose) {
@@ -198,22 +199,19 @@ ShaperRecord run_shaper_probe(Session& s, const Config& c, const std::atomic<boo
                    f.stream_rate_bps, f.overflow_bits / 8, f.uncompressed ? " (uncompressed)" : "",
                    f.send_stall_bits > 0 ? " (our sending stalled early)" : "");
     }
+    // Sent once more, as it was, when a stall says nothing reliable came
+    // back: the replies stood still mid-stream (our host descheduled, the
+    // path stalled) in a stream that would otherwise have shown a shaper; or
+    // our own sending stood still before a bucket could have emptied and
+    // the stream, compressed below half our sending, showed none (the bucket
+    // refilled mid-stream: a 4 ms scheduler tick 25 KB into a 30 KB bucket
+    // at 100 Mbit/s, with CPU hogs). Not a stream back about as fast as we
+    // sent it: it hides no bucket a retry would show (an unshaped 1 Gbit/s
+    // path sent a third stream, which its test refuses).
     const bool stood_still = f.paused && f.reason == kStoodStill;
-    // Our own sending stood still before a bucket could have emptied, and
-    // the stream showed none: the bucket refilled in mid-stream (the
-    // fresh-clone CI's 30 KB bucket at 100 Mbit/s went unseen, and a 4 ms
-    // scheduler tick at 25 KB into a stream was seen here with CPU hogs).
-    // Only a stream the path compressed well below our sending: one back
-    // about as fast as we sent it hides no bucket a retry would show (an
-    // unshaped 1 Gbit/s path sent a third stream, which its test refuses).
-    const bool send_stalled = !f.found && f.send_stall_bits > 0 && !f.uncompressed &&
-                              f.stream_rate_bps > 0 && f.stream_rate_bps < 0.5 * offered;
+    const bool send_stalled = !f.found && f.send_stall_bits > 0 && f.stream_rate_bps > 0 &&
+                              f.stream_rate_bps < 0.5 * offered;
     if ((stood_still || send_stalled) && !retried && k + 1 < kMaxStreams) {
-      // The replies stood still mid-stream (our host descheduled, the path
-      // stalled) in a stream that would otherwise have shown a shaper, or
-      // our sending did early on: it says nothing reliable. Once more, as it
-      // was. (Not a stream that showed none anyway: a 1 Gbit/s path's stream
-      // passes in 10 ms, and a stall in it cost a third stream on a busy VM.)
       retried = true;
       ++rec.stalled_streams;
       continue;
