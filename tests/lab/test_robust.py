@@ -274,11 +274,14 @@ def test_save_pcap_keeps_every_probe_and_reply():
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-# A real-time CPU hog on the prober's CPU: 2 ms busy every 10 ms. The pacer
-# (an ordinary process) is descheduled in mid-train, then catches up in a
-# burst: such trains measure our host, not the path.
-HOG = ("import time\nwhile True:\n t = time.perf_counter()\n"
-       " while time.perf_counter() - t < 0.002: pass\n time.sleep(0.008)\n")
+# A real-time CPU hog on the prober's CPU: 2 ms busy, then asleep for 2-14 ms
+# at random. The pacer (an ordinary process) is descheduled in mid-train, then
+# catches up in a burst: such trains measure our host, not the path. A fixed
+# period let the prober's trains fall into step behind the hog's bursts (it
+# runs again right after one and its short trains end before the next): the
+# fresh-clone CI at 4d15792 saw no stalled train in three runs.
+HOG = ("import random, time\nwhile True:\n t = time.perf_counter()\n"
+       " while time.perf_counter() - t < 0.002: pass\n time.sleep(random.uniform(0.002, 0.014))\n")
 
 
 @pytest.mark.skipif(shutil.which("chrt") is None, reason="needs chrt (util-linux)")
