@@ -121,11 +121,15 @@ struct CapacityResult {
   double per_train_capacity_bps = 0;  // KDE mode of bits/dispersion per train (diagnostic)
   double dispersion_offset_s = 0;     // fixed part of the dispersion, from the slope fit
   // "rst_trains", or "syn_pairs": a fallback from full-size SYN trains when the
-  // RST load was dropped on the way (low confidence).
+  // RST load was dropped on the way (low confidence), or "reply_gaps": the
+  // reply-gap check found every train biased by cross traffic.
   std::string capacity_source = "rst_trains";
   ReplierInfo replier;
   LoadCheckRecord load_check;
   ShaperRecord shaper;
+  // The reply-gap check (app/plumbing/path_checks.hpp, check_capacity_gaps):
+  // null when it did not run.
+  nlohmann::json gap_check;
 
   int trains_sent = 0;
   int trains_used = 0;

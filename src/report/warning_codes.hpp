@@ -43,6 +43,9 @@ namespace lw {
     "many trains lost marker replies: the path drops our packets; checked with SYN trains")       \
   X(kLoadCheckFailed, "load_check_failed",                                                        \
     "the full-size SYN trains that check the estimate lost their replies too: no estimate")       \
+  X(kCrossTrafficGaps, "cross_traffic_gaps",                                                     \
+    "every train met cross traffic on the narrow link and read low; the gaps between the replies " \
+    "to back-to-back full-size SYNs that met none give the capacity (capacity_source reply_gaps)") \
   X(kLoadDropped, "load_dropped",                                                                 \
     "our RST load is dropped before the narrow link; the capacity is the SYN trains'")            \
   X(kLoadLossSuspected, "load_loss_suspected",                                                    \

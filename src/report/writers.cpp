@@ -219,6 +219,7 @@ nlohmann::json to_json(const CapacityResult& r) {
             {"capacity_source", r.capacity_source},
             {"capacity_confidence", confidence(r)},
             {"load_check", load_check_json(r.load_check)},
+            {"gap_check", r.gap_check},
             {"shaper", shaper_json(r.shaper)},
             {"peak_capacity_bps", nullable(r.shaper.found || r.shaper.not_emptied, r.shaper.peak_bps)},
             {"shaper_check", shaper_check_json(r.shaper)},

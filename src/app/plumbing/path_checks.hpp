@@ -43,4 +43,15 @@ void check_capacity_plausible(Session& s, const Config& c, const std::atomic<boo
                               Nanos t_cap, const std::vector<ReplyStamp>& stamps,
                               CapacityResult& res);
 
+// After the capacity phase (and the load check): trains of full-size SYNs,
+// every packet drawing a reply, whose reply gaps give the capacity where cross
+// traffic on the narrow link biased every train (estimate/capacity_gaps.hpp).
+// Runs on every ordinary estimate (not a lower bound, a shaper's stream, the
+// SYN-pair fallback, or quantised timestamps); replaces the estimate, with
+// capacity_source "reply_gaps" and a cross_traffic_gaps warning, only when
+// the gaps' whole 95% interval lies above the trains' and below our own
+// sending rate. Its record goes into res.gap_check.
+void check_capacity_gaps(Session& s, const Config& c, const std::atomic<bool>& stop, Nanos t_cap,
+                         CapacityResult& res);
+
 }  // namespace lw

@@ -71,6 +71,7 @@ nlohmann::json capacity_checks_note(const std::vector<Warning>& before,
                       {"added", warnings_json(added)},
                       {"valid", res.valid},
                       {"load_check", load_check_json(res.load_check)},
+                      {"gap_check", res.gap_check},
                       {"shaper", shaper_json(res.shaper)},
                       {"shaper_check", shaper_check_json(res.shaper)}};
   if (res.capacity_source != "rst_trains") {
@@ -95,6 +96,7 @@ void apply_capacity_checks(CapacityResult& res, const nlohmann::json& j) {
   }
   for (const Warning& w : warnings_from_json(j.at("added"))) res.warnings.push_back(w);
   if (j.contains("load_check")) res.load_check = load_check_from_json(j.at("load_check"));
+  if (j.contains("gap_check")) res.gap_check = j.at("gap_check");
   if (j.contains("shaper_check")) {
     res.shaper = shaper_from_json(j.at("shaper"), j.at("shaper_check"));
   }
@@ -199,6 +201,7 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
   }
   take_reply_warnings(ss, res.warnings);
   check_capacity_plausible(ss, c, stop, t_cap, trains.stamps, res);
+  check_capacity_gaps(ss, c, stop, t_cap, res);
   const nlohmann::json checks = capacity_checks_note(before, res);
   const CaptureStats cs = prober.capture_stats();
   if (cs.dropped > 0) {

@@ -1,0 +1,199 @@
+#include "estimate/capacity_gaps.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "estimate/stats.hpp"
+
+namespace lw {
+
+namespace {
+
+// A mode needs this share of a span's samples within its width.
+constexpr double kShare = 0.15;
+
+// The markers' reply times and the bits from each marker to the next, of one
+// train; false when a reply is missing (the span through it is skipped).
+struct Markers {
+  std::vector<Nanos> reply;
+  std::vector<double> bits_to_next;
+};
+
+Markers markers_of(const TrainTiming& t) {
+  Markers m;
+  double bits = 0;
+  bool first = true;
+  for (std::size_t i = 0; i < t.bits.size(); ++i) {
+    if (!first) bits += t.bits[i];
+    if (i < t.marker.size() && t.marker[i]) {
+      if (!first) m.bits_to_next.push_back(bits);
+      m.reply.push_back(i < t.reply.size() ? t.reply[i] : 0);
+      bits = 0;
+      first = false;
+    }
+  }
+  return m;
+}
+
+// The lowest dense mode of `x` (seconds per bit): cross traffic only ever
+// lengthens a span, so the clean spans are the fastest group that holds a
+// real share of the samples, not the most populous one (under constant-rate
+// cross traffic a span of two gaps more often holds one cross packet than
+// none). A Gaussian kernel density, its width h the normal-reference width
+// of the lower half of the samples (where the clean ones are: the reply
+// noise, in absolute time; x1.7, below), at least 0.2% of their median; its local maxima
+// on a grid, each with the weight of its basin (down to the minima on either
+// side). The lowest maximum whose basin holds `share` of the samples, refined
+// by mean shift. 0 when none.
+double lowest_dense_mode(std::vector<double> x, double share) {
+  std::sort(x.begin(), x.end());
+  const std::size_t n = x.size();
+  if (n < 5) return 0;
+  const std::vector<double> low(x.begin(), x.begin() + static_cast<std::ptrdiff_t>((n + 1) / 2));
+  const double m = median(low);
+  double mean = 0;
+  for (double v : low) mean += v;
+  mean /= static_cast<double>(low.size());
+  double var = 0;
+  for (double v : low) var += (v - mean) * (v - mean);
+  const double sd = std::sqrt(var / static_cast<double>(low.size()));
+  const double iqr = quantile(low, 0.75) - quantile(low, 0.25);
+  const double spread = iqr > 0 ? std::min(sd, iqr / 1.34) : sd;
+  // (The lower half of one cluster spreads about 0.6 times as far as the
+  // whole cluster: x1.7.)
+  const double h = std::max(1.7 * 0.9 * spread * std::pow(static_cast<double>(low.size()), -0.2), 0.002 * m);
+  auto density = [&](double g) {
+    const auto lo = std::lower_bound(x.begin(), x.end(), g - 4 * h);
+    double d = 0;
+    for (auto it = lo; it != x.end() && *it <= g + 4 * h; ++it) {
+      const double u = (*it - g) / h;
+      d += std::exp(-0.5 * u * u);
+    }
+    return d;
+  };
+  constexpr int kGrid = 256;
+  const double g0 = x.front() - 2 * h, g1 = x.back() + 2 * h;
+  const double step = (g1 - g0) / (kGrid - 1);
+  std::vector<double> dens(kGrid);
+  double total = 0;
+  for (int i = 0; i < kGrid; ++i) total += dens[i] = density(g0 + step * i);
+  if (!(total > 0)) return 0;
+  // Basins: from one local minimum to the next.
+  int start = 0;
+  for (int i = 1; i < kGrid; ++i) {
+    const bool end = i == kGrid - 1 || (dens[i] < dens[i - 1] && dens[i] <= dens[i + 1]);
+    if (!end) continue;
+    double mass = 0;
+    int top = start;
+    for (int k = start; k <= i; ++k) {
+      mass += dens[k];
+      if (dens[k] > dens[top]) top = k;
+    }
+    if (mass >= share * total) {
+      double loc = g0 + step * top;
+      for (int it = 0; it < 30; ++it) {  // mean shift
+        double sw = 0, swx = 0;
+        const auto lo = std::lower_bound(x.begin(), x.end(), loc - 4 * h);
+        for (auto p = lo; p != x.end() && *p <= loc + 4 * h; ++p) {
+          const double u = (*p - loc) / h;
+          const double w = std::exp(-0.5 * u * u);
+          sw += w;
+          swx += w * *p;
+        }
+        if (!(sw > 0)) break;
+        const double next = swx / sw;
+        if (std::fabs(next - loc) < 1e-6 * h) break;
+        loc = next;
+      }
+      return loc;
+    }
+    start = i;
+  }
+  return 0;
+}
+
+// The lowest dense mode as a rate, with a percentile-bootstrap 95% interval.
+CapacityEstimate clean_rate(const std::vector<double>& per_bit, double share) {
+  CapacityEstimate e;
+  e.samples = static_cast<int>(per_bit.size());
+  const double m = lowest_dense_mode(per_bit, share);
+  if (m <= 0) return e;
+  std::mt19937 rng(12345);
+  std::uniform_int_distribution<std::size_t> pick(0, per_bit.size() - 1);
+  std::vector<double> boot, r(per_bit.size());
+  for (int b = 0; b < 200; ++b) {
+    for (auto& v : r) v = per_bit[pick(rng)];
+    const double mb = lowest_dense_mode(r, share);
+    if (mb > 0) boot.push_back(1 / mb);
+  }
+  if (boot.size() < 100) return e;  // the mode comes and goes: no estimate
+  e.valid = true;
+  e.capacity_bps = 1 / m;
+  e.low_bps = std::min(e.capacity_bps, quantile(boot, 0.025));
+  e.high_bps = std::max(e.capacity_bps, quantile(boot, 0.975));
+  return e;
+}
+
+}  // namespace
+
+GapEstimate estimate_capacity_from_gaps(const std::vector<TrainTiming>& trains, int max_span,
+                                        int min_samples, double max_rate_bps) {
+  GapEstimate out;
+  std::vector<Markers> ms;
+  for (const auto& t : trains) {
+    Markers m = markers_of(t);
+    for (std::size_t i = 1; i < m.reply.size(); ++i) {
+      if (m.reply[i] != 0 && m.reply[i - 1] != 0 && m.reply[i] <= m.reply[i - 1]) ++out.reordered;
+    }
+    ms.push_back(std::move(m));
+  }
+  // Per span: its estimate and the trains that gave it samples.
+  std::vector<std::pair<CapacityEstimate, int>> per_span(static_cast<std::size_t>(std::max(0, max_span)));
+  for (int span = 1; span <= max_span; ++span) {
+    std::vector<double> per_bit;
+    int trains_used = 0;
+    for (const Markers& m : ms) {
+      bool used = false;
+      const std::size_t n = m.reply.size(), w = static_cast<std::size_t>(span);
+      for (std::size_t i = 0; i + w < n; i += w) {
+        double bits = 0;
+        bool ok = true;
+        for (std::size_t k = i; k < i + w && ok; ++k) {
+          ok = m.reply[k] != 0 && m.reply[k + 1] > m.reply[k];
+          bits += m.bits_to_next[k];
+        }
+        if (!ok) continue;
+        const double d = to_seconds(m.reply[i + w] - m.reply[i]);
+        if (max_rate_bps > 0 && bits / d > max_rate_bps) continue;
+        per_bit.push_back(d / bits);
+        used = true;
+      }
+      trains_used += used ? 1 : 0;
+    }
+    if (static_cast<int>(per_bit.size()) < min_samples) continue;
+    per_span[static_cast<std::size_t>(span - 1)] = {clean_rate(per_bit, kShare), trains_used};
+  }
+  // A span too long to be clean often enough finds the spans that held one
+  // cross packet as its lowest mode: an estimate whose whole interval lies
+  // below another span's is that. Of the rest, the narrowest interval.
+  double floor = 0;
+  for (const auto& [e, k] : per_span) {
+    if (e.valid) floor = std::max(floor, e.low_bps);
+  }
+  double best_width = 0;
+  for (std::size_t i = 0; i < per_span.size(); ++i) {
+    const CapacityEstimate& e = per_span[i].first;
+    if (!e.valid || e.high_bps < floor) continue;
+    const double width = (e.high_bps - e.low_bps) / e.capacity_bps;
+    if (out.span == 0 || width < best_width) {
+      best_width = width;
+      out.capacity = e;
+      out.span = static_cast<int>(i) + 1;
+      out.trains = per_span[i].second;
+    }
+  }
+  return out;
+}
+
+}  // namespace lw

@@ -1,0 +1,41 @@
+#pragma once
+// Capacity from the gaps between the replies to back-to-back packets that each
+// draw one (full-size SYNs), CapProbe's principle carried over to one end
+// (Kapoor et al., SIGCOMM 2004): a train's dispersion holds every cross-
+// traffic packet that reached the narrow link while the train queued there,
+// so under steady cross traffic X every train reads about C·R/(R + X) (R: the
+// rate the train reaches the narrow link at, often set by a link before it),
+// and no number of trains removes that bias. The gap between two consecutive
+// packets holds cross traffic only when a cross packet arrived in that gap:
+// most gaps met none and read exactly L/C. Their mode is the capacity.
+//
+// Timing noise of the replies (a few to a few hundred microseconds per
+// reply) blurs a gap of L/C; a span of m packets carries the same noise over
+// m times the bits, but is less often clean. Every span from 1 to max_span is
+// tried (non-overlapping spans, so the samples of one span are nearly
+// independent) and the one whose mode has the narrowest bootstrap interval
+// is kept: on a slow path single gaps, on a fast one longer spans; where no
+// span is clean often enough the interval stays wide and says so.
+#include <vector>
+
+#include "estimate/capacity.hpp"
+
+namespace lw {
+
+struct GapEstimate {
+  CapacityEstimate capacity;  // mode of the chosen span's rates, 95% bootstrap interval
+  int span = 0;               // packets per sample of the chosen span (0 = none)
+  int trains = 0;             // trains that gave at least one sample
+  int reordered = 0;          // replies out of send order (their spans are skipped)
+};
+
+// `trains`: timing_of() of trains whose every packet after the head is a
+// marker (reply 0 = lost). A sample of span m starting at marker i: the bits
+// of the packets after marker i up to marker i+m, over the time between their
+// replies; only when every reply from i to i+m came back, in order.
+// Rates above `max_rate_bps` (0 = no limit) are dropped: no gap can be shorter
+// than our own sending made it. Invalid when no span has min_samples.
+GapEstimate estimate_capacity_from_gaps(const std::vector<TrainTiming>& trains, int max_span = 4,
+                                        int min_samples = 20, double max_rate_bps = 0);
+
+}  // namespace lw
