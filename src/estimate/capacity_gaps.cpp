@@ -17,6 +17,7 @@ constexpr double kShare = 0.15;
 // train; false when a reply is missing (the span through it is skipped).
 struct Markers {
   std::vector<Nanos> reply;
+  std::vector<Nanos> sent;  // 0 = unknown
   std::vector<double> bits_to_next;
 };
 
@@ -29,6 +30,7 @@ Markers markers_of(const TrainTiming& t) {
     if (i < t.marker.size() && t.marker[i]) {
       if (!first) m.bits_to_next.push_back(bits);
       m.reply.push_back(i < t.reply.size() ? t.reply[i] : 0);
+      m.sent.push_back(i < t.sent.size() ? t.sent[i] : 0);
       bits = 0;
       first = false;
     }
@@ -135,6 +137,50 @@ CapacityEstimate clean_rate(const std::vector<double>& per_bit, double share) {
   return e;
 }
 
+// The span of `span` gaps from marker i of `m`: its rate, or 0 when a reply
+// in it is missing or out of order.
+double span_rate(const Markers& m, std::size_t i, std::size_t span) {
+  if (i + span >= m.reply.size()) return 0;
+  double bits = 0;
+  for (std::size_t k = i; k < i + span; ++k) {
+    if (m.reply[k] == 0 || m.reply[k + 1] <= m.reply[k]) return 0;
+    bits += m.bits_to_next[k];
+  }
+  return bits / to_seconds(m.reply[i + span] - m.reply[i]);
+}
+
+// CapProbe's filter (Kapoor et al., SIGCOMM 2004) across trains: at each
+// position, the span whose two end packets took the least time from our send
+// to their reply, summed; the median of those spans' rates. A packet that
+// queued behind cross traffic anywhere took longer, so these spans are the
+// least likely to have been spread (cross traffic at the narrow link) or
+// squeezed (a queue after it). Positions are compared only with themselves:
+// a back-to-back train queues at the narrow link by its own doing, more for
+// every later packet. 0 with fewer than 3 positions or 3 trains.
+double min_delay_rate(const std::vector<Markers>& ms, int span) {
+  if (ms.size() < 3 || span < 1) return 0;
+  const auto w = static_cast<std::size_t>(span);
+  std::vector<double> rates;
+  for (std::size_t i = 0;; i += w) {
+    bool any = false;
+    double best_sum = 0, best_rate = 0;
+    for (const Markers& m : ms) {
+      if (i + w >= m.reply.size()) continue;
+      any = true;
+      const double r = span_rate(m, i, w);
+      if (r <= 0 || m.sent[i] == 0 || m.sent[i + w] == 0) continue;
+      const double sum = to_seconds(m.reply[i] - m.sent[i]) + to_seconds(m.reply[i + w] - m.sent[i + w]);
+      if (best_rate == 0 || sum < best_sum) {
+        best_sum = sum;
+        best_rate = r;
+      }
+    }
+    if (!any) break;
+    if (best_rate > 0) rates.push_back(best_rate);
+  }
+  return rates.size() >= 3 ? median(rates) : 0;
+}
+
 }  // namespace
 
 GapEstimate estimate_capacity_from_gaps(const std::vector<TrainTiming>& trains, int max_span,
@@ -157,16 +203,9 @@ GapEstimate estimate_capacity_from_gaps(const std::vector<TrainTiming>& trains, 
       bool used = false;
       const std::size_t n = m.reply.size(), w = static_cast<std::size_t>(span);
       for (std::size_t i = 0; i + w < n; i += w) {
-        double bits = 0;
-        bool ok = true;
-        for (std::size_t k = i; k < i + w && ok; ++k) {
-          ok = m.reply[k] != 0 && m.reply[k + 1] > m.reply[k];
-          bits += m.bits_to_next[k];
-        }
-        if (!ok) continue;
-        const double d = to_seconds(m.reply[i + w] - m.reply[i]);
-        if (max_rate_bps > 0 && bits / d > max_rate_bps) continue;
-        per_bit.push_back(d / bits);
+        const double r = span_rate(m, i, w);
+        if (r <= 0 || (max_rate_bps > 0 && r > max_rate_bps)) continue;
+        per_bit.push_back(1 / r);
         used = true;
       }
       trains_used += used ? 1 : 0;
@@ -193,6 +232,7 @@ GapEstimate estimate_capacity_from_gaps(const std::vector<TrainTiming>& trains, 
       out.trains = per_span[i].second;
     }
   }
+  if (out.span > 0) out.min_delay_bps = min_delay_rate(ms, out.span);
   return out;
 }
 

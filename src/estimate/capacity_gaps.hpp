@@ -27,6 +27,13 @@ struct GapEstimate {
   int span = 0;               // packets per sample of the chosen span (0 = none)
   int trains = 0;             // trains that gave at least one sample
   int reordered = 0;          // replies out of send order (their spans are skipped)
+  // The chosen span's rate through CapProbe's minimum delay-sum filter: at
+  // each position, the train whose span's two end packets took the least
+  // time from send to reply; the median over positions (0 = fewer than 3
+  // trains or positions). Where the gaps' mode comes from a queue after the
+  // narrow link (packets that waited there and went on back to back), the
+  // least-delayed spans did not wait and read lower.
+  double min_delay_bps = 0;
 };
 
 // `trains`: timing_of() of trains whose every packet after the head is a

@@ -46,6 +46,9 @@ namespace lw {
   X(kCrossTrafficGaps, "cross_traffic_gaps",                                                     \
     "every train met cross traffic on the narrow link and read low; the gaps between the replies " \
     "to back-to-back full-size SYNs that met none give the capacity (capacity_source reply_gaps)") \
+  X(kLoadLossGaps, "load_loss_gaps",                                                             \
+    "trains lost load unseen and read high; the gaps between the replies to back-to-back "        \
+    "full-size SYNs, whose losses show, give the capacity (capacity_source reply_gaps)")          \
   X(kLoadDropped, "load_dropped",                                                                 \
     "our RST load is dropped before the narrow link; the capacity is the SYN trains'")            \
   X(kLoadLossSuspected, "load_loss_suspected",                                                    \

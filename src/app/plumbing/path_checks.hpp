@@ -49,8 +49,10 @@ void check_capacity_plausible(Session& s, const Config& c, const std::atomic<boo
 // Runs on every ordinary estimate (not a lower bound, a shaper's stream, the
 // SYN-pair fallback, or quantised timestamps); replaces the estimate, with
 // capacity_source "reply_gaps" and a cross_traffic_gaps warning, only when
-// the gaps' whole 95% interval lies above the trains' and below our own
-// sending rate. Its record goes into res.gap_check.
+// the gaps read above the trains (beyond their interval, or more precisely),
+// below our own sending rate, the trains at least 0.6 of them, and CapProbe's
+// least-delayed spans agree (README, "The reply-gap check"). Its record goes
+// into res.gap_check.
 void check_capacity_gaps(Session& s, const Config& c, const std::atomic<bool>& stop, Nanos t_cap,
                          CapacityResult& res);
 
