@@ -44,7 +44,15 @@ def test_single_bottleneck_within_3_percent(rate):
         est, all_est, doc = median_capacity(L)
         err = est / truth - 1
         assert abs(err) <= 0.03, f"truth {truth:.0f}, estimates {all_est}"
-        # The document is complete and self-consistent.
+        # The document is complete and self-consistent. (A run whose trains
+        # mostly came back at our own sending rate reports a lower bound, with
+        # no upper end: on a busy CI VM one run of 3 at 50 Mbit/s did, its
+        # number within 3% all the same; its interval check is the lower end.)
+        for _ in range(2):
+            if not doc.get("capacity_is_lower_bound"):
+                break
+            assert doc["capacity_high_bps"] is None and doc["capacity_low_bps"] <= doc["capacity_bps"]
+            _, _, doc = median_capacity(L, 1)
         for key in ("type", "version", "target", "params", "capacity_bps", "capacity_low_bps",
                     "capacity_high_bps", "trains_sent", "trains_used", "elapsed_s",
                     "probe_packets", "probe_bytes", "warnings"):

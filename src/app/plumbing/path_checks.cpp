@@ -1,6 +1,7 @@
 #include "app/plumbing/path_checks.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -24,6 +25,7 @@ constexpr int kEnoughSynTrains = 5;  // kept trains after which we stop
 constexpr int kEnoughUncompressed = 3;
 // The reply-gap check: SYNs per train (15 gaps), trains at least and at most.
 constexpr int kGapMarkers = 16;
+constexpr int kMinGapMarkers = 8;
 constexpr int kMinGapTrains = 4;
 constexpr int kMaxGapTrains = 10;
 // The gaps replace the trains' estimate only when the trains read at least
@@ -390,7 +392,27 @@ void check_capacity_gaps(Session& s, const Config& c, const std::atomic<bool>& s
       has_warning(res, WarningCode::kTimestampsQuantised)) {
     return;
   }
-  const SynTrainParams p = syn_train_params(s, c, kGapMarkers);
+  if (s.flow.marker == TargetMarker::kOpenSyn) {
+    // Every SYN to a listening port is a half-open connection until our
+    // closer resets it: 16 at once could fill a small SYN queue (SYN
+    // cookies, overflows) where the load check's 5 do not.
+    res.gap_check = {{"trains_sent", 0}, {"verdict", "open_port"}, {"adopted", false}};
+    return;
+  }
+  // No train asks a host for more replies at once than a fifth of a
+  // second's budget (--max-replies; 20 at the default 100/s), nor more than
+  // a burst limit the host was found to have: a firewall's `limit ... burst
+  // 5` drops the rest (lab test_reply_limit, --max-replies 20). Fewer than
+  // 8 SYNs a train (7 gaps) are not worth the replies: no check.
+  const int drain = std::max(0, c.drain_packets);
+  const int burst = std::min<int>(static_cast<int>(std::floor(s.replies.rate_per_s() / 5)),
+                                  s.replies.max_burst());
+  const int markers = std::min(kGapMarkers, burst - drain);
+  if (markers < kMinGapMarkers) {
+    res.gap_check = {{"trains_sent", 0}, {"verdict", "reply_budget"}, {"adopted", false}};
+    return;
+  }
+  const SynTrainParams p = syn_train_params(s, c, markers);
   const Nanos wait = reply_wait(s, c);
   std::vector<TrainTiming> timings;
   std::vector<double> offered;
