@@ -101,7 +101,10 @@ def test_normal_paths_raise_neither(links):
         assert not set(CHECK_CODES) & set(codes(doc)), doc["warnings"]
         assert doc["replier_check"] == "consistent"
         assert doc["reply_hops"] == len(links)
-        assert doc["capacity_source"] == "rst_trains"
+        # Not the SYN-pair fallback of a dropped load. (The reply-gap check
+        # may replace the trains' number where the gaps are more precise:
+        # the fresh-clone CI at 0006e99 on the 6-hop path.)
+        assert doc["capacity_source"] in ("rst_trains", "reply_gaps"), doc["gap_check"]
         if any(links):
             assert doc["load_check"] is None and doc["capacity_confidence"] == "normal"
         else:
