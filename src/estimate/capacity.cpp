@@ -187,11 +187,9 @@ bool has_clean_cluster(const std::vector<double>& d) {
   return gap > 5e-6 && gap > 3 * spread;
 }
 
-namespace {
 double rel_half_width(const CapacityEstimate& e) {
   return e.capacity_bps > 0 ? (e.high_bps - e.low_bps) / (2 * e.capacity_bps) : 1e9;
 }
-}  // namespace
 
 DenseMode dense_mode(const std::vector<double>& x, double tol, double share, int min_count) {
   DenseMode out;

@@ -233,6 +233,9 @@ struct DenseMode {
 DenseMode dense_mode(const std::vector<double>& rates_bps, double tol = 0.015, double share = 0.35,
                      int min_count = 4);
 
+// Half the 95% interval's width relative to the estimate (1e9 without one).
+double rel_half_width(const CapacityEstimate& e);
+
 // True when the estimate's 95% interval is wider than +-`half_width` of it.
 bool wider_than(const CapacityEstimate& e, double half_width);
 

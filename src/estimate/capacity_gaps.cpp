@@ -236,4 +236,29 @@ GapEstimate estimate_capacity_from_gaps(const std::vector<TrainTiming>& trains, 
   return out;
 }
 
+std::string judge_gaps(const GapEstimate& g, const CapacityEstimate& trains, double send_bps,
+                       bool load_loss_suspected) {
+  const CapacityEstimate& e = g.capacity;
+  if (!e.valid) return "no_estimate";
+  const bool delay_low = g.min_delay_bps > 0 && g.min_delay_bps < kGapSqueezeRatio * e.capacity_bps;
+  if (e.high_bps < trains.low_bps) {
+    const bool delay_agrees =
+        g.min_delay_bps >= kGapSqueezeRatio * e.capacity_bps &&
+        g.min_delay_bps <= e.capacity_bps / kGapSqueezeRatio;
+    return load_loss_suspected && delay_agrees ? "adopted_below" : "below_trains";
+  }
+  if (e.low_bps <= trains.high_bps &&
+      !(e.capacity_bps > 1.02 * trains.capacity_bps && rel_half_width(e) < rel_half_width(trains))) {
+    return "agrees";
+  }
+  if (send_bps > 0 && e.capacity_bps * 1.1 > send_bps) return "not_compressed";
+  if (trains.capacity_bps < kGapTrainRatio * e.capacity_bps) return "trains_too_slow";
+  if (delay_low) return "squeezed_after_narrow";
+  return "adopted";
+}
+
+bool gaps_adopted(const std::string& verdict) {
+  return verdict == "adopted" || verdict == "adopted_below";
+}
+
 }  // namespace lw

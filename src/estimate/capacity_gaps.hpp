@@ -16,6 +16,7 @@
 // independent) and the one whose mode has the narrowest bootstrap interval
 // is kept: on a slow path single gaps, on a fast one longer spans; where no
 // span is clean often enough the interval stays wide and says so.
+#include <string>
 #include <vector>
 
 #include "estimate/capacity.hpp"
@@ -44,5 +45,25 @@ struct GapEstimate {
 // than our own sending made it. Invalid when no span has min_samples.
 GapEstimate estimate_capacity_from_gaps(const std::vector<TrainTiming>& trains, int max_span = 4,
                                         int min_samples = 20, double max_rate_bps = 0);
+
+// Whether the gaps replace the trains' estimate, and why (gap_check.verdict):
+// "no_estimate"; "below_trains" (the gaps' whole interval below the trains')
+// unless the trains lost load unseen (`load_loss_suspected`: they read high)
+// and the least-delayed spans agree within kGapSqueezeRatio either way:
+// "adopted_below"; "agrees" (within the trains' interval, unless over 2%
+// higher with a narrower interval: cross traffic biases trains low, never
+// high); "not_compressed" (within 10% of our sending `send_bps`, 0 = not
+// known); "trains_too_slow" (the trains under kGapTrainRatio of the gaps:
+// beyond what cross traffic on the narrow link does to a train reaching it at
+// R >= C, T = C·R/(R + X) >= 0.6 C for X <= 2/3 R; a loaded link after the
+// narrow one sends our packets on back to back at its own rate and does);
+// "squeezed_after_narrow" (the least-delayed spans under kGapSqueezeRatio of
+// the mode: the mode's spans waited in a queue after the narrow link);
+// else "adopted".
+constexpr double kGapTrainRatio = 0.6;
+constexpr double kGapSqueezeRatio = 0.9;
+std::string judge_gaps(const GapEstimate& g, const CapacityEstimate& trains, double send_bps,
+                       bool load_loss_suspected);
+bool gaps_adopted(const std::string& verdict);
 
 }  // namespace lw

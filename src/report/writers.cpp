@@ -51,9 +51,10 @@ std::vector<Warning> warnings_from_json(const nlohmann::json& a) {
   return ws;
 }
 
+nlohmann::json nullable(bool valid, double v) { return valid ? nlohmann::json(v) : nullptr; }
+
 namespace {
 
-nlohmann::json nullable(bool valid, double v) { return valid ? nlohmann::json(v) : nullptr; }
 // A nullable number of a document read back: null is 0; a missing key throws.
 double or_zero(const nlohmann::json& j, const char* key) {
   const nlohmann::json& v = j.at(key);

@@ -44,6 +44,8 @@ std::string to_text(const MeasureResult& r);
 
 // 49520000 -> "49.52 Mbit/s"
 std::string format_rate(double bps);
+// v, or null where !valid (a number the document may not have).
+nlohmann::json nullable(bool valid, double v);
 
 // The port and how it was probed, for the text header: "closed port 47391",
 // "open port 443 (SYN markers, each reset at once)", "port 80 (bare ACK markers)".

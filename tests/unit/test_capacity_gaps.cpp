@@ -270,3 +270,41 @@ TEST_CASE("gaps: a queue after the narrow link squeezes the gaps; the least-dela
   CHECK(g.capacity.capacity_bps > 1.15 * p.cap_bps);  // what the mode alone would say
   CHECK(g.min_delay_bps < 0.9 * g.capacity.capacity_bps);
 }
+
+TEST_CASE("gaps: when they replace the trains' estimate", "[capacity_gaps]") {
+  auto est = [](double c, double lo, double hi) {
+    CapacityEstimate e;
+    e.valid = true;
+    e.capacity_bps = c;
+    e.low_bps = lo;
+    e.high_bps = hi;
+    return e;
+  };
+  GapEstimate g;
+  g.capacity = est(100e6, 99e6, 101e6);
+  g.min_delay_bps = 99e6;
+  const CapacityEstimate biased = est(80e6, 78e6, 82e6);  // every train met cross traffic
+  CHECK(judge_gaps(g, biased, 1e9, false) == "adopted");
+  CHECK(gaps_adopted("adopted"));
+  CHECK(judge_gaps(GapEstimate{}, biased, 1e9, false) == "no_estimate");
+  // Our own sending was about as fast: nothing was compressed.
+  CHECK(judge_gaps(g, biased, 105e6, false) == "not_compressed");
+  // Trains under 0.6 of the gaps: a queue after the narrow link, not cross traffic on it.
+  CHECK(judge_gaps(g, est(55e6, 54e6, 56e6), 1e9, false) == "trains_too_slow");
+  // The least-delayed spans read lower: the mode's spans waited after the narrow link.
+  GapEstimate squeezed = g;
+  squeezed.min_delay_bps = 85e6;
+  CHECK(judge_gaps(squeezed, biased, 1e9, false) == "squeezed_after_narrow");
+  CHECK_FALSE(gaps_adopted("squeezed_after_narrow"));
+  // Within the trains' interval: kept, unless over 2% higher and more precise.
+  CHECK(judge_gaps(g, est(99.5e6, 97e6, 102e6), 1e9, false) == "agrees");
+  CHECK(judge_gaps(g, est(96e6, 90e6, 102e6), 1e9, false) == "adopted");
+  GapEstimate wide = g;
+  wide.capacity = est(100e6, 95e6, 105e6);
+  CHECK(judge_gaps(wide, est(97e6, 96e6, 99.5e6), 1e9, false) == "agrees");
+  // Below the trains: only trains that lost load unseen (they read high) give way.
+  const CapacityEstimate high = est(110e6, 108e6, 112e6);
+  CHECK(judge_gaps(g, high, 1e9, false) == "below_trains");
+  CHECK(judge_gaps(g, high, 1e9, true) == "adopted_below");
+  CHECK(judge_gaps(squeezed, high, 1e9, true) == "below_trains");
+}

@@ -28,12 +28,6 @@ constexpr int kGapMarkers = 16;
 constexpr int kMinGapMarkers = 8;
 constexpr int kMinGapTrains = 4;
 constexpr int kMaxGapTrains = 10;
-// The gaps replace the trains' estimate only when the trains read at least
-// this share of the gaps' rate (check_capacity_gaps).
-constexpr double kGapTrainRatio = 0.6;
-// ... and only when the least-delayed spans (CapProbe's filter) read at least
-// this share of the gaps' mode.
-constexpr double kGapSqueezeRatio = 0.9;
 // A router's ICMP bucket refills one token per second (Linux): wait that long
 // before asking a silent hop again.
 constexpr Nanos kIcmpRefill = 1050 * kMs;
@@ -369,16 +363,6 @@ double offered_rate(const TrainTiming& t) {
   return bits / to_seconds(t.sent.back() - t.sent.front());
 }
 
-nlohmann::json or_null(bool valid, double v) { return valid ? nlohmann::json(v) : nlohmann::json(); }
-
-// Relative width of a 95% interval.
-double width(const CapacityEstimate& e) {
-  return e.capacity_bps > 0 ? (e.high_bps - e.low_bps) / e.capacity_bps : 1e9;
-}
-double width_of(const CapacityResult& r) {
-  return r.capacity_bps > 0 ? (r.high_bps - r.low_bps) / r.capacity_bps : 1e9;
-}
-
 bool has_warning(const CapacityResult& res, WarningCode code) {
   return std::any_of(res.warnings.begin(), res.warnings.end(),
                      [&](const Warning& w) { return w.code == warning_name(code); });
@@ -447,61 +431,25 @@ void check_capacity_gaps(Session& s, const Config& c, const std::atomic<bool>& s
     }
   }
   const double send_bps = offered.empty() ? 0 : median(offered);
-  // Replaced only when the gaps' whole interval lies above the trains' (every
-  // train biased; or the gaps read over 2% higher with a narrower interval),
-  // the path compressed what we sent, and the trains read at
-  // least kGapTrainRatio of the gaps' rate. Cross traffic X arriving at the
-  // narrow link C while our train reaches it at R >= C makes the train read
-  // T = C·R/(R + X): T >= 0.6·C means X <= 2/3 R, up to 2/3 of C at least.
-  // The bound is against a link after the narrow one that our trains overload
-  // together with its own bursty cross traffic (the tight link behind the
-  // narrow one): it queues our packets and sends them on back to back at its
-  // own, higher rate, so the gaps' mode is its capacity while the trains read
-  // what it leaves them (lab, 50 Mbit/s narrow link: 120 Mbit/s after it
-  // carrying 90 of UDP, gaps 119 and trains 38-44; 80 carrying 40, gaps 80,
-  // trains 42). Such a link less than 1.67 times as fast as the narrow one
-  // passes that bound (benchmark path 13: 49.4 then 59.3 with Poisson load,
-  // the gaps read +19.5%); there the spans whose packets took the least time
-  // from send to reply (estimate/capacity_gaps.hpp, min_delay_bps) did not
-  // wait in its queue and read the narrow link: the gaps' mode must agree
-  // with them within kGapSqueezeRatio.
-  std::string verdict = "agrees";
-  if (!g.capacity.valid) {
-    verdict = "no_estimate";
-  } else if (g.capacity.high_bps < res.low_bps) {
-    // Trains that lost load unseen read high (the gaps' lost replies show):
-    // then the gaps replace them, if the least-delayed spans agree.
-    verdict = has_warning(res, WarningCode::kLoadLossSuspected) &&
-                      g.min_delay_bps >= kGapSqueezeRatio * g.capacity.capacity_bps &&
-                      g.min_delay_bps <= g.capacity.capacity_bps / kGapSqueezeRatio
-                  ? "adopted_below"
-                  : "below_trains";
-  } else if (g.capacity.low_bps <= res.high_bps &&
-             !(g.capacity.capacity_bps > 1.02 * res.capacity_bps &&
-               width(g.capacity) < width_of(res))) {
-    // Within the trains' interval: the gaps replace them only when they read
-    // over 2% higher (the side cross traffic biases the trains to) and are
-    // the more precise (benchmark path 43: trains 39.2 [.., 43.1+], gaps
-    // 43.14 [43.05, 43.35], truth 43.2).
-    verdict = "agrees";
-  } else if (send_bps > 0 && g.capacity.capacity_bps * 1.1 > send_bps) {
-    verdict = "not_compressed";
-  } else if (res.capacity_bps < kGapTrainRatio * g.capacity.capacity_bps) {
-    verdict = "trains_too_slow";
-  } else if (g.min_delay_bps > 0 && g.min_delay_bps < kGapSqueezeRatio * g.capacity.capacity_bps) {
-    verdict = "squeezed_after_narrow";
-  } else {
-    verdict = "adopted";
-  }
-  const bool adopt = verdict == "adopted" || verdict == "adopted_below";
+  // Whether they replace the trains' estimate: estimate/capacity_gaps.hpp,
+  // judge_gaps (the bounds and the lab cases they came from: README, "The
+  // reply-gap check").
+  CapacityEstimate trains;
+  trains.valid = true;
+  trains.capacity_bps = res.capacity_bps;
+  trains.low_bps = res.low_bps;
+  trains.high_bps = res.high_bps;
+  const std::string verdict =
+      judge_gaps(g, trains, send_bps, has_warning(res, WarningCode::kLoadLossSuspected));
+  const bool adopt = gaps_adopted(verdict);
   res.gap_check = {{"trains_sent", sent},
                    {"trains_used", g.trains},
                    {"span", g.span},
                    {"reordered", g.reordered},
-                   {"capacity_bps", or_null(g.capacity.valid, g.capacity.capacity_bps)},
-                   {"low_bps", or_null(g.capacity.valid, g.capacity.low_bps)},
-                   {"high_bps", or_null(g.capacity.valid, g.capacity.high_bps)},
-                   {"min_delay_bps", or_null(g.min_delay_bps > 0, g.min_delay_bps)},
+                   {"capacity_bps", nullable(g.capacity.valid, g.capacity.capacity_bps)},
+                   {"low_bps", nullable(g.capacity.valid, g.capacity.low_bps)},
+                   {"high_bps", nullable(g.capacity.valid, g.capacity.high_bps)},
+                   {"min_delay_bps", nullable(g.min_delay_bps > 0, g.min_delay_bps)},
                    {"offered_bps", send_bps},
                    {"trains_capacity_bps", res.capacity_bps},
                    {"verdict", verdict},
