@@ -61,7 +61,11 @@ GapEstimate estimate_capacity_from_gaps(const std::vector<TrainTiming>& trains, 
 // the mode: the mode's spans waited in a queue after the narrow link);
 // else "adopted".
 constexpr double kGapTrainRatio = 0.6;
-constexpr double kGapSqueezeRatio = 0.9;
+// (0.9 until the paths benchmark at 3b67d92: paths 13 and 39, a loaded link
+// 1.2 times as fast after the narrow one, read +20% with the least-delayed
+// spans at 0.935 and 0.946 of the mode; the 27 paths where the gaps were
+// right had 0.9905 to 1.006.)
+constexpr double kGapSqueezeRatio = 0.97;
 std::string judge_gaps(const GapEstimate& g, const CapacityEstimate& trains, double send_bps,
                        bool load_loss_suspected);
 bool gaps_adopted(const std::string& verdict);

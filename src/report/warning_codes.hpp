@@ -44,13 +44,17 @@ namespace lw {
   X(kLoadCheckFailed, "load_check_failed",                                                        \
     "the full-size SYN trains that check the estimate lost their replies too: no estimate")       \
   X(kCrossTrafficGaps, "cross_traffic_gaps",                                                     \
-    "every train met cross traffic on the narrow link and read low; the gaps between the replies " \
-    "to back-to-back full-size SYNs that met none give the capacity (capacity_source reply_gaps)") \
+    "the gaps between the replies to back-to-back full-size SYNs read higher than the trains "     \
+    "(cross traffic lengthened every train) or as high and more precisely; they give the "        \
+    "capacity (capacity_source reply_gaps)")                                                      \
   X(kLoadLossGaps, "load_loss_gaps",                                                             \
     "trains lost load unseen and read high; the gaps between the replies to back-to-back "        \
     "full-size SYNs, whose losses show, give the capacity (capacity_source reply_gaps)")          \
   X(kLoadDropped, "load_dropped",                                                                 \
     "our RST load is dropped before the narrow link; the capacity is the SYN trains'")            \
+  X(kLongTrainsDisturbed, "long_trains_disturbed",                                               \
+    "every short train was far faster than the fit over both train lengths; bursts of cross "     \
+    "traffic lengthened the long trains, and the estimate uses the short trains only")            \
   X(kLoadLossSuspected, "load_loss_suspected",                                                    \
     "long trains looked much faster than short ones; the estimate uses the short trains only")    \
   X(kLoadLost, "load_lost",                                                                       \

@@ -296,6 +296,14 @@ TEST_CASE("gaps: when they replace the trains' estimate", "[capacity_gaps]") {
   squeezed.min_delay_bps = 85e6;
   CHECK(judge_gaps(squeezed, biased, 1e9, false) == "squeezed_after_narrow");
   CHECK_FALSE(gaps_adopted("squeezed_after_narrow"));
+  // ... by as little as 5% (a loaded link 1.2 times as fast after the narrow
+  // one: the benchmark's paths 13 and 39 read +20% with 0.935 and 0.946).
+  squeezed.min_delay_bps = 95e6;
+  CHECK(judge_gaps(squeezed, biased, 1e9, false) == "squeezed_after_narrow");
+  GapEstimate close = g;
+  close.min_delay_bps = 99.2e6;  // the lowest of the right adoptions: 0.9905
+  CHECK(judge_gaps(close, biased, 1e9, false) == "adopted");
+  squeezed.min_delay_bps = 85e6;
   // Within the trains' interval: kept, unless over 2% higher and more precise.
   CHECK(judge_gaps(g, est(99.5e6, 97e6, 102e6), 1e9, false) == "agrees");
   CHECK(judge_gaps(g, est(96e6, 90e6, 102e6), 1e9, false) == "adopted");

@@ -45,6 +45,19 @@ class FakeRunner : public ProbeRunner {
     cross_min_load_ = min_load;
     cross_bytes_ = bytes;
   }
+  // Script: steady (fluid) cross traffic of `bps` through the bottleneck:
+  // the cross traffic that arrived since our previous packet is served
+  // before ours (an idle queue absorbs it), so a train above C - bps leaves
+  // at the fluid model's C·R/(R + bps).
+  void steady_cross(double bps) { steady_bps_ = bps; }
+  // Script: the trains run from the `from`-th to the `until`-th (exclusive)
+  // meet `bytes` of cross traffic behind their middle load packet, whatever
+  // their length (a burst of disturbed trains).
+  void cross_in_trains(int from, int until, double bytes) {
+    cross_from_ = from;
+    cross_until_ = until;
+    cross_bytes_ = bytes;
+  }
 
   StopReason admit(const Train&, const std::function<Nanos()>& start_at, Nanos) override {
     if (refuse_at_ >= 0 && admitted_ >= refuse_at_) return why_;
@@ -92,7 +105,8 @@ class FakeRunner : public ProbeRunner {
     r.outcome.probes.resize(train.probes.size());
     for (std::size_t i = 0; i < train.probes.size(); ++i) {
       const Probe& p = train.probes[i];
-      if (p.role == Role::kLoad && cross_bytes_ > 0 && load >= cross_min_load_ &&
+      const bool in_range = cross_from_ < 0 || (runs_ >= cross_from_ && runs_ < cross_until_);
+      if (p.role == Role::kLoad && cross_bytes_ > 0 && load >= cross_min_load_ && in_range &&
           ++load_seen == load / 2) {
         served += static_cast<Nanos>(std::llround(8.0 * cross_bytes_ / c_bps_ * 1e9));
       }
@@ -104,6 +118,10 @@ class FakeRunner : public ProbeRunner {
       const double backlog = to_seconds(std::max<Nanos>(0, served - out.sent)) * c_bps_ / 8;
       const bool dropped = limit_bytes_ > 0 && backlog + p.ip_len > limit_bytes_;
       if (!dropped) {
+        if (steady_bps_ > 0 && i > 0) {
+          served += static_cast<Nanos>(std::llround(
+              steady_bps_ * to_seconds(p.offset - train.probes[i - 1].offset) / c_bps_ * 1e9));
+        }
         served = std::max(served, out.sent) +
                  static_cast<Nanos>(std::llround(8.0 * p.ip_len / c_bps_ * 1e9));
       }
@@ -148,6 +166,8 @@ class FakeRunner : public ProbeRunner {
   int collects_ = 0;
   double limit_bytes_ = 0;
   int cross_min_load_ = 0;
+  int cross_from_ = -1, cross_until_ = -1;
+  double steady_bps_ = 0;
   double cross_bytes_ = 0;
   Nanos clock_ = 0;
   int admitted_ = 0, runs_ = 0;
@@ -404,4 +424,70 @@ TEST_CASE("a fleet a cap cuts short still bounds the avail-bw when half of its t
     CHECK_FALSE(res.valid);
     CHECK(res.stop_reason == StopReason::kMaxTime);
   }
+}
+
+TEST_CASE("a response rate that reads flat moves up, so the response curve has a slope",
+          "[runner]") {
+  // A tight link of 150 Mbit/s carrying 90 of steady cross traffic behind
+  // a narrow link of 100 (idle; the trains are never offered faster than
+  // it): A = 60. The search's first fleets read "above" at every rate (the
+  // trains met bursts of cross traffic), its bracket ends far below the
+  // knee, and the response trains halfway from it to C read flat. Left
+  // there, the only point above the knee is at C, the crossing has no slope
+  // and uses the narrow link's 100 for the tight link's 150: 73 for 60.
+  // Moved up, the halfway rate lies on the line, the slope gives 150, the
+  // crossing 60.
+  const Config c = availbw_config();
+  FakeRunner fake(150e6);
+  fake.steady_cross(90e6);
+  fake.cross_in_trains(c.calibration_trains, c.calibration_trains + 24, 20 * 1500);
+  const AvailbwResult res = search_fake(fake, c);
+  REQUIRE(res.valid);
+  std::vector<double> response_rates;
+  double first_response = 0;
+  for (const auto& rr : res.rates) {
+    if (rr.phase != "response") continue;
+    response_rates.push_back(rr.rate_bps);
+    if (first_response == 0) first_response = rr.rate_bps;
+  }
+  INFO("bracket high " << res.rates.size() << " rates; first response rate " << first_response
+                       << ", avail-bw " << res.availbw_bps << " basis " << res.basis);
+  // The scenario: the first halfway rate lay below the knee ...
+  REQUIRE(first_response > 0);
+  REQUIRE(first_response < 60e6);
+  // ... and it moved above it, below C.
+  CHECK(std::any_of(response_rates.begin(), response_rates.end(),
+                    [](double r) { return r > 62e6 && r < 95e6; }));
+  CHECK(res.basis == "response_curve");
+  CHECK(res.crossing_capacity_source == "response_slope");
+  CHECK(res.tight_link_capacity_bps == Approx(150e6).epsilon(0.05));
+  CHECK(res.availbw_bps == Approx(60e6).epsilon(0.05));
+  CHECK(res.low_bps <= 60e6);
+  CHECK(res.high_bps >= 60e6);
+}
+
+TEST_CASE("long trains that every one met a burst the short ones missed give way to the short "
+          "trains",
+          "[runner][crosstraffic]") {
+  // A TCP flow's windows on a slow link: each long train meets a burst of
+  // 20 packets, no short train meets any. The fit over both lengths then
+  // reads a fraction of C with a narrow interval (the benchmark's path 51 at
+  // 3b67d92: 1.88 for 8.02); every short train said C.
+  const double C = 50e6;
+  FakeRunner clean(C);
+  const Run r0 = run_fake(clean, capacity_config());
+  int long_len = 0;
+  for (const auto& t : r0.res.trains) {
+    if (t.verdict != "sizing") long_len = std::max(long_len, t.load_packets);
+  }
+  FakeRunner fake(C);
+  fake.cross_in_long_trains(long_len, 20 * 1500);
+  const Run r = run_fake(fake, capacity_config());
+  INFO("capacity " << r.res.capacity_bps);
+  CHECK(r.res.capacity_bps == Approx(C).epsilon(0.03));
+  CHECK(std::any_of(r.res.warnings.begin(), r.res.warnings.end(),
+                    [](const Warning& w) { return w.code == "long_trains_disturbed"; }));
+  // Clean, the rule stays out of the way.
+  CHECK(std::none_of(r0.res.warnings.begin(), r0.res.warnings.end(),
+                     [](const Warning& w) { return w.code == "long_trains_disturbed"; }));
 }

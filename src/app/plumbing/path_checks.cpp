@@ -463,13 +463,22 @@ void check_capacity_gaps(Session& s, const Config& c, const std::atomic<bool>& s
              ") with load lost unseen; the gaps between replies to back-to-back full-size SYNs "
              "say " + format_rate(g.capacity.capacity_bps) + ", reported"});
   } else {
+    // Two ways to be adopted (judge_gaps): the gaps' interval lies wholly
+    // above the trains' (every train read low: cross traffic lengthened
+    // them), or the gaps read a little higher within it and more precisely
+    // (on a quiet path too); the message says which.
+    const bool wholly_above = g.capacity.low_bps > res.high_bps;
     res.warnings.push_back(
-      {WarningCode::kCrossTrafficGaps,
-       "every train read about " + format_rate(res.capacity_bps) + " (95% interval " +
-           format_rate(res.low_bps) + " to " + format_rate(res.high_bps) +
-           "): cross traffic on the narrow link lengthened each one; the gaps between replies to "
-           "back-to-back full-size SYNs, most of which met none, say " +
-           format_rate(g.capacity.capacity_bps) + ", reported"});
+        {WarningCode::kCrossTrafficGaps,
+         "the trains read " + format_rate(res.capacity_bps) + " (95% interval " +
+             format_rate(res.low_bps) + " to " + format_rate(res.high_bps) + "); " +
+             (wholly_above ? std::string("every train read low (cross traffic on the narrow link "
+                                         "lengthens a train); ")
+                           : std::string("within that interval, ")) +
+             "the gaps between replies to back-to-back full-size SYNs say " +
+             format_rate(g.capacity.capacity_bps) + " (95% interval " +
+             format_rate(g.capacity.low_bps) + " to " + format_rate(g.capacity.high_bps) +
+             (wholly_above ? "), reported" : ", more precise), reported")});
   }
   res.capacity_bps = g.capacity.capacity_bps;
   res.low_bps = g.capacity.low_bps;
