@@ -294,11 +294,15 @@ ShaperFinding detect_shaper(const std::vector<ShaperPoint>& points, double offer
     f.reason = kStoodStill;
     return f;
   }
-  f.found = true;
-  f.reason.clear();
   const double se = sig / std::sqrt(sus.sxx);
   f.rate_low_bps = 1e6 / (sus.b + 2 * se);
   f.rate_high_bps = sus.b > 2 * se ? 1e6 / (sus.b - 2 * se) : std::numeric_limits<double>::infinity();
+  if (!(f.rate_high_bps - f.rate_low_bps <= 2 * opt.max_rate_spread * f.rate_bps)) {
+    f.reason = "sustained rate too noisy";
+    return f;
+  }
+  f.found = true;
+  f.reason.clear();
   f.peak_at_offered = offered_bps > 0 && f.peak_bps >= 0.9 * offered_bps;
   // Where the two lines cross.
   const double xs = (sus.a - best.burst.a) / (best.burst.b - sus.b);

@@ -63,6 +63,16 @@ struct ShaperOptions {
   // spacing, early enough that the bucket's refill over it outweighs a
   // quarter of what was sent before: ShaperFinding::send_stall_bits.
   Nanos min_send_stall = 500 * kUs;
+  // The sustained rate's 95% interval (2 standard errors of the slope) no
+  // wider than +-this share of it: a token bucket's sustained phase is one
+  // line (simulated buckets: +-1%; a result that claims a sustained rate
+  // within 3% cannot rest on a wider one). Cross traffic that arrives in bursts and starts mid-stream (a TCP
+  // flow's windows) also shifts the level, but the "sustained" phase it
+  // leaves is ragged (the random-path benchmark's path 14 at 2261564: 61.7
+  // Mbit/s behind TCP on three links read as a bucket of 19 KB with a
+  // sustained 44.8 in [33.9, 65.7], -27% capacity, and the avail-bw taken
+  // from a refill that was not there).
+  double max_rate_spread = 0.1;
 };
 
 // ShaperFinding::reason when a stall alone kept the stream from showing a
