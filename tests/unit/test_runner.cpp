@@ -199,6 +199,20 @@ Run run_fake(FakeRunner& fake, const Config& c) {
   return r;
 }
 
+// The capacity phase on a clean FIFO of C, and the longest trains it measured.
+Run clean_run(double C) {
+  FakeRunner clean(C);
+  return run_fake(clean, capacity_config());
+}
+
+int longest_measured(const Run& r) {
+  int n = 0;
+  for (const auto& t : r.res.trains) {
+    if (t.verdict != "sizing") n = std::max(n, t.load_packets);
+  }
+  return n;
+}
+
 // The search through `fake` (a FIFO serving at 60 Mbit/s behind a capacity
 // of 100) on a path whose discovery RTT is `rtt_s`: the knee at 60.
 Config availbw_config() {
@@ -377,15 +391,11 @@ TEST_CASE("long trains that all meet cross traffic the short ones miss do not en
   // meets the trains at other phases; this script cannot, so only the
   // number of trains is checked here).
   const double C = 50e6;
-  FakeRunner clean(C);
-  const Run r0 = run_fake(clean, capacity_config());
+  const Run r0 = clean_run(C);
   REQUIRE(r0.res.stop_reason == StopReason::kPrecision);
-  int long_len = 0, measured0 = 0;
-  for (const auto& t : r0.res.trains) {
-    if (t.verdict == "sizing") continue;
-    long_len = std::max(long_len, t.load_packets);
-    ++measured0;
-  }
+  const int long_len = longest_measured(r0);
+  int measured0 = 0;
+  for (const auto& t : r0.res.trains) measured0 += t.verdict != "sizing";
   CHECK(measured0 < 16);  // a clean path still stops early
   FakeRunner fake(C);
   fake.cross_in_long_trains(long_len, 3 * 1500);
@@ -474,14 +484,9 @@ TEST_CASE("long trains that every one met a burst the short ones missed give way
   // reads a fraction of C with a narrow interval (the benchmark's path 51 at
   // 3b67d92: 1.88 for 8.02); every short train said C.
   const double C = 50e6;
-  FakeRunner clean(C);
-  const Run r0 = run_fake(clean, capacity_config());
-  int long_len = 0;
-  for (const auto& t : r0.res.trains) {
-    if (t.verdict != "sizing") long_len = std::max(long_len, t.load_packets);
-  }
+  const Run r0 = clean_run(C);
   FakeRunner fake(C);
-  fake.cross_in_long_trains(long_len, 20 * 1500);
+  fake.cross_in_long_trains(longest_measured(r0), 20 * 1500);
   const Run r = run_fake(fake, capacity_config());
   INFO("capacity " << r.res.capacity_bps);
   CHECK(r.res.capacity_bps == Approx(C).epsilon(0.03));
