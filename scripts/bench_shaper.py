@@ -38,7 +38,7 @@ def err(a, b):
     return None if a is None or not b else a / b - 1
 
 
-def one(L, rate, burst, frac, k):
+def one(L, rate, burst, frac, k, docs=None):
     R = L.ground_truth_capacity(ip_len=1500)
     w = L.cross_window(2)
     t0 = time.monotonic()
@@ -47,6 +47,12 @@ def one(L, rate, burst, frac, k):
     elapsed = time.monotonic() - t0
     X = w.stop().bps if frac > 0 else 0.0
     doc = json.loads(p.stdout)
+    if docs:
+        # The whole document of each run, so a miss can be read afterwards.
+        os.makedirs(docs, exist_ok=True)
+        name = f"{rate / 1e6:g}M_{burst / 1e3:g}K_run{k}.json"
+        with open(os.path.join(docs, name), "w") as f:
+            json.dump({"doc": doc, "stderr": (p.stderr or "")[-20000:], "cross_bps": X}, f)
     sh = doc.get("shaper") or {}
     chk = doc.get("shaper_check") or {}
     bucket = burst * 1500 / 1514
@@ -81,6 +87,7 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--append", action="store_true", help="add to the existing csv")
     ap.add_argument("--out", default=os.path.join(ROOT, "results", "shaper_benchmark"))
+    ap.add_argument("--docs", help="keep each run's JSON document (and stderr) in this folder")
     a = ap.parse_args()
     rows = []
     if a.append and os.path.exists(a.out + ".csv"):
@@ -98,7 +105,7 @@ def main():
                     if x:
                         time.sleep(0.5)
                     for k in range(a.runs):
-                        r = one(L, rate, burst, a.cross, k)
+                        r = one(L, rate, burst, a.cross, k, a.docs)
                         rows.append(r)
                         print(f"{rate / 1e6:g}M {burst / 1e3:g}K run {k}: exit {r['exit']} "
                               f"rate {pct(r['rate_err'])} bucket {pct(r['bucket_err'])} "
