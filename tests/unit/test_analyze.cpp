@@ -48,6 +48,16 @@ double truth(const std::string& name) {
 void check_same_document(const nlohmann::json& offline, const nlohmann::json& live) {
   for (const auto& [key, value] : live.items()) {
     INFO(key);
+    // Recordings made before an avail-bw range that stops at the search's
+    // capacity reached the capacity's upper end: the replay's does.
+    if (key == "availbw_high_bps" && value.is_number() &&
+        live.value("narrow_link_capacity_bps", nlohmann::json()).is_number() &&
+        live.value("capacity_high_bps", nlohmann::json()).is_number() &&
+        value.get<double>() >= live["narrow_link_capacity_bps"].get<double>() &&
+        live["capacity_high_bps"].get<double>() > value.get<double>()) {
+      CHECK(offline[key] == live["capacity_high_bps"]);
+      continue;
+    }
     CHECK(offline.value(key, nlohmann::json()) == value);
   }
   std::size_t added = 0;

@@ -224,6 +224,17 @@ TEST_CASE("bursty cross traffic: the trains at C give the mean, the bracket the 
   CHECK(e.high_bps == Approx(30e6 + 2 * e.crossing_se_bps));
   CHECK(e.high_bps < 47e6);
 
+  // The crossing above a bracket whose fleets read "below" at 15: its
+  // standard errors do not count a fluid line that is off (a faster tight
+  // link with no reliable slope, bursts near saturation), and the range
+  // reaches down to the bracket's lower end, the threshold's half below it.
+  e = estimate_availbw(onoff, noise, 15e6, 16e6, C, {}, 1.5e6);
+  CHECK(e.bursty);
+  CHECK(e.availbw_bps == Approx(30e6).epsilon(1e-6));
+  CHECK(e.low_bps == Approx(15e6 - noise.threshold * C / 2));
+  CHECK(e.low_bps < 30e6 - 2 * e.crossing_se_bps);
+  CHECK(e.high_bps == Approx(30e6 + 2 * e.crossing_se_bps));
+
   // Steady cross traffic (CBR, 20 Mbit/s): every train at C the same excess.
   std::vector<ResponseSample> cbr;
   for (int i = 0; i < 20; ++i) cbr.push_back({C, 1.4 + (i % 3) * 0.01, 1});

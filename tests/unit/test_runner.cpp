@@ -496,3 +496,26 @@ TEST_CASE("long trains that every one met a burst the short ones missed give way
   CHECK(std::none_of(r0.res.warnings.begin(), r0.res.warnings.end(),
                      [](const Warning& w) { return w.code == "long_trains_disturbed"; }));
 }
+
+TEST_CASE("an avail-bw range that stops at the capacity estimate reaches its upper end",
+          "[runner]") {
+  MeasureResult m;
+  m.capacity.valid = true;
+  m.capacity.capacity_bps = 5.14e6;
+  m.capacity.low_bps = 5.10e6;
+  m.capacity.high_bps = 5.20e6;
+  AvailbwResult a;
+  a.valid = true;
+  a.search_capacity_bps = 5.14e6;
+  a.availbw_bps = 4.5e6;
+  a.low_bps = 3.74e6;
+  a.high_bps = 5.14e6;  // capped at the search's capacity: an idle path
+  add_availbw(m, a, 0);
+  CHECK(m.availbw.high_bps == Approx(5.20e6));
+  CHECK(m.availbw.low_bps == Approx(3.74e6));
+  CHECK(m.availbw.availbw_bps == Approx(4.5e6));
+  // A range below the capacity is left as it is.
+  a.high_bps = 4.9e6;
+  add_availbw(m, a, 0);
+  CHECK(m.availbw.high_bps == Approx(4.9e6));
+}
