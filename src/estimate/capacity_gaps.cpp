@@ -261,4 +261,10 @@ bool gaps_adopted(const std::string& verdict) {
   return verdict == "adopted" || verdict == "adopted_below";
 }
 
+bool gaps_bound_from_above(const std::string& verdict, const GapEstimate& g,
+                           const CapacityEstimate& trains) {
+  return (verdict == "trains_too_slow" || verdict == "squeezed_after_narrow") &&
+         g.capacity.valid && g.capacity.high_bps > trains.high_bps;
+}
+
 }  // namespace lw

@@ -69,5 +69,12 @@ constexpr double kGapSqueezeRatio = 0.97;
 std::string judge_gaps(const GapEstimate& g, const CapacityEstimate& trains, double send_bps,
                        bool load_loss_suspected);
 bool gaps_adopted(const std::string& verdict);
+// Refused gaps that still bound the narrow link from above: a loaded link
+// after it squeezed them (trains_too_slow, squeezed_after_narrow), so they
+// read that later, faster link, while the trains read below the narrow link
+// (C_t·R/(R + X_t)). True when their upper end lies above the trains': the
+// capacity's interval then reaches it.
+bool gaps_bound_from_above(const std::string& verdict, const GapEstimate& g,
+                           const CapacityEstimate& trains);
 
 }  // namespace lw

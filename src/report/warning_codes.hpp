@@ -47,6 +47,10 @@ namespace lw {
     "the gaps between the replies to back-to-back full-size SYNs read higher than the trains "     \
     "(cross traffic lengthened every train) or as high and more precisely; they give the "        \
     "capacity (capacity_source reply_gaps)")                                                      \
+  X(kGapsAboveTrains, "gaps_above_trains",                                                       \
+    "the gaps between the replies to back-to-back full-size SYNs read a faster link than every "  \
+    "train; a loaded link after the narrow one may have slowed the trains, and the capacity's "   \
+    "interval reaches up to the gaps' rate")                                                      \
   X(kLoadLossGaps, "load_loss_gaps",                                                             \
     "trains lost load unseen and read high; the gaps between the replies to back-to-back "        \
     "full-size SYNs, whose losses show, give the capacity (capacity_source reply_gaps)")          \

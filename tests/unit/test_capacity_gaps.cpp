@@ -269,6 +269,45 @@ TEST_CASE("gaps: a queue after the narrow link squeezes the gaps; the least-dela
   INFO("mode " << g.capacity.capacity_bps << " least-delayed " << g.min_delay_bps);
   CHECK(g.capacity.capacity_bps > 1.15 * p.cap_bps);  // what the mode alone would say
   CHECK(g.min_delay_bps < 0.9 * g.capacity.capacity_bps);
+  // Refused, the gaps still bound the narrow link from above: trains on
+  // this path read 50·R/(R + 25) at most, and the interval reaches the gaps.
+  CapacityEstimate slowed;
+  slowed.valid = true;
+  slowed.capacity_bps = 43e6;
+  slowed.low_bps = 42e6;
+  slowed.high_bps = 44e6;
+  const std::string v = judge_gaps(g, slowed, 1e9, false);
+  CHECK((v == "squeezed_after_narrow" || v == "trains_too_slow"));
+  CHECK(gaps_bound_from_above(v, g, slowed));
+  CHECK(g.capacity.high_bps > p.cap_bps);
+}
+
+TEST_CASE("gaps: only gaps refused as squeezed after the narrow link widen the interval",
+          "[capacity_gaps]") {
+  CapacityEstimate trains;
+  trains.valid = true;
+  trains.capacity_bps = 55e6;
+  trains.low_bps = 54e6;
+  trains.high_bps = 56e6;
+  GapEstimate g;
+  g.capacity.valid = true;
+  g.capacity.capacity_bps = 100e6;
+  g.capacity.low_bps = 99e6;
+  g.capacity.high_bps = 101e6;
+  CHECK(gaps_bound_from_above("trains_too_slow", g, trains));
+  CHECK(gaps_bound_from_above("squeezed_after_narrow", g, trains));
+  // Adopted gaps replace the estimate; gaps that agree, below the trains, or
+  // not compressed by the path say nothing about an upper end.
+  for (const char* v : {"adopted", "adopted_below", "agrees", "below_trains", "not_compressed",
+                        "no_estimate"}) {
+    CHECK_FALSE(gaps_bound_from_above(v, g, trains));
+  }
+  // Nor gaps that reach no higher than the trains' interval already does.
+  g.capacity.high_bps = 55.5e6;
+  CHECK_FALSE(gaps_bound_from_above("trains_too_slow", g, trains));
+  g.capacity.valid = false;
+  g.capacity.high_bps = 101e6;
+  CHECK_FALSE(gaps_bound_from_above("trains_too_slow", g, trains));
 }
 
 TEST_CASE("gaps: when they replace the trains' estimate", "[capacity_gaps]") {

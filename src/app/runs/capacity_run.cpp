@@ -74,7 +74,9 @@ nlohmann::json capacity_checks_note(const std::vector<Warning>& before,
                       {"gap_check", res.gap_check},
                       {"shaper", shaper_json(res.shaper)},
                       {"shaper_check", shaper_check_json(res.shaper)}};
-  if (res.capacity_source != "rst_trains") {
+  // Written when the checks replaced the estimate or widened its interval.
+  const bool widened = res.gap_check.is_object() && res.gap_check.value("widened", false);
+  if (res.capacity_source != "rst_trains" || widened) {
     j["capacity"] = {{"source", res.capacity_source},   {"capacity_bps", res.capacity_bps},
                      {"low_bps", res.low_bps},          {"high_bps", res.high_bps},
                      {"kde_bandwidth_bps", res.kde_bandwidth_bps}, {"lower_bound", res.lower_bound}};
@@ -100,7 +102,7 @@ void apply_capacity_checks(CapacityResult& res, const nlohmann::json& j) {
   if (j.contains("shaper_check")) {
     res.shaper = shaper_from_json(j.at("shaper"), j.at("shaper_check"));
   }
-  if (j.contains("capacity")) {  // written only when the checks replaced the estimate
+  if (j.contains("capacity")) {  // written only when the checks replaced or widened the estimate
     const auto& k = j.at("capacity");
     res.capacity_source = k.at("source").get<std::string>();
     res.capacity_bps = k.at("capacity_bps").get<double>();
