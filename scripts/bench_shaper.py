@@ -38,12 +38,12 @@ def err(a, b):
     return None if a is None or not b else a / b - 1
 
 
-def one(L, rate, burst, frac, k, docs=None):
+def one(L, rate, burst, frac, k, docs=None, verbose=False):
     R = L.ground_truth_capacity(ip_len=1500)
     w = L.cross_window(2)
     t0 = time.monotonic()
     p = L.run_in_prober(["taskset", "-c", "0", BIN, "measure", L.target_ip, "--no-hops",
-                         "--json"], timeout=120)
+                         "--json"] + (["-v"] if verbose else []), timeout=120)
     elapsed = time.monotonic() - t0
     X = w.stop().bps if frac > 0 else 0.0
     doc = json.loads(p.stdout)
@@ -88,6 +88,8 @@ def main():
     ap.add_argument("--append", action="store_true", help="add to the existing csv")
     ap.add_argument("--out", default=os.path.join(ROOT, "results", "shaper_benchmark"))
     ap.add_argument("--docs", help="keep each run's JSON document (and stderr) in this folder")
+    ap.add_argument("--verbose", action="store_true", help="run linkwidth with -v (its stderr "
+                    "goes into --docs)")
     a = ap.parse_args()
     rows = []
     if a.append and os.path.exists(a.out + ".csv"):
@@ -105,7 +107,7 @@ def main():
                     if x:
                         time.sleep(0.5)
                     for k in range(a.runs):
-                        r = one(L, rate, burst, a.cross, k, a.docs)
+                        r = one(L, rate, burst, a.cross, k, a.docs, a.verbose)
                         rows.append(r)
                         print(f"{rate / 1e6:g}M {burst / 1e3:g}K run {k}: exit {r['exit']} "
                               f"rate {pct(r['rate_err'])} bucket {pct(r['bucket_err'])} "

@@ -280,8 +280,8 @@ ShaperRecord run_shaper_probe(Session& s, const Config& c, const std::atomic<boo
     // at 20 Mbit/s came back at 976 Mbit/s, under 0.9 of it, the probe said
     // "none" and the avail-bw search read the burst (+3401%, 2 runs of 4 in
     // the token-bucket benchmark at 917d250).
-    const bool as_fast_as_trains = !f.found && f.reason == "no level shift" && h.fast_bps > 0 &&
-                                   f.stream_rate_bps >= 0.8 * h.fast_bps;
+    const bool line = !f.found && f.reason == "no level shift" && f.stream_rate_bps > 0;
+    const bool as_fast_as_trains = line && h.fast_bps > 0 && f.stream_rate_bps >= 0.8 * h.fast_bps;
     const bool passed_whole = f.uncompressed || as_fast_as_trains;
     if (passed_whole && grown >= h.growths) {
       // A fast path that the trains could not tell from a bucket: the
@@ -296,15 +296,15 @@ ShaperRecord run_shaper_probe(Session& s, const Config& c, const std::atomic<boo
       break;
     }
     // After capacity_lower_bound (trains as fast as we send), a stream that
-    // came back as one line at under half the trains' rate did not empty a
-    // bucket in view either: it met one the trains had left part-full, near
-    // its end, or the tail of its queue (a 3 MB bucket at 20 Mbit/s under
-    // cross traffic: 2.5 MB back at 398 Mbit/s, trains at 1 Gbit/s). A
-    // longer stream, as for one that passed whole.
-    const bool slowed_line = h.trigger == "capacity_lower_bound" && !f.found &&
-                             f.reason == "no level shift" && h.fast_bps > 0 &&
-                             f.stream_rate_bps > 0 && f.stream_rate_bps < 0.5 * h.fast_bps &&
-                             grown < h.growths;
+    // came back as one line did not empty a bucket in view, whatever its
+    // rate: at under half the trains' it met one the trains had left
+    // part-full, near its end, or the tail of its queue (a 3 MB bucket at 20
+    // Mbit/s under cross traffic: 2.5 MB back at 398 Mbit/s, trains at 1
+    // Gbit/s); near the trains' rate it stayed inside it (the fastest sizing
+    // train is no steady reference: a 2.7 MB stream back at 976 Mbit/s was
+    // under 0.8 of it, and the probe said "none" again). A longer stream, as
+    // for one that passed whole.
+    const bool slowed_line = h.trigger == "capacity_lower_bound" && line && grown < h.growths;
     if (passed_whole || slowed_line) {
       // The whole stream passed at the rate we sent it: a bucket larger
       // than the stream, or no shaper and a path at least that fast.
