@@ -349,6 +349,23 @@ TEST_CASE("gaps: when they replace the trains' estimate", "[capacity_gaps]") {
   GapEstimate wide = g;
   wide.capacity = est(100e6, 95e6, 105e6);
   CHECK(judge_gaps(wide, est(97e6, 96e6, 99.5e6), 1e9, false) == "agrees");
+  // Lower, inside a wide interval of the trains (a two-length fit under heavy
+  // cross traffic extrapolated above every train): adopted when much sharper,
+  // clearly apart and CapProbe agrees.
+  GapEstimate sharp;
+  sharp.capacity = est(122.1e6, 120.4e6, 126.3e6);
+  sharp.min_delay_bps = 121.9e6;
+  const CapacityEstimate extrapolated = est(157e6, 70e6, 203e6);
+  CHECK(judge_gaps(sharp, extrapolated, 1e9, false) == "adopted");
+  // ... not when the least-delayed spans disagree,
+  GapEstimate sharp_squeezed = sharp;
+  sharp_squeezed.min_delay_bps = 110e6;
+  CHECK(judge_gaps(sharp_squeezed, extrapolated, 1e9, false) == "agrees");
+  // ... nor when the two are within 1% (or twice the gaps' half-width),
+  CHECK(judge_gaps(g, est(99.5e6, 90e6, 110e6), 1e9, false) == "agrees");
+  CHECK(judge_gaps(sharp, est(125e6, 70e6, 180e6), 1e9, false) == "agrees");
+  // ... nor when their interval is not under half the trains'.
+  CHECK(judge_gaps(wide, est(110e6, 100e6, 120e6), 1e9, false) == "agrees");
   // Below the trains: only trains that lost load unseen (they read high) give way.
   const CapacityEstimate high = est(110e6, 108e6, 112e6);
   CHECK(judge_gaps(g, high, 1e9, false) == "below_trains");
