@@ -348,9 +348,9 @@ ShaperRecord run_shaper_probe(Session& s, const Config& c, const std::atomic<boo
     // a sustained phase at our own sending rate...): 2.6 MB back at 975
     // Mbit/s said "none" once more. A longer stream, as for one that passed
     // whole.
-    const bool slowed_line = h.trigger == "capacity_lower_bound" && !f.found &&
+    const bool lower_bound_stream = h.trigger == "capacity_lower_bound" && !f.found &&
                              f.stream_rate_bps > 0 && grown < h.growths;
-    if (passed_whole || slowed_line) {
+    if (passed_whole || lower_bound_stream) {
       // The whole stream passed at the rate we sent it: a bucket larger
       // than the stream, or no shaper and a path at least that fast.
       rec.not_emptied = true;
