@@ -123,6 +123,8 @@ def main():
         wr.writerows(rows)
     rev = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
                          capture_output=True, text=True).stdout.strip()
+    if subprocess.run(["git", "-C", ROOT, "diff", "--quiet", "HEAD", "--", "src", "include"]).returncode:
+        rev += " with uncommitted changes to src/ or include/"
     lines = [f"# Token-bucket benchmark ({datetime.date.today()}, commit {rev})", "",
              "`" + " ".join(["python3", "scripts/bench_shaper.py", *sys.argv[1:]]) + "`"
              " (under the lab lock; linkwidth on CPU 0, cross traffic on CPU 1).", "",

@@ -123,6 +123,7 @@ double shaper_drain_time_s(double bucket_bytes, double rate_bps, double offered_
 ShaperFinding detect_shaper(const std::vector<ShaperPoint>& points, double offered_bps,
                             const ShaperOptions& opt) {
   ShaperFinding f;
+  f.offered_bps = offered_bps;
   // Usable points: answered, in send order, replies not running backwards (a
   // reordered reply is dropped). The first answered marker is the origin.
   std::vector<double> x, y;  // Mbit after the origin, seconds after its reply

@@ -91,6 +91,7 @@ struct ShaperFinding {
   bool peak_at_offered = false;   // the burst phase came at the offered rate: the peak is at least that
   double bucket_bytes = 0;        // the bucket's content at the head (IP bytes)
   double stream_rate_bps = 0;     // one line through every used point (no shaper: the path's rate)
+  double offered_bps = 0;         // the rate the stream was sent at (0: unknown)
   Nanos shift_time = 0;           // reply time of the shift, relative to the head reply
   int points = 0;                 // replies used
   int burst_points = 0;           // of them in the burst phase (head included)

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "estimate/shaper.hpp"
+#include "app/runs/shaper_run.hpp"
 #include "plan/shaper_plan.hpp"
 
 using namespace lw;
@@ -639,4 +640,40 @@ TEST_CASE("shaper: a ragged sustained phase is not a bucket's line", "[shaper]")
     REQUIRE(f.found);
     CHECK(f.rate_high_bps - f.rate_low_bps <= 0.2 * f.rate_bps);
   }
+}
+
+TEST_CASE("a stream passed whole: at our rate, or one line about as fast as the bucket's trains") {
+  ShaperHints h;
+  h.trigger = "replies_lost";
+  h.fast_bps = 6e6;
+  ShaperFinding f;
+  f.reason = "no level shift";
+  f.stream_rate_bps = 6.3e6;
+  CHECK(stream_passed_whole(f, h));
+  // Well above every train: load a small queue dropped, counted over the
+  // bare-SYN markers' times (benchmark path 12), not a bucket.
+  f.stream_rate_bps = 9.1e6;
+  f.offered_bps = 865e6;
+  CHECK_FALSE(stream_passed_whole(f, h));
+  // Near our own sending (a sizing train a busy host slowed is a low
+  // reference): passed whole.
+  h.fast_bps = 500e6;
+  f.stream_rate_bps = 0.8e9;
+  CHECK(stream_passed_whole(f, h));
+  h.fast_bps = 6e6;
+  f.stream_rate_bps = 4.0e6;  // compressed below the trains
+  CHECK_FALSE(stream_passed_whole(f, h));
+  // After capacity_lower_bound the trains read our own sending: any rate
+  // from 0.8 of them up.
+  h.trigger = "capacity_lower_bound";
+  h.fast_bps = 1.2e9;
+  f.stream_rate_bps = 0.976e9;
+  CHECK(stream_passed_whole(f, h));
+  f.stream_rate_bps = 1.6e9;
+  CHECK(stream_passed_whole(f, h));
+  // A stream that showed a shift, or came back at our rate.
+  f.reason = "burst too small";
+  CHECK_FALSE(stream_passed_whole(f, h));
+  f.uncompressed = true;
+  CHECK(stream_passed_whole(f, h));
 }

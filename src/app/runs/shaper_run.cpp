@@ -93,6 +93,34 @@ void keep_finding(const ShaperFinding& f, ShaperRecord& rec) {
 
 }  // namespace
 
+// A stream that came back as one line about as fast as the trains that
+// fit the bucket said nothing the trains had not: it stayed inside any
+// bucket there is, as one that came back at our own rate. Not only
+// "uncompressed" (0.9 of what we sent): on the lab's gigabit veth path
+// our sending outran the forwarding, a 2.3 MB stream into a 3 MB bucket
+// at 20 Mbit/s came back at 976 Mbit/s, under 0.9 of it, the probe said
+// "none" and the avail-bw search read the burst (+3401%, 2 runs of 4 in
+// the token-bucket benchmark at 917d250).
+//
+// About as fast: not well above them either. No bucket lets a stream
+// through faster than the trains that fit it; a stream's markers are bare
+// SYNs, which a byte-limited queue full of our load still takes, so a
+// stream whose load a small queue dropped reads its bits over the
+// markers' times as a rate the path never carried (benchmark path 12: 6
+// Mbit/s behind a 25 KB queue, trains at 4-6, a stream sent at 865
+// Mbit/s "came back" at 9.1 as one line and was reported as a bucket
+// larger than 444 KB). (A stream near our own sending rate, over half of
+// it, is no such artefact: a sizing train slowed by a busy host is a low
+// reference.)
+bool stream_passed_whole(const ShaperFinding& f, const ShaperHints& h) {
+  if (f.uncompressed) return true;
+  const bool line = !f.found && f.reason == "no level shift" && f.stream_rate_bps > 0;
+  const bool near_our_rate = f.offered_bps > 0 && f.stream_rate_bps >= 0.5 * f.offered_bps;
+  return line && h.fast_bps > 0 && f.stream_rate_bps >= 0.8 * h.fast_bps &&
+         (h.trigger == "capacity_lower_bound" || near_our_rate ||
+          f.stream_rate_bps <= 1.25 * h.fast_bps);
+}
+
 ShaperRecord run_shaper_probe(Session& s, const Config& c, const std::atomic<bool>& stop,
                               Nanos t_cap, const ShaperHints& h) {
   ShaperRecord rec;
@@ -313,17 +341,7 @@ ShaperRecord run_shaper_probe(Session& s, const Config& c, const std::atomic<boo
       rec.verdict = "no_replies";
       break;
     }
-    // A stream that came back as one line about as fast as the trains that
-    // fit the bucket said nothing the trains had not: it stayed inside any
-    // bucket there is, as one that came back at our own rate. Not only
-    // "uncompressed" (0.9 of what we sent): on the lab's gigabit veth path
-    // our sending outran the forwarding, a 2.3 MB stream into a 3 MB bucket
-    // at 20 Mbit/s came back at 976 Mbit/s, under 0.9 of it, the probe said
-    // "none" and the avail-bw search read the burst (+3401%, 2 runs of 4 in
-    // the token-bucket benchmark at 917d250).
-    const bool line = !f.found && f.reason == "no level shift" && f.stream_rate_bps > 0;
-    const bool as_fast_as_trains = line && h.fast_bps > 0 && f.stream_rate_bps >= 0.8 * h.fast_bps;
-    const bool passed_whole = f.uncompressed || as_fast_as_trains;
+    const bool passed_whole = stream_passed_whole(f, h);
     if (passed_whole && grown >= h.growths) {
       // A fast path that the trains could not tell from a bucket: the
       // streams passed whole too. No shaper claimed; shaper_check says how

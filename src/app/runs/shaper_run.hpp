@@ -10,6 +10,7 @@
 #include <string>
 
 #include "app/plumbing/config.hpp"
+#include "estimate/shaper.hpp"
 #include "app/plumbing/run_notes.hpp"
 #include "linkwidth/time.hpp"
 #include "nlohmann/json.hpp"
@@ -40,6 +41,13 @@ struct ShaperHints {
   int growths = 3;
   double growth = 4;
 };
+
+// Whether a stream said only that it stayed inside any bucket there is (and
+// is worth a longer one): it came back at the rate we sent it, or as one
+// line about as fast as the trains that fit the bucket (within 0.8-1.25 of
+// the fastest; any rate from 0.8 up after capacity_lower_bound, where those
+// trains read our own sending).
+bool stream_passed_whole(const ShaperFinding& f, const ShaperHints& h);
 
 // Sends the streams and reads them. Sends nothing once `stop` is set or
 // past t_cap.
