@@ -110,7 +110,8 @@ def one(L, cmd, tmp):
 
 def markdown(rows, cmd, load, binary=BIN):
     out = ["# linkwidth through long round trips", "", f"Command: `{cmd}`", "",
-           f"Binary: `{binary}`. Lab: prober -(unshaped, lw_delay RTT/2 each way)- r1 -(50 Mbit/s)- "
+           f"Binary: `{binary}`. Lab: prober -(unshaped, lw_delay RTT/2 each way; RTT 0: no delay "
+           "element, the veth path's own ~0.1 ms)- r1 -(50 Mbit/s)- "
            "target; measure/availbw under 20 Mbit/s UDP cross traffic on link 2. CPU = user+sys "
            f"of linkwidth. Load average at start / end: {load[0]:.1f} / {load[1]:.1f}.", "",
            "| RTT ms | command | runs | exit codes | median error | errors | median wall s | "
