@@ -130,6 +130,10 @@ def check(name, runs=3, bound=0.10):
     for code, doc, _, _ in results:
         assert code == 0, doc
         assert doc["crossing_capacity_source"] in ("narrow_link", "response_slope", None), doc
+        # No token bucket on these paths (issue 13: nothing of the shaper
+        # probe may break a path without one): no shaper reported, not even
+        # a bucket "larger than the caps" (benchmark path 12 was, at 842fe5b).
+        assert doc["shaper"] is None, (doc["shaper"], doc["shaper_check"])
     assert statistics.median(abs(e) for e in errs) <= bound, text
     assert held >= runs - 1, f"range held the truth in {held} of {runs} runs; errors {text}"
     return results

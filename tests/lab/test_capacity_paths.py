@@ -224,6 +224,8 @@ def test_capacity_median_within_3_percent(name):
         assert code == 0, doc
         assert doc["capacity_low_bps"] <= doc["capacity_bps"] <= doc["capacity_high_bps"], doc
         assert not doc.get("capacity_is_lower_bound"), doc
+        # No token bucket on these paths: none reported (issue 13).
+        assert doc["shaper"] is None, (doc["shaper"], doc["shaper_check"])
         # The phase stays short and non-intrusive.
         assert doc["elapsed_s"] < 20, doc["elapsed_s"]
         # The shaper probe, when cross traffic triggers it, has its own caps
