@@ -114,4 +114,26 @@ HopsEstimate estimate_hops(const std::vector<HopTrainTiming>& trains, const Hops
   return e;
 }
 
+int narrow_hop_above_trains(const std::vector<HopRate>& hops, double trains_bps, double high_bps) {
+  if (!(trains_bps > 0) || !(high_bps > trains_bps)) return -1;
+  constexpr double kAbove = 1.05, kSlack = 1.03, kChoke = 0.5;
+  const int H = static_cast<int>(hops.size());
+  int found = -1;
+  for (int k = 0; k < H; ++k) {
+    const HopRate& h = hops[k];
+    if (!h.used || !(h.rate_bps > kAbove * trains_bps) || h.rate_bps > high_bps ||
+        h.choke_fraction < kChoke) {
+      continue;
+    }
+    bool later_faster = false, later_slower = false;
+    for (int j = k + 1; j < H; ++j) {
+      if (!hops[j].used || !(hops[j].rate_bps > 0)) continue;
+      later_faster = later_faster || hops[j].rate_bps > kSlack * h.rate_bps;
+      later_slower = later_slower || kAbove * hops[j].rate_bps < h.rate_bps;
+    }
+    if (!later_faster && later_slower) found = k;
+  }
+  return found;
+}
+
 }  // namespace lw

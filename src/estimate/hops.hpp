@@ -72,4 +72,23 @@ double hop_dispersion(const HopTrainTiming& t, int k);
 // the same number of hops.
 HopsEstimate estimate_hops(const std::vector<HopTrainTiming>& trains, const HopsFilter& f);
 
+// `measure`: the narrow link's hop when the capacity trains read low because a
+// loaded link after the narrow one spread them (the gap check found the gaps
+// between back-to-back replies above the trains, `gaps_above_trains`: the
+// interval [trains, high] holds the capacity). The trains read C_t·C/(C + X_t)
+// at the target, but at the hop the narrow link ends they have not met that
+// link yet: their rate there is the narrow link's. A hop qualifies when it
+// slowed most trains (choke_fraction >= 0.5), its rate lies above the trains'
+// by more than 5% and at most at `high_bps`, no later used hop reads faster
+// (3% slack), and a later used hop reads more than 5% slower: the loaded link
+// showed after it (never the last hop, which reads what the capacity trains
+// read: the lab's benchmark path 4 rebuilt, the target's hop read 14.8 where
+// the trains read 14.0). The last such hop; -1 when none.
+struct HopRate {
+  bool used = false;
+  double rate_bps = 0;
+  double choke_fraction = 0;
+};
+int narrow_hop_above_trains(const std::vector<HopRate>& hops, double trains_bps, double high_bps);
+
 }  // namespace lw

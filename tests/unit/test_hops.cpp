@@ -296,3 +296,49 @@ TEST_CASE("marker kinds: a hop silent to one kind switches to the other once") {
   CHECK_FALSE(tg.record(false, true));
   CHECK(tg.kind == MarkerKind::kTarget);
 }
+
+TEST_CASE("the narrow link's hop when a loaded link after it spread the capacity trains") {
+  // Benchmark path 4: 382 -> 21.6 -> 25.9 Mbit/s (15.7 of CBR on the last):
+  // the trains read 15.4 at the target, the gaps 26.0; the hops phase's
+  // trains left hop 2 at 21.55.
+  std::vector<HopRate> h = {{true, 479.8e6, 1.0}, {true, 21.55e6, 1.0}, {true, 14.89e6, 1.0}};
+  CHECK(narrow_hop_above_trains(h, 15.44e6, 26.04e6) == 1);
+  // Not above the trains (the narrow link's own cross traffic slowed it).
+  CHECK(narrow_hop_above_trains(h, 21.0e6, 26.04e6) == -1);
+  // Above what the gaps allow: no.
+  CHECK(narrow_hop_above_trains(h, 15.44e6, 21.0e6) == -1);
+  // No interval above the trains: nothing to choose within.
+  CHECK(narrow_hop_above_trains(h, 15.44e6, 15.44e6) == -1);
+  CHECK(narrow_hop_above_trains(h, 0, 26.04e6) == -1);
+  // A hop that slowed few trains, or that was not used, is not the narrow link.
+  h[1].choke_fraction = 0.25;
+  CHECK(narrow_hop_above_trains(h, 15.44e6, 26.04e6) == -1);
+  h[1].choke_fraction = 1.0;
+  h[1].used = false;
+  CHECK(narrow_hop_above_trains(h, 15.44e6, 26.04e6) == -1);
+  h[1].used = true;
+  // A later hop that reads faster contradicts it (dispersion only grows).
+  h.push_back({true, 23.0e6, 0.0});
+  CHECK(narrow_hop_above_trains(h, 15.44e6, 26.04e6) == -1);
+  h.back().rate_bps = 14.5e6;
+  CHECK(narrow_hop_above_trains(h, 15.44e6, 26.04e6) == 1);
+  // The target's hop reads what the capacity trains read, a little above
+  // them now and then (path 4 rebuilt: 14.8 against 14.0): never chosen, no
+  // loaded link shows after it.
+  const std::vector<HopRate> t = {{true, 479.8e6, 1.0}, {true, 21.6e6, 1.0}, {true, 14.81e6, 1.0}};
+  CHECK(narrow_hop_above_trains(t, 14.0e6, 26.1e6) == 1);
+  const std::vector<HopRate> only_target = {{true, 479.8e6, 1.0}, {true, 14.81e6, 1.0}};
+  CHECK(narrow_hop_above_trains(only_target, 14.0e6, 26.1e6) == -1);
+}
+
+TEST_CASE("the last qualifying hop: a narrower link after a wider one") {
+  // 142.7 -> 142.7 -> 22.9 (choke) -> 20.8 (few chokes) -> 20.4: path 19.
+  const std::vector<HopRate> h = {{true, 142.7e6, 1.0}, {true, 142.7e6, 0.0},
+                                  {true, 22.88e6, 1.0}, {true, 20.79e6, 0.125},
+                                  {true, 20.38e6, 0.0}};
+  CHECK(narrow_hop_above_trains(h, 19.42e6, 75.76e6) == 2);
+  // Two chokes above the trains: the later (narrower) one.
+  const std::vector<HopRate> g = {{true, 479e6, 1.0}, {true, 60e6, 1.0}, {true, 40e6, 1.0},
+                                  {true, 25e6, 1.0}};
+  CHECK(narrow_hop_above_trains(g, 25e6, 70e6) == 2);
+}

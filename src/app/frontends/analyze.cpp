@@ -532,6 +532,7 @@ MeasureResult replay_measure(const RecordedFile& f, const OfflineRead& r, const 
       finish();
       return m;
     }
+    if (!(c.capacity_bps > 0)) narrow_capacity_from_hops(m, &C);
   }
   const RecordedPhase& ph = f.availbw;
   if (ph.run.is_null()) {

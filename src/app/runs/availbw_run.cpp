@@ -12,6 +12,7 @@
 #include "app/plumbing/session.hpp"
 #include "estimate/availbw.hpp"
 #include "estimate/capacity.hpp"
+#include "estimate/hops.hpp"
 #include "estimate/stats.hpp"
 #include "linkwidth/error.hpp"
 #include "plan/capacity_plan.hpp"
@@ -986,6 +987,40 @@ void add_availbw(MeasureResult& m, AvailbwResult a, unsigned capture_drops) {
   }
 }
 
+void narrow_capacity_from_hops(MeasureResult& m, double* capacity_bps) {
+  CapacityResult& cap = m.capacity;
+  const bool widened = cap.gap_check.is_object() && cap.gap_check.value("widened", false);
+  if (!m.has_hops || !widened || !cap.valid || cap.lower_bound ||
+      cap.capacity_source != "rst_trains" || cap.shaper.found) {
+    return;
+  }
+  std::vector<HopRate> rates;
+  for (const HopRecord& h : m.hops.hops) rates.push_back({h.used, h.rate_bps, h.choke_fraction});
+  const int k = narrow_hop_above_trains(rates, cap.capacity_bps, cap.high_bps);
+  if (k < 0) return;
+  const HopRecord& h = m.hops.hops[static_cast<std::size_t>(k)];
+  cap.warnings.push_back(
+      {WarningCode::kCapacityFromHop,
+       "the capacity trains read " + format_rate(cap.capacity_bps) +
+           " at the target, slowed by a loaded link after the narrow one (gaps_above_trains); "
+           "the hops phase's trains left hop " +
+           std::to_string(k + 1) + " at " + format_rate(h.rate_bps) +
+           ", before that link: the capacity is that hop's rate"});
+  cap.capacity_bps = h.rate_bps;
+  cap.low_bps = std::min(cap.low_bps, h.rate_bps);
+  cap.high_bps = std::max(cap.high_bps, h.rate_bps);
+  cap.capacity_source = "hop_dispersion";
+  *capacity_bps = h.rate_bps;
+  HopsResult& hr = m.hops;
+  hr.bottleneck_hop = k + 1;
+  hr.bottleneck_addr = h.addr;
+  hr.bottleneck_rate_bps = h.rate_bps;
+  hr.bottleneck_confidence = h.choke_fraction;
+  int earliest = k;
+  while (earliest > 0 && !hr.hops[static_cast<std::size_t>(earliest - 1)].used) --earliest;
+  hr.bottleneck_earliest_hop = earliest + 1;
+}
+
 MeasureResult run_measure(const Config& c, const std::atomic<bool>& stop) {
   MeasureResult m;
   m.command = c.command;
@@ -1036,6 +1071,7 @@ MeasureResult run_measure(const Config& c, const std::atomic<bool>& stop) {
       finish();
       return m;
     }
+    if (!(c.capacity_bps > 0)) narrow_capacity_from_hops(m, &C);
   }
   const unsigned drops_before = session->prober->capture_stats().dropped;
   // A token bucket: the avail-bw from its refill (app/shaper_run.hpp).

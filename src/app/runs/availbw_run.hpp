@@ -49,6 +49,14 @@ Config availbw_config_from(const nlohmann::json& j);
 // After the capacity phase of `measure`/`availbw`: false (the avail-bw
 // result says why) if the search cannot run, else *capacity_bps is its upper end.
 bool capacity_phase_done(MeasureResult& m, double* capacity_bps, bool with_hops = false);
+
+// `measure`, after the hops phase: where the gap check found the capacity
+// trains slowed by a loaded link after the narrow one (gaps_above_trains),
+// the hop the narrow link ends at (estimate/hops.hpp, narrow_hop_above_trains)
+// gives the capacity: capacity_source "hop_dispersion", warning
+// capacity_from_hop, the bottleneck hop named there, *capacity_bps updated
+// for the avail-bw search. The same live and in `linkwidth analyze`.
+void narrow_capacity_from_hops(MeasureResult& m, double* capacity_bps);
 // --capacity given: the capacity part of the result (its endpoints already set).
 void given_capacity(MeasureResult& m, double capacity_bps);
 // The avail-bw phase's result into the document, after the earlier warnings.
