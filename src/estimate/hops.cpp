@@ -114,8 +114,9 @@ HopsEstimate estimate_hops(const std::vector<HopTrainTiming>& trains, const Hops
   return e;
 }
 
-int narrow_hop_above_trains(const std::vector<HopRate>& hops, double trains_bps, double high_bps) {
-  if (!(trains_bps > 0) || !(high_bps > trains_bps)) return -1;
+int narrow_hop_above_trains(const std::vector<HopRate>& hops, double trains_bps, double high_bps,
+                            double later_bps) {
+  if (!(trains_bps > 0) || !(high_bps > trains_bps) || !(later_bps > 0)) return -1;
   constexpr double kAbove = 1.05, kSlack = 1.03, kChoke = 0.5;
   const int H = static_cast<int>(hops.size());
   int found = -1;
@@ -125,6 +126,8 @@ int narrow_hop_above_trains(const std::vector<HopRate>& hops, double trains_bps,
         h.choke_fraction < kChoke) {
       continue;
     }
+    // Cross traffic on the later link at its whole rate would leave this.
+    if (trains_bps <= later_bps * h.rate_bps / (h.rate_bps + later_bps)) continue;
     bool later_faster = false, later_slower = false;
     for (int j = k + 1; j < H; ++j) {
       if (!hops[j].used || !(hops[j].rate_bps > 0)) continue;

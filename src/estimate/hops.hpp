@@ -83,12 +83,18 @@ HopsEstimate estimate_hops(const std::vector<HopTrainTiming>& trains, const Hops
 // (3% slack), and a later used hop reads more than 5% slower: the loaded link
 // showed after it (never the last hop, which reads what the capacity trains
 // read: the lab's benchmark path 4 rebuilt, the target's hop read 14.8 where
-// the trains read 14.0). The last such hop; -1 when none.
+// the trains read 14.0). And the drop from the hop's rate r to the trains'
+// T must be one that cross traffic X < C_t on the later link can make:
+// T = C_t r / (r + X) > C_t r / (r + C_t), C_t the gaps' reading
+// `later_bps` (benchmark path 14: trains right at 61.9, gaps refused at 445
+// from a TCP-loaded link after it, and hop 1 at 405.7 was taken for the
+// narrow link: +558%). The last such hop; -1 when none.
 struct HopRate {
   bool used = false;
   double rate_bps = 0;
   double choke_fraction = 0;
 };
-int narrow_hop_above_trains(const std::vector<HopRate>& hops, double trains_bps, double high_bps);
+int narrow_hop_above_trains(const std::vector<HopRate>& hops, double trains_bps, double high_bps,
+                            double later_bps);
 
 }  // namespace lw

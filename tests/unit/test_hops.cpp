@@ -302,33 +302,33 @@ TEST_CASE("the narrow link's hop when a loaded link after it spread the capacity
   // the trains read 15.4 at the target, the gaps 26.0; the hops phase's
   // trains left hop 2 at 21.55.
   std::vector<HopRate> h = {{true, 479.8e6, 1.0}, {true, 21.55e6, 1.0}, {true, 14.89e6, 1.0}};
-  CHECK(narrow_hop_above_trains(h, 15.44e6, 26.04e6) == 1);
+  CHECK(narrow_hop_above_trains(h, 15.44e6, 26.04e6, 25.95e6) == 1);
   // Not above the trains (the narrow link's own cross traffic slowed it).
-  CHECK(narrow_hop_above_trains(h, 21.0e6, 26.04e6) == -1);
+  CHECK(narrow_hop_above_trains(h, 21.0e6, 26.04e6, 25.95e6) == -1);
   // Above what the gaps allow: no.
-  CHECK(narrow_hop_above_trains(h, 15.44e6, 21.0e6) == -1);
+  CHECK(narrow_hop_above_trains(h, 15.44e6, 21.0e6, 25.95e6) == -1);
   // No interval above the trains: nothing to choose within.
-  CHECK(narrow_hop_above_trains(h, 15.44e6, 15.44e6) == -1);
-  CHECK(narrow_hop_above_trains(h, 0, 26.04e6) == -1);
+  CHECK(narrow_hop_above_trains(h, 15.44e6, 15.44e6, 25.95e6) == -1);
+  CHECK(narrow_hop_above_trains(h, 0, 26.04e6, 25.95e6) == -1);
   // A hop that slowed few trains, or that was not used, is not the narrow link.
   h[1].choke_fraction = 0.25;
-  CHECK(narrow_hop_above_trains(h, 15.44e6, 26.04e6) == -1);
+  CHECK(narrow_hop_above_trains(h, 15.44e6, 26.04e6, 25.95e6) == -1);
   h[1].choke_fraction = 1.0;
   h[1].used = false;
-  CHECK(narrow_hop_above_trains(h, 15.44e6, 26.04e6) == -1);
+  CHECK(narrow_hop_above_trains(h, 15.44e6, 26.04e6, 25.95e6) == -1);
   h[1].used = true;
   // A later hop that reads faster contradicts it (dispersion only grows).
   h.push_back({true, 23.0e6, 0.0});
-  CHECK(narrow_hop_above_trains(h, 15.44e6, 26.04e6) == -1);
+  CHECK(narrow_hop_above_trains(h, 15.44e6, 26.04e6, 25.95e6) == -1);
   h.back().rate_bps = 14.5e6;
-  CHECK(narrow_hop_above_trains(h, 15.44e6, 26.04e6) == 1);
+  CHECK(narrow_hop_above_trains(h, 15.44e6, 26.04e6, 25.95e6) == 1);
   // The target's hop reads what the capacity trains read, a little above
   // them now and then (path 4 rebuilt: 14.8 against 14.0): never chosen, no
   // loaded link shows after it.
   const std::vector<HopRate> t = {{true, 479.8e6, 1.0}, {true, 21.6e6, 1.0}, {true, 14.81e6, 1.0}};
-  CHECK(narrow_hop_above_trains(t, 14.0e6, 26.1e6) == 1);
+  CHECK(narrow_hop_above_trains(t, 14.0e6, 26.1e6, 25.95e6) == 1);
   const std::vector<HopRate> only_target = {{true, 479.8e6, 1.0}, {true, 14.81e6, 1.0}};
-  CHECK(narrow_hop_above_trains(only_target, 14.0e6, 26.1e6) == -1);
+  CHECK(narrow_hop_above_trains(only_target, 14.0e6, 26.1e6, 25.95e6) == -1);
 }
 
 TEST_CASE("the last qualifying hop: a narrower link after a wider one") {
@@ -336,9 +336,25 @@ TEST_CASE("the last qualifying hop: a narrower link after a wider one") {
   const std::vector<HopRate> h = {{true, 142.7e6, 1.0}, {true, 142.7e6, 0.0},
                                   {true, 22.88e6, 1.0}, {true, 20.79e6, 0.125},
                                   {true, 20.38e6, 0.0}};
-  CHECK(narrow_hop_above_trains(h, 19.42e6, 75.76e6) == 2);
+  CHECK(narrow_hop_above_trains(h, 19.42e6, 75.76e6, 74.3e6) == 2);
   // Two chokes above the trains: the later (narrower) one.
   const std::vector<HopRate> g = {{true, 479e6, 1.0}, {true, 60e6, 1.0}, {true, 40e6, 1.0},
-                                  {true, 25e6, 1.0}};
-  CHECK(narrow_hop_above_trains(g, 25e6, 70e6) == 2);
+                                  {true, 29e6, 1.0}};
+  CHECK(narrow_hop_above_trains(g, 30e6, 70e6, 68e6) == 2);
+}
+
+TEST_CASE("no hop whose drop to the trains no cross traffic on the later link explains") {
+  // Benchmark path 14 at 6267dbf: the trains read the narrow link right
+  // (61.9, hop 2), the gaps 445 (a TCP-loaded 462 Mbit/s link after it), and
+  // hop 1 at 405.7 was taken for the narrow link. From 405.7 down to 61.9
+  // would need more cross traffic than a 445 Mbit/s link carries.
+  const std::vector<HopRate> h = {{true, 405.74e6, 1.0}, {true, 61.86e6, 1.0},
+                                  {true, 61.88e6, 0.0}, {true, 61.56e6, 0.0}};
+  CHECK(narrow_hop_above_trains(h, 61.86e6, 476.81e6, 445.18e6) == -1);
+  // Path 4's drop, 21.55 to 15.44 behind a 25.95 link: X = 10.7, possible.
+  const std::vector<HopRate> p4 = {{true, 479.8e6, 1.0}, {true, 21.55e6, 1.0},
+                                   {true, 14.89e6, 1.0}};
+  CHECK(narrow_hop_above_trains(p4, 15.44e6, 26.04e6, 25.95e6) == 1);
+  // No gaps' reading: nothing.
+  CHECK(narrow_hop_above_trains(p4, 15.44e6, 26.04e6, 0) == -1);
 }

@@ -996,7 +996,11 @@ void narrow_capacity_from_hops(MeasureResult& m, double* capacity_bps) {
   }
   std::vector<HopRate> rates;
   for (const HopRecord& h : m.hops.hops) rates.push_back({h.used, h.rate_bps, h.choke_fraction});
-  const int k = narrow_hop_above_trains(rates, cap.capacity_bps, cap.high_bps);
+  // The gaps' reading: the loaded later link's rate (its upper end if none).
+  const double later = cap.gap_check.value("capacity_bps", 0.0) > 0
+                           ? cap.gap_check.value("capacity_bps", 0.0)
+                           : cap.high_bps;
+  const int k = narrow_hop_above_trains(rates, cap.capacity_bps, cap.high_bps, later);
   if (k < 0) return;
   const HopRecord& h = m.hops.hops[static_cast<std::size_t>(k)];
   cap.warnings.push_back(
