@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 #include <random>
 
+#include "app/runs/capacity_run.hpp"
 #include "estimate/capacity.hpp"
 #include "estimate/stats.hpp"
 
@@ -386,4 +387,32 @@ TEST_CASE("dense mode: the most populous group of closely agreeing train rates",
     spread.insert(spread.end(), 5, 20e6);  // 5 of 35: under 35%
     CHECK_FALSE(dense_mode(spread).found);
   }
+}
+
+TEST_CASE("the capacity interval is at least +-0.3% of the estimate, never narrowed") {
+  CapacityResult r;
+  r.valid = true;
+  r.capacity_bps = 5.718e6;
+  r.low_bps = 5.716e6;  // benchmark path 20: a +-0.05% interval, truth 5.726
+  r.high_bps = 5.725e6;
+  add_systematic_margin(r);
+  CHECK(r.low_bps == Approx(5.718e6 * 0.997));
+  CHECK(r.high_bps == Approx(5.718e6 * 1.003));
+  CHECK(r.high_bps >= 5.726e6);
+  // A wider interval stays as it was.
+  r.low_bps = 4e6;
+  r.high_bps = 7e6;
+  add_systematic_margin(r);
+  CHECK(r.low_bps == 4e6);
+  CHECK(r.high_bps == 7e6);
+  // A lower bound, or no estimate: untouched.
+  CapacityResult lb = r;
+  lb.lower_bound = true;
+  lb.low_bps = lb.high_bps = 5.718e6;
+  add_systematic_margin(lb);
+  CHECK(lb.low_bps == 5.718e6);
+  CapacityResult none;
+  add_systematic_margin(none);
+  CHECK(none.low_bps == 0);
+  CHECK(none.high_bps == 0);
 }

@@ -458,6 +458,7 @@ CapacityResult replay_capacity(const RecordedPhase& ph, const OfflineRead& r,
     res.warnings.push_back(
         {WarningCode::kCaptureTruncated, "the capture file ends inside a packet record"});
   }
+  add_systematic_margin(res);
   return res;
 }
 

@@ -223,7 +223,14 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
   prober.note(phase_note_json(CapacityEndNote{res.stop_reason, res.elapsed_s, res.probe_packets,
                                               res.probe_bytes, cs.dropped, checks}));
   ss.packet_size = trains.packet_size;  // a path-MTU shrink holds for later phases too
+  add_systematic_margin(res);
   return res;
+}
+
+void add_systematic_margin(CapacityResult& res) {
+  if (!res.valid || res.lower_bound || !(res.capacity_bps > 0)) return;
+  res.low_bps = std::min(res.low_bps, res.capacity_bps * (1 - kSystematicRel));
+  res.high_bps = std::max(res.high_bps, res.capacity_bps * (1 + kSystematicRel));
 }
 
 namespace {
