@@ -5,6 +5,7 @@
 #include <random>
 #include <set>
 
+#include "app/runs/availbw_run.hpp"
 #include "estimate/hops.hpp"
 #include "plan/hops_plan.hpp"
 
@@ -357,4 +358,53 @@ TEST_CASE("no hop whose drop to the trains no cross traffic on the later link ex
   CHECK(narrow_hop_above_trains(p4, 15.44e6, 26.04e6, 25.95e6) == 1);
   // No gaps' reading: nothing.
   CHECK(narrow_hop_above_trains(p4, 15.44e6, 26.04e6, 0) == -1);
+}
+
+TEST_CASE("measure takes the narrow link's hop rate when the gaps read above the trains") {
+  // Benchmark path 6 at b93126c: our own 47.8 Mbit/s link is the narrow one,
+  // a loaded 127 Mbit/s link after it; trains 41.0, gaps 51.5 [41.2, 57.2]
+  // ("agrees"), hops 48.0, 47.9, 48.1 and 43.3 at the target.
+  MeasureResult m;
+  m.has_hops = true;
+  m.capacity.valid = true;
+  m.capacity.capacity_bps = 40.96e6;
+  m.capacity.low_bps = 35.68e6;
+  m.capacity.high_bps = 43.91e6;
+  m.capacity.gap_check = {{"verdict", "agrees"}, {"capacity_bps", 51.52e6},
+                          {"low_bps", 41.23e6}, {"high_bps", 57.21e6}};
+  for (const auto& [rate, choke] : std::vector<std::pair<double, double>>{
+           {48.04e6, 1.0}, {47.88e6, 0.0}, {48.14e6, 0.0}, {43.29e6, 0.375}}) {
+    HopRecord h;
+    h.ttl = static_cast<int>(m.hops.hops.size()) + 1;
+    h.used = true;
+    h.rate_bps = rate;
+    h.choke_fraction = choke;
+    m.hops.hops.push_back(h);
+  }
+  m.hops.bottleneck_hop = 4;
+  MeasureResult same = m;
+  double C = 40.96e6;
+  narrow_capacity_from_hops(m, &C);
+  CHECK(C == 48.04e6);
+  CHECK(m.capacity.capacity_bps == 48.04e6);
+  CHECK(m.capacity.capacity_source == "hop_dispersion");
+  CHECK(m.capacity.low_bps <= 47.75e6);
+  CHECK(m.capacity.high_bps >= 57.21e6);
+  CHECK(m.hops.bottleneck_hop == 1);
+  CHECK(m.capacity.warnings.size() == 1);
+  CHECK(m.capacity.warnings[0].code == "capacity_from_hop");
+  // Gaps that agree and read within 5% of the trains: nothing changes.
+  same.capacity.gap_check["capacity_bps"] = 42.0e6;
+  C = 40.96e6;
+  narrow_capacity_from_hops(same, &C);
+  CHECK(C == 40.96e6);
+  CHECK(same.capacity.capacity_source == "rst_trains");
+  CHECK(same.hops.bottleneck_hop == 4);
+  // Nor without the hops phase, or with a capacity from elsewhere.
+  MeasureResult no_hops = m;
+  no_hops.capacity.capacity_source = "reply_gaps";
+  no_hops.capacity.capacity_bps = 40.96e6;
+  C = 40.96e6;
+  narrow_capacity_from_hops(no_hops, &C);
+  CHECK(C == 40.96e6);
 }
