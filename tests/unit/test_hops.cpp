@@ -400,11 +400,49 @@ TEST_CASE("measure takes the narrow link's hop rate when the gaps read above the
   CHECK(C == 40.96e6);
   CHECK(same.capacity.capacity_source == "rst_trains");
   CHECK(same.hops.bottleneck_hop == 4);
-  // Nor without the hops phase, or with a capacity from elsewhere.
-  MeasureResult no_hops = m;
-  no_hops.capacity.capacity_source = "reply_gaps";
-  no_hops.capacity.capacity_bps = 40.96e6;
+  // Nor with a capacity from elsewhere, or without the hops phase.
+  MeasureResult other = same;
+  other.capacity.capacity_source = "syn_pairs";
+  other.capacity.gap_check["capacity_bps"] = 51.52e6;
   C = 40.96e6;
-  narrow_capacity_from_hops(no_hops, &C);
+  narrow_capacity_from_hops(other, &C);
   CHECK(C == 40.96e6);
+  other.capacity.capacity_source = "rst_trains";
+  other.has_hops = false;
+  narrow_capacity_from_hops(other, &C);
+  CHECK(C == 40.96e6);
+}
+
+TEST_CASE("measure takes the narrow link's hop rate over adopted gaps with a wide interval") {
+  // Benchmark path 40 at b93126c: 9.4 Mbit/s narrow (hop 2), then 20.6
+  // carrying 14.8; gaps 6.87 [6.53, 10.23] adopted over trains at 6.11.
+  MeasureResult m;
+  m.has_hops = true;
+  m.capacity.valid = true;
+  m.capacity.capacity_source = "reply_gaps";
+  m.capacity.capacity_bps = 6.87e6;
+  m.capacity.low_bps = 6.53e6;
+  m.capacity.high_bps = 10.23e6;
+  m.capacity.gap_check = {{"verdict", "adopted"}, {"capacity_bps", 6.87e6},
+                          {"low_bps", 6.53e6}, {"high_bps", 10.23e6}};
+  for (const auto& [rate, choke] : std::vector<std::pair<double, double>>{
+           {686.5e6, 1.0}, {9.41e6, 1.0}, {9.41e6, 0.0}, {8.15e6, 0.5}, {8.14e6, 0.0}}) {
+    HopRecord h;
+    h.used = true;
+    h.rate_bps = rate;
+    h.choke_fraction = choke;
+    m.hops.hops.push_back(h);
+  }
+  MeasureResult tight = m;
+  double C = 6.87e6;
+  narrow_capacity_from_hops(m, &C);
+  CHECK(C == 9.41e6);
+  CHECK(m.hops.bottleneck_hop == 2);
+  // Adopted gaps with the usual narrow interval: no hop lies within it.
+  tight.capacity.high_bps = 7.0e6;
+  tight.capacity.gap_check["high_bps"] = 7.0e6;
+  C = 6.87e6;
+  narrow_capacity_from_hops(tight, &C);
+  CHECK(C == 6.87e6);
+  CHECK(tight.capacity.capacity_source == "reply_gaps");
 }
