@@ -52,9 +52,9 @@ namespace lw {
     "train; a loaded link after the narrow one may have slowed the trains, and the capacity's "   \
     "interval reaches up to the gaps' rate")                                                      \
   X(kCapacityFromHop, "capacity_from_hop",                                                       \
-    "measure: the capacity trains were slowed by a loaded link after the narrow one "             \
-    "(gaps_above_trains); the hops phase's rate at the hop the narrow link ends at gives the "    \
-    "capacity (capacity_source hop_dispersion) and the bottleneck hop")                          \
+    "measure: the capacity trains (or reply gaps) were slowed by a loaded link after the narrow "  \
+    "one; the hops phase's rate at the hop the narrow link ends at gives the capacity "           \
+    "(capacity_source hop_dispersion) and the bottleneck hop")                                    \
   X(kLoadLossGaps, "load_loss_gaps",                                                             \
     "trains lost load unseen and read high; the gaps between the replies to back-to-back "        \
     "full-size SYNs, whose losses show, give the capacity (capacity_source reply_gaps)")          \
