@@ -124,36 +124,45 @@ def run_class(name, runs=5):
     return out
 
 
+def _after_narrow_runs(command, runs=2):
+    """`command` run `runs` times on 50 Mbit/s, then 120 carrying 90 of UDP:
+    (truth, documents)."""
+    with lab.Lab(lab.Spec(links=[lab.Link(rate=None), lab.Link(rate=50e6),
+                                 lab.Link(rate=120e6)])) as L:
+        truth = L.ground_truth_capacity(ip_len=1500)
+        gens = _after_narrow_udp(L)
+        docs = []
+        try:
+            time.sleep(0.5)
+            for _ in range(runs):
+                cmd = (["taskset", "-c", "0"] if PIN else []) + [BIN, command, L.target_ip,
+                                                                 "--json"]
+                p = L.run_in_prober(cmd, timeout=120)
+                assert p.returncode == 0, p.stderr
+                docs.append(json.loads(p.stdout))
+        finally:
+            for g in gens:
+                g.stop()
+    return truth, docs
+
+
 def test_a_loaded_link_after_the_narrow_one_is_not_read_as_the_capacity():
     """50 Mbit/s narrow link, then 120 Mbit/s carrying 90 of UDP (the tight
     link, behind the narrow one): it queues our packets and sends them on back
     to back, so the reply gaps' mode is 120. The trains read 38-44 (issue 11);
     the gap check must not replace them with 120."""
-    with lab.Lab(lab.Spec(links=[lab.Link(rate=None), lab.Link(rate=50e6),
-                                 lab.Link(rate=120e6)])) as L:
-        truth = L.ground_truth_capacity(ip_len=1500)
-        gens = _after_narrow_udp(L)
-        try:
-            time.sleep(0.5)
-            for _ in range(2):
-                cmd = (["taskset", "-c", "0"] if PIN else []) + [BIN, "capacity", L.target_ip,
-                                                                 "--json"]
-                p = L.run_in_prober(cmd, timeout=90)
-                assert p.returncode == 0, p.stderr
-                doc = json.loads(p.stdout)
-                gc = doc.get("gap_check") or {}
-                assert doc["capacity_bps"] < 1.05 * truth, (truth, doc["capacity_bps"], gc)
-                assert doc["capacity_source"] == "rst_trains", gc
-                if gc.get("verdict") in ("trains_too_slow", "squeezed_after_narrow"):
-                    # Refused, the gaps (120) still bound the narrow link
-                    # from above: the interval reaches them and holds it.
-                    codes = [w["code"] for w in doc["warnings"]]
-                    assert "gaps_above_trains" in codes, codes
-                    assert doc["capacity_low_bps"] <= truth <= doc["capacity_high_bps"], (
-                        truth, doc["capacity_low_bps"], doc["capacity_high_bps"], gc)
-        finally:
-            for g in gens:
-                g.stop()
+    truth, docs = _after_narrow_runs("capacity")
+    for doc in docs:
+        gc = doc.get("gap_check") or {}
+        assert doc["capacity_bps"] < 1.05 * truth, (truth, doc["capacity_bps"], gc)
+        assert doc["capacity_source"] == "rst_trains", gc
+        if gc.get("verdict") in ("trains_too_slow", "squeezed_after_narrow"):
+            # Refused, the gaps (120) still bound the narrow link
+            # from above: the interval reaches them and holds it.
+            codes = [w["code"] for w in doc["warnings"]]
+            assert "gaps_above_trains" in codes, codes
+            assert doc["capacity_low_bps"] <= truth <= doc["capacity_high_bps"], (
+                truth, doc["capacity_low_bps"], doc["capacity_high_bps"], gc)
 
 
 def test_measure_reads_the_narrow_link_at_its_hop_before_a_loaded_one():
@@ -162,36 +171,22 @@ def test_measure_reads_the_narrow_link_at_its_hop_before_a_loaded_one():
     link, so their rate there is the capacity (capacity_source
     hop_dispersion, README "Known problem: a loaded link after the narrow
     one"), and hop 2 is the bottleneck. The trains alone read 38-44."""
-    with lab.Lab(lab.Spec(links=[lab.Link(rate=None), lab.Link(rate=50e6),
-                                 lab.Link(rate=120e6)])) as L:
-        truth = L.ground_truth_capacity(ip_len=1500)
-        gens = _after_narrow_udp(L)
-        try:
-            time.sleep(0.5)
-            read = []
-            for _ in range(2):
-                cmd = (["taskset", "-c", "0"] if PIN else []) + [BIN, "measure", L.target_ip,
-                                                                 "--json"]
-                p = L.run_in_prober(cmd, timeout=120)
-                assert p.returncode == 0, p.stderr
-                doc = json.loads(p.stdout)
-                gc = doc.get("gap_check") or {}
-                why = (truth, doc["capacity_bps"], doc["capacity_source"], gc,
-                       [(h["ttl"], h["rate_bps"], h["choke_fraction"]) for h in doc["hops"]])
-                assert doc["capacity_low_bps"] <= truth <= doc["capacity_high_bps"], why
-                if doc["capacity_source"] == "hop_dispersion":
-                    codes = [w["code"] for w in doc["warnings"]]
-                    assert "capacity_from_hop" in codes, codes
-                    assert abs(doc["capacity_bps"] / truth - 1) <= 0.05, why
-                    assert doc["bottleneck_hop"] == 2, why
-                read.append(why)
-            # In one run of two at least (the gap check may also find the
-            # gaps agreeing, as in the capacity test above).
-            assert any(r[2] == "hop_dispersion" and abs(r[1] / truth - 1) <= 0.03
-                       for r in read), read
-        finally:
-            for g in gens:
-                g.stop()
+    truth, docs = _after_narrow_runs("measure")
+    read = []
+    for doc in docs:
+        gc = doc.get("gap_check") or {}
+        why = (truth, doc["capacity_bps"], doc["capacity_source"], gc,
+               [(h["ttl"], h["rate_bps"], h["choke_fraction"]) for h in doc["hops"]])
+        assert doc["capacity_low_bps"] <= truth <= doc["capacity_high_bps"], why
+        if doc["capacity_source"] == "hop_dispersion":
+            codes = [w["code"] for w in doc["warnings"]]
+            assert "capacity_from_hop" in codes, codes
+            assert abs(doc["capacity_bps"] / truth - 1) <= 0.05, why
+            assert doc["bottleneck_hop"] == 2, why
+        read.append(why)
+    # In one run of two at least (the gap check may also find the gaps
+    # agreeing, as in the capacity test above).
+    assert any(r[2] == "hop_dispersion" and abs(r[1] / truth - 1) <= 0.03 for r in read), read
 
 
 def summarise(results):

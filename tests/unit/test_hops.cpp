@@ -360,20 +360,22 @@ TEST_CASE("no hop whose drop to the trains no cross traffic on the later link ex
   CHECK(narrow_hop_above_trains(p4, 15.44e6, 26.04e6, 0) == -1);
 }
 
-TEST_CASE("measure takes the narrow link's hop rate when the gaps read above the trains") {
-  // Benchmark path 6 at b93126c: our own 47.8 Mbit/s link is the narrow one,
-  // a loaded 127 Mbit/s link after it; trains 41.0, gaps 51.5 [41.2, 57.2]
-  // ("agrees"), hops 48.0, 47.9, 48.1 and 43.3 at the target.
+namespace {
+
+// A measure result with the hops phase's records (rate, choke fraction) and
+// a capacity of `source` at `bps` in [low, high], the gap check `gaps`.
+MeasureResult measured(const char* source, double bps, double low, double high,
+                       nlohmann::json gaps,
+                       const std::vector<std::pair<double, double>>& hops) {
   MeasureResult m;
   m.has_hops = true;
   m.capacity.valid = true;
-  m.capacity.capacity_bps = 40.96e6;
-  m.capacity.low_bps = 35.68e6;
-  m.capacity.high_bps = 43.91e6;
-  m.capacity.gap_check = {{"verdict", "agrees"}, {"capacity_bps", 51.52e6},
-                          {"low_bps", 41.23e6}, {"high_bps", 57.21e6}};
-  for (const auto& [rate, choke] : std::vector<std::pair<double, double>>{
-           {48.04e6, 1.0}, {47.88e6, 0.0}, {48.14e6, 0.0}, {43.29e6, 0.375}}) {
+  m.capacity.capacity_source = source;
+  m.capacity.capacity_bps = bps;
+  m.capacity.low_bps = low;
+  m.capacity.high_bps = high;
+  m.capacity.gap_check = std::move(gaps);
+  for (const auto& [rate, choke] : hops) {
     HopRecord h;
     h.ttl = static_cast<int>(m.hops.hops.size()) + 1;
     h.used = true;
@@ -381,6 +383,19 @@ TEST_CASE("measure takes the narrow link's hop rate when the gaps read above the
     h.choke_fraction = choke;
     m.hops.hops.push_back(h);
   }
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("measure takes the narrow link's hop rate when the gaps read above the trains") {
+  // Benchmark path 6 at b93126c: our own 47.8 Mbit/s link is the narrow one,
+  // a loaded 127 Mbit/s link after it; trains 41.0, gaps 51.5 [41.2, 57.2]
+  // ("agrees"), hops 48.0, 47.9, 48.1 and 43.3 at the target.
+  MeasureResult m = measured("rst_trains", 40.96e6, 35.68e6, 43.91e6,
+                             {{"verdict", "agrees"}, {"capacity_bps", 51.52e6},
+                              {"low_bps", 41.23e6}, {"high_bps", 57.21e6}},
+                             {{48.04e6, 1.0}, {47.88e6, 0.0}, {48.14e6, 0.0}, {43.29e6, 0.375}});
   m.hops.bottleneck_hop = 4;
   MeasureResult same = m;
   double C = 40.96e6;
@@ -416,23 +431,10 @@ TEST_CASE("measure takes the narrow link's hop rate when the gaps read above the
 TEST_CASE("measure takes the narrow link's hop rate over adopted gaps with a wide interval") {
   // Benchmark path 40 at b93126c: 9.4 Mbit/s narrow (hop 2), then 20.6
   // carrying 14.8; gaps 6.87 [6.53, 10.23] adopted over trains at 6.11.
-  MeasureResult m;
-  m.has_hops = true;
-  m.capacity.valid = true;
-  m.capacity.capacity_source = "reply_gaps";
-  m.capacity.capacity_bps = 6.87e6;
-  m.capacity.low_bps = 6.53e6;
-  m.capacity.high_bps = 10.23e6;
-  m.capacity.gap_check = {{"verdict", "adopted"}, {"capacity_bps", 6.87e6},
-                          {"low_bps", 6.53e6}, {"high_bps", 10.23e6}};
-  for (const auto& [rate, choke] : std::vector<std::pair<double, double>>{
-           {686.5e6, 1.0}, {9.41e6, 1.0}, {9.41e6, 0.0}, {8.15e6, 0.5}, {8.14e6, 0.0}}) {
-    HopRecord h;
-    h.used = true;
-    h.rate_bps = rate;
-    h.choke_fraction = choke;
-    m.hops.hops.push_back(h);
-  }
+  MeasureResult m = measured(
+      "reply_gaps", 6.87e6, 6.53e6, 10.23e6,
+      {{"verdict", "adopted"}, {"capacity_bps", 6.87e6}, {"low_bps", 6.53e6}, {"high_bps", 10.23e6}},
+      {{686.5e6, 1.0}, {9.41e6, 1.0}, {9.41e6, 0.0}, {8.15e6, 0.5}, {8.14e6, 0.0}});
   MeasureResult tight = m;
   double C = 6.87e6;
   narrow_capacity_from_hops(m, &C);
