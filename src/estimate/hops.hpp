@@ -73,9 +73,8 @@ double hop_dispersion(const HopTrainTiming& t, int k);
 HopsEstimate estimate_hops(const std::vector<HopTrainTiming>& trains, const HopsFilter& f);
 
 // `measure`: the narrow link's hop when the capacity trains read low because a
-// loaded link after the narrow one spread them (the gap check found the gaps
-// between back-to-back replies above the trains, `gaps_above_trains`: the
-// interval [trains, high] holds the capacity). The trains read C_t·C/(C + X_t)
+// loaded link after the narrow one spread them (the gaps between back-to-back
+// replies read above the trains: [trains, high] holds the capacity). The trains read C_t·C/(C + X_t)
 // at the target, but at the hop the narrow link ends they have not met that
 // link yet: their rate there is the narrow link's. A hop qualifies when it
 // slowed most trains (choke_fraction >= 0.5), its rate lies above the trains'

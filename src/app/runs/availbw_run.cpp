@@ -1039,14 +1039,7 @@ void narrow_capacity_from_hops(MeasureResult& m, double* capacity_bps) {
   cap.high_bps = std::max(cap.high_bps, high);
   cap.capacity_source = "hop_dispersion";
   *capacity_bps = h.rate_bps;
-  HopsResult& hr = m.hops;
-  hr.bottleneck_hop = k + 1;
-  hr.bottleneck_addr = h.addr;
-  hr.bottleneck_rate_bps = h.rate_bps;
-  hr.bottleneck_confidence = h.choke_fraction;
-  int earliest = k;
-  while (earliest > 0 && !hr.hops[static_cast<std::size_t>(earliest - 1)].used) --earliest;
-  hr.bottleneck_earliest_hop = earliest + 1;
+  set_bottleneck(m.hops, k, h.choke_fraction);
 }
 
 MeasureResult run_measure(const Config& c, const std::atomic<bool>& stop) {

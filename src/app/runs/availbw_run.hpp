@@ -50,8 +50,10 @@ Config availbw_config_from(const nlohmann::json& j);
 // result says why) if the search cannot run, else *capacity_bps is its upper end.
 bool capacity_phase_done(MeasureResult& m, double* capacity_bps, bool with_hops = false);
 
-// `measure`, after the hops phase: where the gap check found the capacity
-// trains slowed by a loaded link after the narrow one (gaps_above_trains),
+// `measure`, after the hops phase: where the gap check shows the capacity
+// trains (or adopted gaps) slowed by a loaded link after the narrow one (the
+// gaps refused as too fast and the interval widened, gaps "agreeing" but over
+// 5% above the trains, or adopted gaps whose interval reaches above them),
 // the hop the narrow link ends at (estimate/hops.hpp, narrow_hop_above_trains)
 // gives the capacity: capacity_source "hop_dispersion", warning
 // capacity_from_hop, the bottleneck hop named there, *capacity_bps updated

@@ -441,15 +441,8 @@ void hop_records(const HopsEstimate& est, const HopsPath& p, const HopTrains& s,
 void name_bottleneck(const HopsEstimate& est, const HopsFilter& f, std::size_t trains,
                      HopsResult& res) {
   if (est.bottleneck >= 0) {
-    res.bottleneck_hop = est.bottleneck + 1;
-    res.bottleneck_addr = res.hops[est.bottleneck].addr;
-    res.bottleneck_confidence = est.confidence;
-    res.bottleneck_rate_bps = res.hops[est.bottleneck].rate_bps;
-    // Hops right before it that gave nothing usable hide where the step
-    // happened: the narrow link is one of the links into hops earliest..k.
-    int earliest = est.bottleneck;
-    while (earliest > 0 && !res.hops[earliest - 1].used) --earliest;
-    res.bottleneck_earliest_hop = earliest + 1;
+    set_bottleneck(res, est.bottleneck, est.confidence);
+    const int earliest = res.bottleneck_earliest_hop - 1;
     if (earliest < est.bottleneck) {
       res.warnings.push_back(
           {WarningCode::kBottleneckAfterSilentHop,
@@ -514,6 +507,19 @@ void summarize_hops(ProbeRunner& io, const Config& c, const HopsPath& p, const H
 }
 
 }  // namespace
+
+void set_bottleneck(HopsResult& res, int k, double confidence) {
+  const HopRecord& h = res.hops[static_cast<std::size_t>(k)];
+  res.bottleneck_hop = k + 1;
+  res.bottleneck_addr = h.addr;
+  res.bottleneck_confidence = confidence;
+  res.bottleneck_rate_bps = h.rate_bps;
+  // Hops right before it that gave nothing usable hide where the step
+  // happened: the narrow link is one of the links into hops earliest..k.
+  int earliest = k;
+  while (earliest > 0 && !res.hops[static_cast<std::size_t>(earliest - 1)].used) --earliest;
+  res.bottleneck_earliest_hop = earliest + 1;
+}
 
 HopsResult run_hops_on(ProbeRunner& io, HopsResult res, const Config& c, PhasePath& path_info,
                        const IpAddr& dst, Nanos t_begin) {

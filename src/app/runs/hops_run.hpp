@@ -23,6 +23,11 @@ struct Session;
 // markers addressed to routers; without it those hops fall back to TTL markers.
 HopsResult run_hops(Session& s, const Config& c, const std::atomic<bool>& stop);
 
+// Names hop index k (0-based, into res.hops) the bottleneck: hop, address,
+// rate, `confidence`, and the earliest hop the narrow link may end at (the
+// unused hops right before it hide where the step happened).
+void set_bottleneck(HopsResult& res, int k, double confidence);
+
 // ---- Shared by the live run and `linkwidth analyze` (app/analyze.cpp) ----
 class ProbeRunner;
 struct PhasePath;

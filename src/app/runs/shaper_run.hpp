@@ -10,8 +10,8 @@
 #include <string>
 
 #include "app/plumbing/config.hpp"
-#include "estimate/shaper.hpp"
 #include "app/plumbing/run_notes.hpp"
+#include "estimate/shaper.hpp"
 #include "linkwidth/time.hpp"
 #include "nlohmann/json.hpp"
 #include "report/result.hpp"
