@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import statistics
 import sys
 import tempfile
@@ -105,7 +106,7 @@ def one(L, cmd, tmp):
             row["records"] = doc["records"]
     if code != 0:
         row["stderr"] = err
-    return row
+    return row, doc
 
 
 def markdown(rows, cmd, load, binary=BIN):
@@ -164,6 +165,8 @@ def main():
         print(md)
         return
     rows = []
+    if a.out and os.path.isdir(a.out + "_runs"):
+        shutil.rmtree(a.out + "_runs")  # no document of an earlier run stays beside these rows
     load0 = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="lw-benchrtt-") as tmp:
         for rtt in (float(x) for x in a.rtts.split(",")):
@@ -172,8 +175,15 @@ def main():
                                    lab.Link(rate=RATE)], delay_cpu=CROSS_CPU)
             with lab.Lab(spec) as L:
                 for cmd in a.commands.split(","):
-                    for _ in range(a.runs):
-                        r = one(L, cmd, tmp) | {"rtt_ms": rtt}
+                    for i in range(a.runs):
+                        r, doc = one(L, cmd, tmp)
+                        r |= {"rtt_ms": rtt}
+                        if a.out and doc:  # every document, so an outlier can be read later
+                            os.makedirs(a.out + "_runs", exist_ok=True)
+                            name = f"rtt{rtt}_{cmd}_{i + 1}.json"
+                            with open(os.path.join(a.out + "_runs", name), "w") as f:
+                                json.dump(doc, f, indent=1)
+                            r["document"] = os.path.basename(a.out) + "_runs/" + name
                         rows.append(r)
                         print(json.dumps(r), flush=True)
                 if rtt:
