@@ -471,6 +471,16 @@ TwoRateEstimate estimate_capacity_two_rates(const std::vector<TrainDispersion>& 
     out.pooled = fast;
     return out;
   }
+  if (fast.capacity.valid && out.rate.cross_ratio > kMaxCrossRatio) {
+    // More cross traffic than the link can carry: not the fluid line the
+    // extrapolation assumes but a step (whole cross packets that the slow
+    // trains met and the fast ones did not, CBR phase-locked to our train
+    // schedule: every slow train one packet longer, X/C read 1.41 and the
+    // extrapolation +13%). The fast trains' slope stands, unstretched.
+    out.capacity = fast.capacity;
+    out.pooled = fast;
+    return out;
+  }
   if (fast.capacity.valid && out.rate.capacity.low_bps <= fast.capacity.capacity_bps) {
     out.capacity = fast.capacity;
     out.capacity.high_bps = std::max(out.capacity.high_bps, out.rate.capacity.capacity_bps);

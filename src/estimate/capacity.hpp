@@ -166,6 +166,10 @@ struct RateFit {
   int trimmed = 0;            // trains left out as outliers
 };
 constexpr double kMinPaceRatio = 1.4;
+// A fit whose X/C exceeds this describes no link (cross traffic that passes
+// a link is at most its capacity): estimate_capacity_two_rates() then keeps
+// the fast trains' slope and does not extrapolate.
+constexpr double kMaxCrossRatio = 1.0;
 RateFit fit_rate_dependence(const std::vector<TrainDispersion>& trains);
 
 // The estimate from trains of two lengths, sent at one or two rates: the

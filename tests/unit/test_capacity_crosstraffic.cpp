@@ -645,3 +645,37 @@ TEST_CASE("clean fast trains: the lab's open-port run where the extrapolation ov
   CHECK(e.capacity.low_bps <= truth);
   CHECK(truth <= e.capacity.high_bps);
 }
+
+TEST_CASE("two rates: an extrapolation that needs more cross traffic than the link carries "
+          "is refused (the RTT benchmark's 20 Mbit/s CBR run, replayed)",
+          "[capacity][crosstraffic][cluster]") {
+  // 50 Mbit/s under 20 Mbit/s of CBR, RTT 0 (results/rtt_benchmark_runs,
+  // measure run 3 at 10:18 on 2026-11-27): the fast trains met no cross
+  // packet, every slow one exactly one (the CBR's phase against our train
+  // schedule), so neither length's slow trains spread and the clean-fast
+  // test could not tell. The fit's X/C came out at 1.41: more cross traffic
+  // than the link can carry, a step that the fluid line does not describe,
+  // and its extrapolation said 55.96 Mbit/s (+13%).
+  const std::vector<TrainDispersion> v = {
+      {156320, 0.000148736, 0.003157043, 0}, {312320, 0.000306302, 0.006308240, 1},
+      {156320, 0.000362202, 0.003659755, 0}, {312320, 0.000742484, 0.006800086, 1},
+      {156320, 0.000154668, 0.003156126, 0}, {312320, 0.000320659, 0.006313938, 1},
+      {156320, 0.000361603, 0.003620962, 0}, {312320, 0.000723008, 0.006802971, 1},
+      {156320, 0.000150114, 0.003156542, 0}, {312320, 0.000305627, 0.006308037, 1},
+      {156320, 0.000371961, 0.003643184, 0}, {312320, 0.000726401, 0.006801024, 1},
+      {156320, 0.000153349, 0.003169347, 0}, {312320, 0.000318016, 0.006309794, 1},
+      {156320, 0.000370574, 0.003645122, 0}, {312320, 0.000706434, 0.006799528, 1}};
+  const double truth = 49.54e6;
+  const TwoRateEstimate e = estimate_capacity_two_rates(v);
+  REQUIRE(e.capacity.valid);
+  INFO("estimate " << e.capacity.capacity_bps << " [" << e.capacity.low_bps << ", "
+                   << e.capacity.high_bps << "], extrapolation " << e.rate.capacity.capacity_bps
+                   << " X/C " << e.rate.cross_ratio);
+  CHECK(e.rate.possible);
+  CHECK(e.rate.cross_ratio > 1);
+  CHECK_FALSE(e.rate_corrected);
+  CHECK(e.cross_traffic_seen());
+  CHECK(std::fabs(e.capacity.capacity_bps / truth - 1) <= 0.015);
+  CHECK(e.capacity.low_bps <= truth);
+  CHECK(truth <= e.capacity.high_bps);
+}
