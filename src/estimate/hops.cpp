@@ -1,6 +1,7 @@
 #include "estimate/hops.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "estimate/stats.hpp"
 
@@ -72,19 +73,34 @@ HopsEstimate estimate_hops(const std::vector<HopTrainTiming>& trains, const Hops
     if (!disp.empty()) {
       h.dispersion_s = median(disp);
       h.rate_bps = median(rate);
+      const auto [lo, hi] = std::minmax_element(rate.begin(), rate.end());
+      h.rate_low_bps = *lo;
+      h.rate_high_bps = *hi;
     }
     h.used =
         h.replies > 0 && h.replies >= f.min_reply_fraction * static_cast<double>(trains.size());
     use[k] = h.used;
   }
 
-  std::vector<int> chokes(H, 0), lasts(H, 0);
+  int last_used = -1;
+  for (int k = 0; k < H; ++k) {
+    if (use[k]) last_used = k;
+  }
+  std::vector<int> chokes(H, 0), lasts(H, 0), passed(H, 0);
   int none = 0;
   for (const auto& t : trains) {
     const TrainChokes c = train_chokes(t, use, f);
     if (!c.valid) continue;
     ++e.trains_voting;
     for (int k = 0; k < H; ++k) chokes[k] += c.choke[k] ? 1 : 0;
+    // The train's rate at the target against each earlier hop's (median)
+    // rate: a train that reached the target that fast crossed every link
+    // after the hop that fast. (Not against its own rate at the hop: a train
+    // a loaded link slowed far below the hop's rate passes any later link.)
+    const double end = last_used >= 0 ? t.bits[last_used] / hop_dispersion(t, last_used) : 0;
+    for (int k = 0; k < last_used; ++k) {
+      if (use[k] && (1 + kPassedTolerance) * end >= e.hops[k].rate_bps) ++passed[k];
+    }
     if (c.last >= 0)
       ++lasts[c.last];
     else
@@ -95,6 +111,7 @@ HopsEstimate estimate_hops(const std::vector<HopTrainTiming>& trains, const Hops
   for (int k = 0; k < H; ++k) {
     e.hops[k].choke_fraction = chokes[k] / n;
     e.hops[k].bottleneck_fraction = lasts[k] / n;
+    e.hops[k].passed_fraction = passed[k] / n;
   }
   e.no_choke_fraction = none / n;
   if (e.trains_voting < f.min_trains) return e;
@@ -137,6 +154,45 @@ int narrow_hop_above_trains(const std::vector<HopRate>& hops, double trains_bps,
     if (!later_faster && later_slower) found = k;
   }
   return found;
+}
+
+int narrow_hop_passed(const std::vector<HopRate>& hops, double trains_bps) {
+  if (!(trains_bps > 0)) return -1;
+  constexpr double kAbove = 1.05, kSlack = 1.03, kChoke = 0.5;
+  const int H = static_cast<int>(hops.size());
+  int found = -1;
+  for (int k = 0; k < H; ++k) {
+    const HopRate& h = hops[k];
+    if (!h.used || !(h.passed_fraction > 0) || h.choke_fraction < kChoke ||
+        !(h.rate_bps > kAbove * trains_bps) || !(2 * trains_bps > h.rate_bps)) {
+      continue;
+    }
+    bool later_faster = false, later_slower = false;
+    for (int j = k + 1; j < H; ++j) {
+      if (!hops[j].used || !(hops[j].rate_bps > 0)) continue;
+      later_faster = later_faster || hops[j].rate_bps > kSlack * h.rate_bps;
+      later_slower = later_slower || kPassedDrop * hops[j].rate_bps < h.rate_bps;
+    }
+    if (!later_faster && later_slower) found = k;
+  }
+  return found;
+}
+
+int hop_at_capacity(const std::vector<HopRate>& hops, int named, double capacity_bps) {
+  const int H = static_cast<int>(hops.size());
+  if (!(capacity_bps > 0) || named < 0 || named >= H || !(hops[named].rate_bps > 0)) return -1;
+  const double r = hops[named].rate_bps;
+  if (r <= kHopFar * capacity_bps && r * kHopFar >= capacity_bps) return -1;
+  int best = -1;
+  for (int k = 0; k < H; ++k) {
+    const HopRate& h = hops[k];
+    if (!h.used || !(h.choke_fraction > 0) || !(h.rate_bps > 0) ||
+        std::fabs(h.rate_bps / capacity_bps - 1) > kHopNear) {
+      continue;
+    }
+    if (best < 0 || h.choke_fraction >= hops[best].choke_fraction) best = k;
+  }
+  return best;
 }
 
 }  // namespace lw

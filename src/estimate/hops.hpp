@@ -41,7 +41,13 @@ struct HopEstimate {
   double rate_bps = 0;        // median of bits / dispersion (0 = none)
   double choke_fraction = 0;  // share of voting trains in which this hop was a choke point
   double bottleneck_fraction = 0;  // share in which it was the last choke point
+  // Share of voting trains that reached the last used hop (the target) at
+  // this hop's (median) rate, within kPassedTolerance: no link after this
+  // hop slowed them below it. 0 for the last used hop itself.
+  double passed_fraction = 0;
+  double rate_low_bps = 0, rate_high_bps = 0;  // lowest and highest per-train rate (0 = none)
 };
+constexpr double kPassedTolerance = 0.03;
 
 struct HopsEstimate {
   std::vector<HopEstimate> hops;
@@ -92,8 +98,41 @@ struct HopRate {
   bool used = false;
   double rate_bps = 0;
   double choke_fraction = 0;
+  double passed_fraction = 0;
 };
 int narrow_hop_above_trains(const std::vector<HopRate>& hops, double trains_bps, double high_bps,
                             double later_bps);
+
+// The same hop without the gaps: some of the hops phase's trains went on
+// from it to the target at the rate they left it (passed_fraction > 0),
+// so no link after it is slower than it; the links after it that slowed
+// the others (a later hop reads over kPassedDrop slower) carried cross
+// traffic. A link narrower than the hop's rate slows every train by its own
+// ratio, beyond what this VM's reply noise (a few hundred microseconds over
+// a train of milliseconds) undoes. The hop must also have slowed most trains
+// (choke_fraction >= 0.5), read over 5% above the capacity trains' T, no
+// later hop faster (3% slack), and T above half its rate r: a later link
+// faster than r, carrying X <= its capacity, leaves a train at least r/2
+// (benchmark path 14: 405.7 down to 61.9 is no loaded faster link's doing).
+// Benchmark paths 39, 40 and 52 at e048c44: 6.47, 9.43 and 8.03 at the
+// narrow hop for 6.48, 9.44 and 8.04, trains 22-31% low, and 1-2 of 8
+// trains through at that rate. The last such hop; -1 when none.
+constexpr double kPassedDrop = 1.10;
+int narrow_hop_passed(const std::vector<HopRate>& hops, double trains_bps);
+
+// `measure`, once the capacity C is final: the hop named as the bottleneck
+// (index `named`, the most trains' last step) reads over kHopFar away from
+// C, so it is not where the narrow link ends: a loaded link (the tight one)
+// made the last step there, before the narrow link (benchmark path 8 at
+// e048c44: 56.9 at hop 2, a 57.3 Mbit/s link carrying TCP, for C = 47.2;
+// hop 3 read 49.8 but stepped in only 3 of 8 trains) or after it (path 40
+// rebuilt: 6.74 at hop 4 for C = 9.50; hop 2 read 9.41). The hop whose rate
+// is C within kHopNear and that slowed some trains (the most of them, the
+// later on a tie) is the narrow link's; -1 when the named hop stands or no
+// hop qualifies. kHopNear is 8%: the hop trains' median at path 8's hop 3
+// read 47.8-50.0 for a C of 47.1-47.3 (truth 47.3) in two runs.
+constexpr double kHopFar = 1.10;
+constexpr double kHopNear = 0.08;
+int hop_at_capacity(const std::vector<HopRate>& hops, int named, double capacity_bps);
 
 }  // namespace lw

@@ -24,6 +24,8 @@ struct HopRecord {
   double rate_bps = 0;       // median train bits / dispersion (0 = none)
   double choke_fraction = 0;
   double bottleneck_fraction = 0;
+  double passed_fraction = 0;  // HopEstimate::passed_fraction
+  double rate_low_bps = 0, rate_high_bps = 0;
 };
 
 struct HopsResult {

@@ -26,7 +26,10 @@ nlohmann::json hops_json(const HopsResult& r) {
                     {"dispersion_s", positive_or_null(h.dispersion_s)},
                     {"rate_bps", positive_or_null(h.rate_bps)},
                     {"choke_fraction", h.choke_fraction},
-                    {"bottleneck_fraction", h.bottleneck_fraction}});
+                    {"bottleneck_fraction", h.bottleneck_fraction},
+                    {"passed_fraction", h.passed_fraction},
+                    {"rate_low_bps", positive_or_null(h.rate_low_bps)},
+                    {"rate_high_bps", positive_or_null(h.rate_high_bps)}});
   }
   return {{"hops", hops},
           {"bottleneck_hop", r.bottleneck_hop > 0 ? nlohmann::json(r.bottleneck_hop) : nullptr},

@@ -55,6 +55,10 @@ namespace lw {
     "measure: the capacity trains (or reply gaps) were slowed by a loaded link after the narrow "  \
     "one; the hops phase's rate at the hop the narrow link ends at gives the capacity "           \
     "(capacity_source hop_dispersion) and the bottleneck hop")                                    \
+  X(kBottleneckAtCapacity, "bottleneck_at_capacity",                                             \
+    "measure: the hop where most hop trains last slowed reads far from the capacity (a loaded "    \
+    "link, the tight one, made that step); the bottleneck hop is the one whose rate is the "      \
+    "capacity")                                                                                   \
   X(kLoadLossGaps, "load_loss_gaps",                                                             \
     "trains lost load unseen and read high; the gaps between the replies to back-to-back "        \
     "full-size SYNs, whose losses show, give the capacity (capacity_source reply_gaps)")          \

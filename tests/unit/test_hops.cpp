@@ -448,3 +448,184 @@ TEST_CASE("measure takes the narrow link's hop rate over adopted gaps with a wid
   CHECK(C == 6.87e6);
   CHECK(tight.capacity.capacity_source == "reply_gaps");
 }
+
+TEST_CASE("passed share: the trains a loaded later link let through reach the target at the "
+          "narrow hop's rate; an idle narrower link lets none through") {
+  const RecursiveTrain rt = train_for(3, 40);
+  HopsFilter f;
+  // 10 Mbit/s narrow link into hop 2, then 20 carrying 14 of Poisson into
+  // the target: a train meets it (on/off cross traffic, between its bursts,
+  // meets none).
+  Chain loaded{{1e9, 10e6, 20e6}, 20 * kUs, 14e6, 2};
+  Chain quiet{{1e9, 10e6, 20e6}, 20 * kUs, 0, -1};
+  std::vector<HopTrainTiming> v = many(rt, loaded, 6, 11);
+  for (const auto& t : many(rt, quiet, 2, 12)) v.push_back(t);
+  const HopsEstimate e = estimate_hops(v, f);
+  REQUIRE(e.trains_voting == 8);
+  // The 2 quiet trains, and any loaded one that met little (the fluid
+  // model slows them 17%: 20 x 10 / 24).
+  CHECK(e.hops[1].passed_fraction >= 0.25);
+  CHECK(e.hops[1].passed_fraction <= 0.5);
+  CHECK(e.hops[2].passed_fraction == 0);  // the target itself
+  CHECK(e.hops[1].rate_low_bps <= e.hops[1].rate_bps);
+  CHECK(e.hops[1].rate_high_bps >= e.hops[1].rate_bps);
+  CHECK(e.hops[1].rate_low_bps > 0.97 * 10e6);
+  CHECK(e.hops[1].rate_high_bps < 1.03 * 10e6);
+  std::vector<HopRate> r;
+  for (const auto& h : e.hops) r.push_back({h.used, h.rate_bps, h.choke_fraction, h.passed_fraction});
+  INFO("target " << e.hops[2].rate_bps);
+  CHECK(narrow_hop_passed(r, 0.8 * e.hops[2].rate_bps + 0.2 * 10e6) == 1);
+  // An idle link 15% narrower than the hop after it: every train slowed by
+  // it, none passes, and the hop is not taken for the narrow link.
+  Chain narrower{{1e9, 10e6, 8.5e6}, 20 * kUs, 0, -1};
+  const HopsEstimate n = estimate_hops(many(rt, narrower, 8, 13), f);
+  CHECK(n.hops[1].passed_fraction == 0);
+  std::vector<HopRate> nr;
+  for (const auto& h : n.hops) nr.push_back({h.used, h.rate_bps, h.choke_fraction, h.passed_fraction});
+  CHECK(narrow_hop_passed(nr, n.hops[2].rate_bps) == -1);
+  // The same with cross traffic on that narrower link: slowed further, none passes.
+  Chain narrower_loaded{{1e9, 10e6, 8.5e6}, 20 * kUs, 3e6, 2};
+  const HopsEstimate nl = estimate_hops(many(rt, narrower_loaded, 8, 14), f);
+  CHECK(nl.hops[1].passed_fraction == 0);
+}
+
+TEST_CASE("narrow_hop_passed: the conditions one by one") {
+  // Benchmark path 39 at e048c44: 6.48 Mbit/s narrow (hop 1), then an idle
+  // 494 and a 7.8 carrying 4.7; trains 5.06; 2 of 8 hop trains through.
+  std::vector<HopRate> h = {{true, 6.474e6, 1.0, 0.25}, {true, 6.47e6, 0.0, 0.25},
+                            {true, 5.426e6, 0.75, 0.0}};
+  CHECK(narrow_hop_passed(h, 5.06e6) == 0);
+  // Path 40: 9.43 at hop 2 over adopted gaps at 8.24, 6.78 after the load.
+  const std::vector<HopRate> p40 = {{true, 701.98e6, 0.875, 0.0}, {true, 9.429e6, 1.0, 0.125},
+                                    {true, 9.416e6, 0.0, 0.125}, {true, 6.783e6, 0.875, 0.0},
+                                    {true, 6.77e6, 0.0, 0.0}};
+  CHECK(narrow_hop_passed(p40, 8.242e6) == 1);
+  // No train through: nothing.
+  h[0].passed_fraction = 0;
+  CHECK(narrow_hop_passed(h, 5.06e6) == -1);
+  h[0].passed_fraction = 0.25;
+  // A hop that slowed few trains.
+  h[0].choke_fraction = 0.25;
+  CHECK(narrow_hop_passed(h, 5.06e6) == -1);
+  h[0].choke_fraction = 1.0;
+  // Not above the trains by 5%.
+  CHECK(narrow_hop_passed(h, 6.3e6) == -1);
+  // Trains under half the hop's rate: no faster loaded link does that.
+  CHECK(narrow_hop_passed(h, 3.2e6) == -1);
+  // No clear drop after it (under 10%).
+  h[2].rate_bps = 6.0e6;
+  CHECK(narrow_hop_passed(h, 5.06e6) == -1);
+  h[2].rate_bps = 5.426e6;
+  // A later hop faster than it: dispersion only grows.
+  h.push_back({true, 7.0e6, 0.0, 0.0});
+  CHECK(narrow_hop_passed(h, 5.06e6) == -1);
+  CHECK(narrow_hop_passed(h, 0) == -1);
+}
+
+TEST_CASE("measure takes the narrow hop's rate from trains that passed, without the gaps") {
+  // Path 39 at e048c44: the gap check gave no estimate.
+  MeasureResult m = measured("rst_trains", 5.06e6, 4.581e6, 6.038e6,
+                             {{"verdict", "no_estimate"}, {"trains_sent", 3}, {"trains_used", 0},
+                              {"capacity_bps", nullptr}, {"high_bps", nullptr}},
+                             {{6.474e6, 1.0}, {6.47e6, 0.0}, {5.426e6, 0.75}});
+  m.hops.hops[0].passed_fraction = 0.25;
+  m.hops.hops[1].passed_fraction = 0.25;
+  m.hops.hops[0].rate_low_bps = 6.41e6;
+  m.hops.hops[0].rate_high_bps = 6.52e6;
+  m.hops.bottleneck_hop = 3;
+  MeasureResult none = m;
+  double C = 5.06e6;
+  narrow_capacity_from_hops(m, &C);
+  CHECK(C == 6.474e6);
+  CHECK(m.capacity.capacity_source == "hop_dispersion");
+  CHECK(m.capacity.low_bps == 4.581e6);
+  CHECK(m.capacity.high_bps == 6.52e6);
+  CHECK(m.hops.bottleneck_hop == 1);
+  REQUIRE(m.capacity.warnings.size() == 1);
+  CHECK(m.capacity.warnings[0].code == "capacity_from_hop");
+  // No train through: the trains stand.
+  none.hops.hops[0].passed_fraction = 0;
+  C = 5.06e6;
+  narrow_capacity_from_hops(none, &C);
+  CHECK(C == 5.06e6);
+  CHECK(none.capacity.capacity_source == "rst_trains");
+  CHECK(none.hops.bottleneck_hop == 3);
+  // Nor without a gap check at all when none passed; with one that passed,
+  // the gap check is not needed.
+  none.capacity.gap_check = nullptr;
+  narrow_capacity_from_hops(none, &C);
+  CHECK(C == 5.06e6);
+  none.hops.hops[0].passed_fraction = 0.25;
+  narrow_capacity_from_hops(none, &C);
+  CHECK(C == 6.474e6);
+}
+
+TEST_CASE("hop_at_capacity: a bottleneck hop far from the capacity gives way to the hop at it") {
+  // Benchmark path 8 at e048c44: a 57.3 Mbit/s link carrying TCP (hop 2)
+  // before the 47.3 narrow one (hop 3); C = 47.22; most trains last stepped
+  // at hop 2.
+  const std::vector<HopRate> p8 = {{true, 250.36e6, 1.0}, {true, 56.93e6, 1.0},
+                                   {true, 49.84e6, 0.375}};
+  CHECK(hop_at_capacity(p8, 1, 47.22e6) == 2);
+  // Path 40 rebuilt: 9.41 at hop 2, the loaded 20.6 link reads 6.74 at hop 4.
+  const std::vector<HopRate> p40 = {{true, 717.8e6, 0.75}, {true, 9.41e6, 1.0},
+                                    {true, 9.42e6, 0.0}, {true, 6.74e6, 0.625},
+                                    {true, 6.79e6, 0.0}};
+  CHECK(hop_at_capacity(p40, 3, 9.50e6) == 1);
+  // The named hop reads the capacity (within 10%): it stands.
+  CHECK(hop_at_capacity(p40, 1, 9.50e6) == -1);
+  CHECK(hop_at_capacity(p8, 2, 47.22e6) == -1);
+  // No hop near the capacity, or the one near it slowed no train: none.
+  CHECK(hop_at_capacity(p40, 3, 12.0e6) == -1);
+  std::vector<HopRate> quiet = p40;
+  quiet[1].choke_fraction = 0;
+  CHECK(hop_at_capacity(quiet, 3, 9.50e6) == -1);
+  // Two near it: the one that slowed more trains, the later on a tie.
+  std::vector<HopRate> two = p40;
+  two[2].choke_fraction = 1.0;
+  CHECK(hop_at_capacity(two, 3, 9.50e6) == 2);
+  CHECK(hop_at_capacity(p40, -1, 9.50e6) == -1);
+  CHECK(hop_at_capacity(p40, 3, 0) == -1);
+}
+
+TEST_CASE("measure names the hop at the capacity when the voted hop reads far from it") {
+  MeasureResult m = measured("rst_trains", 47.22e6, 46.9e6, 47.5e6, {{"verdict", "agrees"}},
+                             {{250.36e6, 1.0}, {56.93e6, 1.0}, {49.84e6, 0.375}});
+  m.hops.bottleneck_hop = 2;
+  double C = 47.22e6;
+  narrow_capacity_from_hops(m, &C);
+  CHECK(C == 47.22e6);
+  CHECK(m.capacity.capacity_source == "rst_trains");
+  CHECK(m.hops.bottleneck_hop == 3);
+  CHECK(m.hops.bottleneck_rate_bps == 49.84e6);
+  REQUIRE(m.hops.warnings.size() == 1);
+  CHECK(m.hops.warnings[0].code == "bottleneck_at_capacity");
+  // A lower bound says nothing of where the narrow link is.
+  MeasureResult lb = measured("rst_trains", 47.22e6, 47.22e6, 47.22e6, {{"verdict", "agrees"}},
+                              {{250.36e6, 1.0}, {56.93e6, 1.0}, {49.84e6, 0.375}});
+  lb.capacity.lower_bound = true;
+  lb.hops.bottleneck_hop = 2;
+  narrow_capacity_from_hops(lb, &C);
+  CHECK(lb.hops.bottleneck_hop == 2);
+}
+
+TEST_CASE("passed share: a train a loaded link slowed below the narrow one's rate proves nothing") {
+  // Benchmark path 8 rebuilt: a 57 Mbit/s link carrying TCP (hop 2), then
+  // the 47 Mbit/s narrow one. A train the TCP queue held to 16 Mbit/s went
+  // on through the 47 link unslowed; counted as passed, it made hop 2 (57.05)
+  // the narrow link: +21%.
+  const RecursiveTrain rt = train_for(3, 40);
+  // Seven trains cross the 57 link idle; one finds it held to 16 (a TCP
+  // window ahead of it), the way a queue of a loaded link does.
+  std::vector<HopTrainTiming> v = many(rt, Chain{{1e9, 57e6, 47e6}, 20 * kUs, 0, -1}, 7, 21);
+  v.push_back(many(rt, Chain{{1e9, 16e6, 47e6}, 20 * kUs, 0, -1}, 1, 22).front());
+  const HopsEstimate e = estimate_hops(v, HopsFilter{});
+  REQUIRE(e.trains_voting == 8);
+  INFO("hop 2 " << e.hops[1].rate_low_bps << " .. " << e.hops[1].rate_bps << " .. "
+                << e.hops[1].rate_high_bps << ", target " << e.hops[2].rate_bps);
+  CHECK(e.hops[1].rate_low_bps < 17e6);
+  CHECK(e.hops[1].passed_fraction == 0);
+  std::vector<HopRate> r;
+  for (const auto& h : e.hops) r.push_back({h.used, h.rate_bps, h.choke_fraction, h.passed_fraction});
+  CHECK(narrow_hop_passed(r, 0.9 * 47e6) == -1);
+}

@@ -987,17 +987,20 @@ void add_availbw(MeasureResult& m, AvailbwResult a, unsigned capture_drops) {
   }
 }
 
-void narrow_capacity_from_hops(MeasureResult& m, double* capacity_bps) {
+namespace {
+
+void capacity_from_hop_rates(MeasureResult& m, double* capacity_bps) {
   CapacityResult& cap = m.capacity;
   const bool gaps_adopted = cap.capacity_source == "reply_gaps";
   if (!m.has_hops || !cap.valid || cap.lower_bound ||
-      (cap.capacity_source != "rst_trains" && !gaps_adopted) || cap.shaper.found ||
-      !cap.gap_check.is_object()) {
+      (cap.capacity_source != "rst_trains" && !gaps_adopted) || cap.shaper.found) {
     return;
   }
+  const nlohmann::json& gc = cap.gap_check;
   const auto number = [&](const char* key) {
-    const auto it = cap.gap_check.find(key);
-    return it != cap.gap_check.end() && it->is_number() ? it->get<double>() : 0.0;
+    if (!gc.is_object()) return 0.0;
+    const auto it = gc.find(key);
+    return it != gc.end() && it->is_number() ? it->get<double>() : 0.0;
   };
   // The gaps' reading (the loaded later link's rate) and their upper end.
   const double gaps = number("capacity_bps");
@@ -1007,39 +1010,87 @@ void narrow_capacity_from_hops(MeasureResult& m, double* capacity_bps) {
   // down to the trains': benchmark path 6 at b93126c, the narrow link our
   // own 47.8 Mbit/s one, trains 41.0 behind a loaded link, gaps 51.5
   // [41.2, 57.2], the hops 48.0 at hop 1).
-  const auto w = cap.gap_check.find("widened");
-  const bool widened = w != cap.gap_check.end() && w->is_boolean() && w->get<bool>();
-  const auto v = cap.gap_check.find("verdict");
-  const bool above = v != cap.gap_check.end() && v->is_string() && v->get<std::string>() == "agrees" &&
-                     gaps > 1.05 * cap.capacity_bps;
+  const bool widened = gc.is_object() && gc.value("widened", false);
+  const bool above =
+      gc.is_object() && gc.value("verdict", std::string()) == "agrees" && gaps > 1.05 * cap.capacity_bps;
   // Or the gaps adopted, with an interval reaching well above them: they too
   // read the loaded later link's spreading then (benchmark path 40 at
   // b93126c: 9.4 Mbit/s narrow, then 20.6 carrying 14.8; gaps 6.87 [6.53,
   // 10.23] adopted over trains at 6.11, the hops 9.41 at hop 2). Adopted
   // gaps are precise as a rule (half the trains' width), so no hop lies more
   // than 5% above them within their interval but in such a case.
-  if (!(widened || above || gaps_adopted) || !(gaps > 0)) return;
   std::vector<HopRate> rates;
-  for (const HopRecord& h : m.hops.hops) rates.push_back({h.used, h.rate_bps, h.choke_fraction});
-  const double high = std::max(cap.high_bps, gaps_high);
-  const int k = narrow_hop_above_trains(rates, cap.capacity_bps, high, gaps);
+  for (const HopRecord& h : m.hops.hops) {
+    rates.push_back({h.used, h.rate_bps, h.choke_fraction, h.passed_fraction});
+  }
+  const double gaps_upper = std::max(cap.high_bps, gaps_high);
+  int k = (widened || above || gaps_adopted) && gaps > 0
+              ? narrow_hop_above_trains(rates, cap.capacity_bps, gaps_upper, gaps)
+              : -1;
+  const bool from_gaps = k >= 0;
+  // Otherwise (no gaps, or an interval short of the hop): trains that went
+  // on from the hop to the target unslowed (benchmark paths 39, 40 and 52
+  // at e048c44).
+  if (!from_gaps) k = narrow_hop_passed(rates, cap.capacity_bps);
   if (k < 0) return;
   const HopRecord& h = m.hops.hops[static_cast<std::size_t>(k)];
+  const std::string why =
+      from_gaps ? "the gaps between replies read " + format_rate(gaps) + ", up to " +
+                      format_rate(gaps_upper)
+                : std::to_string(static_cast<int>(std::lround(100 * h.passed_fraction))) +
+                      "% of the hops phase's trains reached the target as fast as they left hop " +
+                      std::to_string(k + 1) + ", so no link after it is narrower";
   cap.warnings.push_back(
       {WarningCode::kCapacityFromHop,
        "the capacity estimate (" + cap.capacity_source + ") read " +
            format_rate(cap.capacity_bps) +
-           " at the target, slowed by a loaded link after the narrow one (the gaps between "
-           "replies read " + format_rate(gaps) + ", up to " + format_rate(high) +
+           " at the target, slowed by a loaded link after the narrow one (" + why +
            "); the hops phase's trains left hop " +
            std::to_string(k + 1) + " at " + format_rate(h.rate_bps) +
            ", before that link: the capacity is that hop's rate"});
   cap.capacity_bps = h.rate_bps;
   cap.low_bps = std::min(cap.low_bps, h.rate_bps);
-  cap.high_bps = std::max(cap.high_bps, high);
+  // Up to the gaps' upper end when they bounded the hop; else the hop's own
+  // spread over its trains.
+  cap.high_bps = std::max({cap.high_bps, h.rate_bps, from_gaps ? gaps_upper : h.rate_high_bps});
+  if (!from_gaps && h.rate_low_bps > 0) cap.low_bps = std::min(cap.low_bps, h.rate_low_bps);
   cap.capacity_source = "hop_dispersion";
   *capacity_bps = h.rate_bps;
   set_bottleneck(m.hops, k, h.choke_fraction);
+}
+
+// The bottleneck hop where the capacity says the narrow link ends
+// (estimate/hops.hpp, hop_at_capacity).
+void bottleneck_at_capacity(MeasureResult& m) {
+  const CapacityResult& cap = m.capacity;
+  if (!m.has_hops || !cap.valid || cap.lower_bound || cap.shaper.found ||
+      m.hops.bottleneck_hop <= 0) {
+    return;
+  }
+  std::vector<HopRate> rates;
+  for (const HopRecord& h : m.hops.hops) {
+    rates.push_back({h.used, h.rate_bps, h.choke_fraction, h.passed_fraction});
+  }
+  const int named = m.hops.bottleneck_hop - 1;
+  const int k = hop_at_capacity(rates, named, cap.capacity_bps);
+  if (k < 0 || k == named) return;
+  const HopRecord& was = m.hops.hops[static_cast<std::size_t>(named)];
+  const HopRecord& h = m.hops.hops[static_cast<std::size_t>(k)];
+  m.hops.warnings.push_back(
+      {WarningCode::kBottleneckAtCapacity,
+       "most hop trains last slowed at hop " + std::to_string(named + 1) + " (" +
+           format_rate(was.rate_bps) + "), far from the capacity " +
+           format_rate(cap.capacity_bps) + ": a loaded link made that step; hop " +
+           std::to_string(k + 1) + " reads " + format_rate(h.rate_bps) +
+           ", the capacity, and is named the bottleneck"});
+  set_bottleneck(m.hops, k, h.choke_fraction);
+}
+
+}  // namespace
+
+void narrow_capacity_from_hops(MeasureResult& m, double* capacity_bps) {
+  capacity_from_hop_rates(m, capacity_bps);
+  bottleneck_at_capacity(m);
 }
 
 MeasureResult run_measure(const Config& c, const std::atomic<bool>& stop) {

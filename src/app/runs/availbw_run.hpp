@@ -57,7 +57,11 @@ bool capacity_phase_done(MeasureResult& m, double* capacity_bps, bool with_hops 
 // the hop the narrow link ends at (estimate/hops.hpp, narrow_hop_above_trains)
 // gives the capacity: capacity_source "hop_dispersion", warning
 // capacity_from_hop, the bottleneck hop named there, *capacity_bps updated
-// for the avail-bw search. The same live and in `linkwidth analyze`.
+// for the avail-bw search. Without the gaps, trains that went on from a hop
+// to the target unslowed (narrow_hop_passed) do the same. Then, the capacity
+// final, a bottleneck hop that reads far from it gives way to the hop that
+// reads it (hop_at_capacity, warning bottleneck_at_capacity). The same live
+// and in `linkwidth analyze`.
 void narrow_capacity_from_hops(MeasureResult& m, double* capacity_bps);
 // --capacity given: the capacity part of the result (its endpoints already set).
 void given_capacity(MeasureResult& m, double capacity_bps);

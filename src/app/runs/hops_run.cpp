@@ -428,6 +428,9 @@ void hop_records(const HopsEstimate& est, const HopsPath& p, const HopTrains& s,
       h.rate_bps = e.rate_bps;
       h.choke_fraction = e.choke_fraction;
       h.bottleneck_fraction = e.bottleneck_fraction;
+      h.passed_fraction = e.passed_fraction;
+      h.rate_low_bps = e.rate_low_bps;
+      h.rate_high_bps = e.rate_high_bps;
     }
     if (p.hops[k].addr == 0)
       unknown.push_back(k + 1);
