@@ -237,14 +237,14 @@ GapEstimate estimate_capacity_from_gaps(const std::vector<TrainTiming>& trains, 
 }
 
 std::string judge_gaps(const GapEstimate& g, const CapacityEstimate& trains, double send_bps,
-                       bool load_loss_suspected) {
+                       bool trains_may_read_high) {
   const CapacityEstimate& e = g.capacity;
   if (!e.valid) return "no_estimate";
   const bool delay_low = g.min_delay_bps > 0 && g.min_delay_bps < kGapSqueezeRatio * e.capacity_bps;
   const bool delay_agrees = g.min_delay_bps >= kGapSqueezeRatio * e.capacity_bps &&
                             g.min_delay_bps <= e.capacity_bps / kGapSqueezeRatio;
   if (e.high_bps < trains.low_bps) {
-    return load_loss_suspected && delay_agrees ? "adopted_below" : "below_trains";
+    return trains_may_read_high && delay_agrees ? "adopted_below" : "below_trains";
   }
   // Within the trains' interval the gaps stand in for the trains where they
   // read over 2% higher, more precisely (cross traffic biases trains low,

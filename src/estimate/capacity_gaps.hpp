@@ -48,8 +48,9 @@ GapEstimate estimate_capacity_from_gaps(const std::vector<TrainTiming>& trains, 
 
 // Whether the gaps replace the trains' estimate, and why (gap_check.verdict):
 // "no_estimate"; "below_trains" (the gaps' whole interval below the trains')
-// unless the trains lost load unseen (`load_loss_suspected`: they read high)
-// and the least-delayed spans agree within kGapSqueezeRatio either way:
+// unless the trains may read high (`trains_may_read_high`: load lost unseen,
+// or an estimate extrapolated over two offered rates, which overshoots) and
+// the least-delayed spans agree within kGapSqueezeRatio either way:
 // "adopted_below"; "agrees" (within the trains' interval, unless over 2%
 // higher with a narrower interval: cross traffic biases trains low, never
 // high); "not_compressed" (within 10% of our sending `send_bps`, 0 = not
@@ -67,7 +68,7 @@ constexpr double kGapTrainRatio = 0.6;
 // right had 0.9905 to 1.006.)
 constexpr double kGapSqueezeRatio = 0.97;
 std::string judge_gaps(const GapEstimate& g, const CapacityEstimate& trains, double send_bps,
-                       bool load_loss_suspected);
+                       bool trains_may_read_high);
 bool gaps_adopted(const std::string& verdict);
 // Refused gaps that still bound the narrow link from above: a loaded link
 // after it squeezed them (trains_too_slow, squeezed_after_narrow), so they

@@ -42,8 +42,9 @@ struct HopEstimate {
   double choke_fraction = 0;  // share of voting trains in which this hop was a choke point
   double bottleneck_fraction = 0;  // share in which it was the last choke point
   // Share of voting trains that reached the last used hop (the target) at
-  // this hop's (median) rate, within kPassedTolerance: no link after this
-  // hop slowed them below it. 0 for the last used hop itself.
+  // this hop's (median) rate, within kPassedTolerance either way: no link
+  // after this hop slowed them below it (and none lost load on the way,
+  // which reads faster). 0 for the last used hop itself.
   double passed_fraction = 0;
   double rate_low_bps = 0, rate_high_bps = 0;  // lowest and highest per-train rate (0 = none)
 };
@@ -104,7 +105,9 @@ int narrow_hop_above_trains(const std::vector<HopRate>& hops, double trains_bps,
                             double later_bps);
 
 // The same hop without the gaps: some of the hops phase's trains went on
-// from it to the target at the rate they left it (passed_fraction > 0),
+// from it to the target at its rate (passed_fraction >= kMinPassed: 2 of 8;
+// one train that lost load at a full queue can read anything, benchmark
+// path 24 at dce3dca: +20%),
 // so no link after it is slower than it; the links after it that slowed
 // the others (a later hop reads over kPassedDrop slower) carried cross
 // traffic. A link narrower than the hop's rate slows every train by its own
@@ -114,10 +117,11 @@ int narrow_hop_above_trains(const std::vector<HopRate>& hops, double trains_bps,
 // later hop faster (3% slack), and T above half its rate r: a later link
 // faster than r, carrying X <= its capacity, leaves a train at least r/2
 // (benchmark path 14: 405.7 down to 61.9 is no loaded faster link's doing).
-// Benchmark paths 39, 40 and 52 at e048c44: 6.47, 9.43 and 8.03 at the
-// narrow hop for 6.48, 9.44 and 8.04, trains 22-31% low, and 1-2 of 8
-// trains through at that rate. The last such hop; -1 when none.
+// Benchmark paths 39 and 52 at e048c44: 6.47 and 8.03 at the narrow hop for
+// 6.48 and 8.04, trains 22-31% low, and 2 of 8 trains through at that rate.
+// The last such hop; -1 when none.
 constexpr double kPassedDrop = 1.10;
+constexpr double kMinPassed = 0.2;
 int narrow_hop_passed(const std::vector<HopRate>& hops, double trains_bps);
 
 // `measure`, once the capacity C is final: the hop named as the bottleneck

@@ -371,4 +371,14 @@ TEST_CASE("gaps: when they replace the trains' estimate", "[capacity_gaps]") {
   CHECK(judge_gaps(g, high, 1e9, false) == "below_trains");
   CHECK(judge_gaps(g, high, 1e9, true) == "adopted_below");
   CHECK(judge_gaps(squeezed, high, 1e9, true) == "below_trains");
+  // ... or trains extrapolated over two offered rates (the caller says
+  // "may read high" for both): benchmark path 8 at dce3dca, 50.10 [49.82,
+  // 50.47] for 47.32, gaps 47.36 [47.20, 47.67] with the least-delayed
+  // spans at 47.28.
+  GapEstimate p8;
+  p8.capacity = est(47.356e6, 47.20e6, 47.667e6);
+  p8.min_delay_bps = 47.284e6;
+  const CapacityEstimate fit = est(50.10e6, 49.82e6, 50.47e6);
+  CHECK(judge_gaps(p8, fit, 1.03e9, true) == "adopted_below");
+  CHECK(judge_gaps(p8, fit, 1.03e9, false) == "below_trains");
 }

@@ -499,7 +499,11 @@ TEST_CASE("narrow_hop_passed: the conditions one by one") {
   const std::vector<HopRate> p40 = {{true, 701.98e6, 0.875, 0.0}, {true, 9.429e6, 1.0, 0.125},
                                     {true, 9.416e6, 0.0, 0.125}, {true, 6.783e6, 0.875, 0.0},
                                     {true, 6.77e6, 0.0, 0.0}};
-  CHECK(narrow_hop_passed(p40, 8.242e6) == 1);
+  // One train of eight through is not enough (kMinPassed); two are.
+  CHECK(narrow_hop_passed(p40, 8.242e6) == -1);
+  std::vector<HopRate> p40b = p40;
+  p40b[1].passed_fraction = p40b[2].passed_fraction = 0.25;
+  CHECK(narrow_hop_passed(p40b, 8.242e6) == 1);
   // No train through: nothing.
   h[0].passed_fraction = 0;
   CHECK(narrow_hop_passed(h, 5.06e6) == -1);
@@ -628,4 +632,21 @@ TEST_CASE("passed share: a train a loaded link slowed below the narrow one's rat
   std::vector<HopRate> r;
   for (const auto& h : e.hops) r.push_back({h.used, h.rate_bps, h.choke_fraction, h.passed_fraction});
   CHECK(narrow_hop_passed(r, 0.9 * 47e6) == -1);
+}
+
+TEST_CASE("passed share: a train that reads faster at the target than at the hop lost load") {
+  // Benchmark path 24 at dce3dca: 20.6 Mbit/s carrying TCP (hop 2), then the
+  // 17.1 narrow link; one train read 32.6 at the target (load dropped at the
+  // full queue, its bits overcounted) and counted as passed.
+  const RecursiveTrain rt = train_for(3, 40);
+  std::vector<HopTrainTiming> v = many(rt, Chain{{1e9, 20e6, 20e6}, 20 * kUs, 0, -1}, 8, 31);
+  // Three trains whose target dispersion came back 40% short.
+  for (int i = 0; i < 3; ++i) {
+    HopTrainTiming& t = v[static_cast<std::size_t>(i)];
+    t.tail_reply[2] = t.head_reply[2] + (t.tail_reply[2] - t.head_reply[2]) * 6 / 10;
+  }
+  const HopsEstimate e = estimate_hops(v, HopsFilter{});
+  REQUIRE(e.trains_voting == 8);
+  // The 5 others reached the target at hop 2's rate (an equal later link).
+  CHECK(e.hops[1].passed_fraction == Approx(5.0 / 8));
 }
