@@ -879,6 +879,10 @@ def main():
         return 0
     if not os.access(args.bin, os.X_OK):
         sys.exit(f"bench_paths.py: {args.bin} is not an executable (build first)")
+    # Before the runs of an earlier invocation are deleted below: their
+    # deletion is not a change to the code under test.
+    commit = subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty"],
+                            capture_output=True, text=True).stdout.strip() or "?"
     runs_dir = os.path.join(args.out, "paths_runs")
     os.makedirs(runs_dir, exist_ok=True)
     for fn in os.listdir(runs_dir):         # runs of an earlier invocation
@@ -887,8 +891,6 @@ def main():
     for fn in os.listdir(args.out):
         if fn.startswith("paths_worst_") and fn.endswith(".png"):
             os.unlink(os.path.join(args.out, fn))
-    commit = subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty"],
-                            capture_output=True, text=True).stdout.strip() or "?"
     meta = {"command": "python3 scripts/bench_paths.py " + " ".join(map(shlex.quote, sys.argv[1:])),
             "commit": commit, "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
             "seed": args.seed, "paths_planned": args.paths, "quick": args.quick,
