@@ -205,4 +205,19 @@ int hop_at_capacity(const std::vector<HopRate>& hops, int named, double capacity
   return best;
 }
 
+int hop_below_capacity(const std::vector<HopRate>& hops, double capacity_bps) {
+  if (!(capacity_bps > 0)) return -1;
+  int best = -1;
+  for (int k = 0; k < static_cast<int>(hops.size()); ++k) {
+    const HopRate& h = hops[k];
+    if (!h.used || h.choke_fraction < kChoke || !(h.rate_low_bps > 0) ||
+        h.rate_high_bps > (1 + kTightSpread) * h.rate_low_bps ||
+        capacity_bps <= kAboveHop * h.rate_high_bps) {
+      continue;
+    }
+    if (best < 0 || h.rate_bps < hops[best].rate_bps) best = k;
+  }
+  return best;
+}
+
 }  // namespace lw

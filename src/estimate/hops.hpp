@@ -100,6 +100,7 @@ struct HopRate {
   double rate_bps = 0;
   double choke_fraction = 0;
   double passed_fraction = 0;
+  double rate_low_bps = 0, rate_high_bps = 0;
 };
 int narrow_hop_above_trains(const std::vector<HopRate>& hops, double trains_bps, double high_bps,
                             double later_bps);
@@ -135,6 +136,19 @@ int narrow_hop_passed(const std::vector<HopRate>& hops, double trains_bps);
 // later on a tie) is the narrow link's; -1 when the named hop stands or no
 // hop qualifies. kHopNear is 8%: the hop trains' median at path 8's hop 3
 // read 47.8-50.0 for a C of 47.1-47.3 (truth 47.3) in two runs.
+// A capacity estimate above the rate at which every hop train left a hop
+// that slowed them: trains sent back to back leave a link at its capacity
+// when no cross traffic meets them there, and then every train reads the
+// same (within kTightSpread), so that link's capacity is the hop's rate and
+// the path's narrow link is no faster. A capacity over kAboveHop above the
+// highest train there is contradicted (benchmark path 39 at 54f2cf1: gaps
+// from 3 trains adopted at 7.72, the rate of the loaded link after the
+// narrow one, while all 8 hop trains left hop 1 at 6.47-6.48; truth 6.48).
+// The hop (choke_fraction >= 0.5) with the lowest such rate; -1 when none.
+constexpr double kTightSpread = 0.02;
+constexpr double kAboveHop = 1.03;
+int hop_below_capacity(const std::vector<HopRate>& hops, double capacity_bps);
+
 constexpr double kHopFar = 1.10;
 constexpr double kHopNear = 0.08;
 int hop_at_capacity(const std::vector<HopRate>& hops, int named, double capacity_bps);

@@ -650,3 +650,50 @@ TEST_CASE("passed share: a train that reads faster at the target than at the hop
   // The 5 others reached the target at hop 2's rate (an equal later link).
   CHECK(e.hops[1].passed_fraction == Approx(5.0 / 8));
 }
+
+TEST_CASE("hop_below_capacity: no capacity above the rate every train left a hop at") {
+  // Benchmark path 39 at 54f2cf1: all 8 hop trains left hop 1 at 6.47-6.48;
+  // gaps from 3 trains were adopted at 7.72 (the loaded 7.8 link after it).
+  std::vector<HopRate> h = {{true, 6.47e6, 1.0, 0.0, 6.47e6, 6.48e6},
+                            {true, 6.47e6, 0.0, 0.0, 6.47e6, 6.47e6},
+                            {true, 5.28e6, 0.875, 0.0, 5.09e6, 6.03e6}};
+  CHECK(hop_below_capacity(h, 7.72e6) == 0);
+  // A capacity within 3% of the hop's highest train: no contradiction.
+  CHECK(hop_below_capacity(h, 6.6e6) == -1);
+  // Trains that left it at different rates (cross traffic met them there):
+  // that link may be faster than they read.
+  h[0].rate_high_bps = 6.9e6;
+  CHECK(hop_below_capacity(h, 7.72e6) == -1);
+  h[0].rate_high_bps = 6.48e6;
+  // A hop that slowed few trains bounds nothing; nor one without a spread.
+  h[0].choke_fraction = 0.25;
+  CHECK(hop_below_capacity(h, 7.72e6) == -1);
+  h[0].choke_fraction = 1.0;
+  h[0].rate_low_bps = 0;
+  CHECK(hop_below_capacity(h, 7.72e6) == -1);
+  h[0].rate_low_bps = 6.47e6;
+  // Two such hops: the slower.
+  h.push_back({true, 6.0e6, 1.0, 0.0, 5.98e6, 6.02e6});
+  CHECK(hop_below_capacity(h, 7.72e6) == 3);
+  CHECK(hop_below_capacity(h, 0) == -1);
+}
+
+TEST_CASE("measure lowers a capacity above the rate every hop train left a hop at") {
+  MeasureResult m = measured("reply_gaps", 7.715e6, 7.244e6, 7.78e6, {{"verdict", "adopted"}},
+                             {{6.47e6, 1.0}, {6.47e6, 0.0}, {5.28e6, 0.875}});
+  for (auto& h : m.hops.hops) h.rate_low_bps = h.rate_high_bps = h.rate_bps;
+  m.hops.hops[0].rate_high_bps = 6.48e6;
+  m.hops.hops[2].rate_low_bps = 5.09e6;
+  m.hops.hops[2].rate_high_bps = 6.03e6;
+  m.hops.bottleneck_hop = 3;
+  double C = 7.715e6;
+  narrow_capacity_from_hops(m, &C);
+  CHECK(C == 6.47e6);
+  CHECK(m.capacity.capacity_source == "hop_dispersion");
+  CHECK(m.capacity.low_bps <= 6.47e6);
+  CHECK(m.capacity.high_bps >= 6.48e6);
+  CHECK(m.capacity.high_bps < 6.6e6);
+  CHECK(m.hops.bottleneck_hop == 1);
+  REQUIRE(m.capacity.warnings.size() == 1);
+  CHECK(m.capacity.warnings[0].code == "capacity_from_hop");
+}

@@ -989,6 +989,42 @@ void add_availbw(MeasureResult& m, AvailbwResult a, unsigned capture_drops) {
 
 namespace {
 
+std::vector<HopRate> hop_rates(const HopsResult& r) {
+  std::vector<HopRate> v;
+  for (const HopRecord& h : r.hops) {
+    v.push_back({h.used, h.rate_bps, h.choke_fraction, h.passed_fraction, h.rate_low_bps,
+                 h.rate_high_bps});
+  }
+  return v;
+}
+
+// A capacity above the rate every hop train left a hop at (estimate/hops.hpp,
+// hop_below_capacity): that hop's rate, the bottleneck there.
+void capacity_above_hop(MeasureResult& m, double* capacity_bps) {
+  CapacityResult& cap = m.capacity;
+  if (!m.has_hops || !cap.valid || cap.lower_bound || cap.shaper.found ||
+      (cap.capacity_source != "rst_trains" && cap.capacity_source != "reply_gaps")) {
+    return;
+  }
+  const int k = hop_below_capacity(hop_rates(m.hops), cap.capacity_bps);
+  if (k < 0) return;
+  const HopRecord& h = m.hops.hops[static_cast<std::size_t>(k)];
+  cap.warnings.push_back(
+      {WarningCode::kCapacityFromHop,
+       "the capacity estimate (" + cap.capacity_source + ") read " +
+           format_rate(cap.capacity_bps) + ", above the rate every one of the hops phase's " +
+           "trains left hop " + std::to_string(k + 1) + " at (" + format_rate(h.rate_low_bps) +
+           " to " + format_rate(h.rate_high_bps) +
+           "): the link into that hop spread them all alike, and the path is no faster; the "
+           "capacity is that hop's rate"});
+  cap.capacity_bps = h.rate_bps;
+  cap.low_bps = std::min(h.rate_low_bps, h.rate_bps * (1 - kSystematicRel));
+  cap.high_bps = std::max(h.rate_high_bps, h.rate_bps * (1 + kSystematicRel));
+  cap.capacity_source = "hop_dispersion";
+  *capacity_bps = h.rate_bps;
+  set_bottleneck(m.hops, k, h.choke_fraction);
+}
+
 void capacity_from_hop_rates(MeasureResult& m, double* capacity_bps) {
   CapacityResult& cap = m.capacity;
   const bool gaps_adopted = cap.capacity_source == "reply_gaps";
@@ -1019,10 +1055,7 @@ void capacity_from_hop_rates(MeasureResult& m, double* capacity_bps) {
   // 10.23] adopted over trains at 6.11, the hops 9.41 at hop 2). Adopted
   // gaps are precise as a rule (half the trains' width), so no hop lies more
   // than 5% above them within their interval but in such a case.
-  std::vector<HopRate> rates;
-  for (const HopRecord& h : m.hops.hops) {
-    rates.push_back({h.used, h.rate_bps, h.choke_fraction, h.passed_fraction});
-  }
+  const std::vector<HopRate> rates = hop_rates(m.hops);
   const double gaps_upper = std::max(cap.high_bps, gaps_high);
   int k = (widened || above || gaps_adopted) && gaps > 0
               ? narrow_hop_above_trains(rates, cap.capacity_bps, gaps_upper, gaps)
@@ -1067,10 +1100,7 @@ void bottleneck_at_capacity(MeasureResult& m) {
       m.hops.bottleneck_hop <= 0) {
     return;
   }
-  std::vector<HopRate> rates;
-  for (const HopRecord& h : m.hops.hops) {
-    rates.push_back({h.used, h.rate_bps, h.choke_fraction, h.passed_fraction});
-  }
+  const std::vector<HopRate> rates = hop_rates(m.hops);
   const int named = m.hops.bottleneck_hop - 1;
   const int k = hop_at_capacity(rates, named, cap.capacity_bps);
   if (k < 0 || k == named) return;
@@ -1089,6 +1119,7 @@ void bottleneck_at_capacity(MeasureResult& m) {
 }  // namespace
 
 void narrow_capacity_from_hops(MeasureResult& m, double* capacity_bps) {
+  capacity_above_hop(m, capacity_bps);
   capacity_from_hop_rates(m, capacity_bps);
   bottleneck_at_capacity(m);
 }
