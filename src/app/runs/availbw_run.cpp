@@ -998,40 +998,46 @@ std::vector<HopRate> hop_rates(const HopsResult& r) {
   return v;
 }
 
-// A capacity above the rate every hop train left a hop at (estimate/hops.hpp,
-// hop_below_capacity): that hop's rate, the bottleneck there.
-void capacity_above_hop(MeasureResult& m, double* capacity_bps) {
+// The capacity becomes hop k's rate in [low, high]: capacity_source
+// hop_dispersion, warning capacity_from_hop (`message`), the bottleneck there.
+void take_hop_capacity(MeasureResult& m, int k, double low, double high, const std::string& message,
+                       double* capacity_bps) {
   CapacityResult& cap = m.capacity;
-  if (!m.has_hops || !cap.valid || cap.lower_bound || cap.shaper.found ||
-      (cap.capacity_source != "rst_trains" && cap.capacity_source != "reply_gaps")) {
-    return;
-  }
-  const int k = hop_below_capacity(hop_rates(m.hops), cap.capacity_bps);
-  if (k < 0) return;
   const HopRecord& h = m.hops.hops[static_cast<std::size_t>(k)];
-  cap.warnings.push_back(
-      {WarningCode::kCapacityFromHop,
-       "the capacity estimate (" + cap.capacity_source + ") read " +
-           format_rate(cap.capacity_bps) + ", above the rate every one of the hops phase's " +
-           "trains left hop " + std::to_string(k + 1) + " at (" + format_rate(h.rate_low_bps) +
-           " to " + format_rate(h.rate_high_bps) +
-           "): the link into that hop spread them all alike, and the path is no faster; the "
-           "capacity is that hop's rate"});
+  cap.warnings.push_back({WarningCode::kCapacityFromHop, message});
   cap.capacity_bps = h.rate_bps;
-  cap.low_bps = std::min(h.rate_low_bps, h.rate_bps * (1 - kSystematicRel));
-  cap.high_bps = std::max(h.rate_high_bps, h.rate_bps * (1 + kSystematicRel));
+  cap.low_bps = low;
+  cap.high_bps = high;
   cap.capacity_source = "hop_dispersion";
   *capacity_bps = h.rate_bps;
   set_bottleneck(m.hops, k, h.choke_fraction);
 }
 
+// A capacity above the rate every hop train left a hop at (estimate/hops.hpp,
+// hop_below_capacity): that hop's rate, the bottleneck there.
+bool capacity_above_hop(MeasureResult& m, double* capacity_bps) {
+  const CapacityResult& cap = m.capacity;
+  const int k = hop_below_capacity(hop_rates(m.hops), cap.capacity_bps);
+  if (k < 0) return false;
+  const HopRecord& h = m.hops.hops[static_cast<std::size_t>(k)];
+  take_hop_capacity(
+      m, k, std::min(h.rate_low_bps, h.rate_bps * (1 - kSystematicRel)),
+      std::max(h.rate_high_bps, h.rate_bps * (1 + kSystematicRel)),
+      "the capacity estimate (" + cap.capacity_source + ") read " + format_rate(cap.capacity_bps) +
+          ", above the rate every one of the hops phase's trains left hop " +
+          std::to_string(k + 1) + " at (" + format_rate(h.rate_low_bps) + " to " +
+          format_rate(h.rate_high_bps) +
+          "): the link into that hop spread them all alike, and the path is no faster; the "
+          "capacity is that hop's rate",
+      capacity_bps);
+  return true;
+}
+
+// Trains (or adopted gaps) slowed by a loaded link after the narrow one: the
+// narrow hop's rate (narrow_hop_above_trains, narrow_hop_passed).
 void capacity_from_hop_rates(MeasureResult& m, double* capacity_bps) {
-  CapacityResult& cap = m.capacity;
+  const CapacityResult& cap = m.capacity;
   const bool gaps_adopted = cap.capacity_source == "reply_gaps";
-  if (!m.has_hops || !cap.valid || cap.lower_bound ||
-      (cap.capacity_source != "rst_trains" && !gaps_adopted) || cap.shaper.found) {
-    return;
-  }
   const nlohmann::json& gc = cap.gap_check;
   const auto number = [&](const char* key) {
     if (!gc.is_object()) return 0.0;
@@ -1067,39 +1073,32 @@ void capacity_from_hop_rates(MeasureResult& m, double* capacity_bps) {
   if (!from_gaps) k = narrow_hop_passed(rates, cap.capacity_bps);
   if (k < 0) return;
   const HopRecord& h = m.hops.hops[static_cast<std::size_t>(k)];
+  // Up to the gaps' upper end when they bounded the hop; else the hop's own
+  // spread over its trains.
+  double low = std::min(cap.low_bps, h.rate_bps);
+  if (!from_gaps && h.rate_low_bps > 0) low = std::min(low, h.rate_low_bps);
+  const double high = std::max({cap.high_bps, h.rate_bps, from_gaps ? gaps_upper : h.rate_high_bps});
   const std::string why =
       from_gaps ? "the gaps between replies read " + format_rate(gaps) + ", up to " +
                       format_rate(gaps_upper)
                 : std::to_string(static_cast<int>(std::lround(100 * h.passed_fraction))) +
                       "% of the hops phase's trains reached the target as fast as they left hop " +
                       std::to_string(k + 1) + ", so no link after it is narrower";
-  cap.warnings.push_back(
-      {WarningCode::kCapacityFromHop,
-       "the capacity estimate (" + cap.capacity_source + ") read " +
-           format_rate(cap.capacity_bps) +
-           " at the target, slowed by a loaded link after the narrow one (" + why +
-           "); the hops phase's trains left hop " +
-           std::to_string(k + 1) + " at " + format_rate(h.rate_bps) +
-           ", before that link: the capacity is that hop's rate"});
-  cap.capacity_bps = h.rate_bps;
-  cap.low_bps = std::min(cap.low_bps, h.rate_bps);
-  // Up to the gaps' upper end when they bounded the hop; else the hop's own
-  // spread over its trains.
-  cap.high_bps = std::max({cap.high_bps, h.rate_bps, from_gaps ? gaps_upper : h.rate_high_bps});
-  if (!from_gaps && h.rate_low_bps > 0) cap.low_bps = std::min(cap.low_bps, h.rate_low_bps);
-  cap.capacity_source = "hop_dispersion";
-  *capacity_bps = h.rate_bps;
-  set_bottleneck(m.hops, k, h.choke_fraction);
+  take_hop_capacity(m, k, low, high,
+                    "the capacity estimate (" + cap.capacity_source + ") read " +
+                        format_rate(cap.capacity_bps) +
+                        " at the target, slowed by a loaded link after the narrow one (" + why +
+                        "); the hops phase's trains left hop " + std::to_string(k + 1) + " at " +
+                        format_rate(h.rate_bps) +
+                        ", before that link: the capacity is that hop's rate",
+                    capacity_bps);
 }
 
 // The bottleneck hop where the capacity says the narrow link ends
 // (estimate/hops.hpp, hop_at_capacity).
 void bottleneck_at_capacity(MeasureResult& m) {
   const CapacityResult& cap = m.capacity;
-  if (!m.has_hops || !cap.valid || cap.lower_bound || cap.shaper.found ||
-      m.hops.bottleneck_hop <= 0) {
-    return;
-  }
+  if (m.hops.bottleneck_hop <= 0) return;
   const std::vector<HopRate> rates = hop_rates(m.hops);
   const int named = m.hops.bottleneck_hop - 1;
   const int k = hop_at_capacity(rates, named, cap.capacity_bps);
@@ -1119,8 +1118,14 @@ void bottleneck_at_capacity(MeasureResult& m) {
 }  // namespace
 
 void narrow_capacity_from_hops(MeasureResult& m, double* capacity_bps) {
-  capacity_above_hop(m, capacity_bps);
-  capacity_from_hop_rates(m, capacity_bps);
+  const CapacityResult& cap = m.capacity;
+  // Not over a lower bound, a token bucket's sustained rate or a capacity
+  // the user gave: the hops say where the narrow link is only against an
+  // estimate of the trains or the gaps.
+  if (!m.has_hops || !cap.valid || cap.lower_bound || cap.shaper.found) return;
+  if (cap.capacity_source == "rst_trains" || cap.capacity_source == "reply_gaps") {
+    if (!capacity_above_hop(m, capacity_bps)) capacity_from_hop_rates(m, capacity_bps);
+  }
   bottleneck_at_capacity(m);
 }
 
