@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "plan/target_marker.hpp"
+
 namespace lw {
 
 std::vector<int> shaper_marker_positions(int load_packets, int markers, int shift_at) {
@@ -58,6 +60,10 @@ Train make_shaper_train(const ShaperStreamParams& p, int train_id, SeqAllocator&
     t.bits_from_head.push_back(bits);
     push(kSyn, syn_len, Role::kMarker, at);
   }
+  // The flow's kind of marker: with a listening port each SYN's closer is
+  // the load packet after it (a stream sent with closed-port SYNs left a
+  // half-open connection per marker on a target with only 443 open).
+  apply_target_marker(t, p.flow, seqs);
   return t;
 }
 

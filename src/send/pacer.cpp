@@ -12,7 +12,8 @@ namespace lw {
 
 std::vector<SendRecord> Pacer::send(const Train& train,
                                     const std::vector<std::vector<std::uint8_t>>& bytes,
-                                    const std::atomic<bool>* stop) {
+                                    const std::atomic<bool>* stop,
+                                    const std::function<void()>& between) {
   std::vector<SendRecord> rec(train.probes.size());
   const double cap = opt_.max_rate_bps;
   const double burst =
@@ -36,6 +37,7 @@ std::vector<SendRecord> Pacer::send(const Train& train,
   const Nanos real_minus_mono = r0 - (m0 + m1) / 2;
 
   const Nanos t0 = mono_now() + opt_.lead;
+  Nanos last_between = t0;
   for (std::size_t i = 0; i < train.probes.size(); ++i) {
     if (stop && stop->load(std::memory_order_relaxed)) break;
     Nanos deadline = t0 + train.probes[i].offset;
@@ -48,6 +50,11 @@ std::vector<SendRecord> Pacer::send(const Train& train,
       }
     }
     Nanos now = mono_now();
+    if (between && (now - last_between >= kBetweenForced ||
+                    (deadline - now > opt_.spin_window && now - last_between >= kBetweenEvery))) {
+      between();
+      now = last_between = mono_now();
+    }
     bool stopped = false;
     while (deadline - now > opt_.spin_window && !stopped) {
       // A signal ends the sleep early: stop at once instead of spinning out

@@ -4,6 +4,7 @@
 // send times per packet; it never decides what to send.
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "linkwidth/time.hpp"
@@ -37,9 +38,17 @@ class Pacer {
   // Sends `bytes[i]` (prebuilt for train.probes[i]) on schedule. Stops early,
   // leaving the rest unsent, if *stop becomes true. Throws Error (code
   // max_rate_exceeded) for a train above the peak-rate cap.
+  // `between`, if set, runs between two sends now and then: where the pacer
+  // would sleep anyway (a gap longer than the spin window), at most every
+  // kBetweenEvery; and, on a train sent back to back, every kBetweenForced
+  // (the prober drains its capture there: a long train's own packets filled
+  // the capture ring before its replies came, app/plumbing/prober.cpp).
   std::vector<SendRecord> send(const Train& train,
                                const std::vector<std::vector<std::uint8_t>>& bytes,
-                               const std::atomic<bool>* stop);
+                               const std::atomic<bool>* stop,
+                               const std::function<void()>& between = {});
+  static constexpr Nanos kBetweenEvery = 1 * kMs;
+  static constexpr Nanos kBetweenForced = 10 * kMs;
 
  private:
   RawSocket& sock_;

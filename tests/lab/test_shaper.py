@@ -93,6 +93,53 @@ def test_token_bucket_with_peak_rate():
         assert abs(sh["peak_bps"] / (50e6 * 1500 / 1514) - 1) <= 0.15, sh
 
 
+# A second bucket's peak rate P that the trains never exceed on average
+# (--max-load of P is under the sustained rate): every train comes back at P,
+# and only the routine check's stream empties the bucket.
+@pytest.mark.parametrize("cmd,rate,burst,peakrate", [
+    ("capacity", 20e6, 300_000, 100e6),
+    ("measure", 20e6, 300_000, 100e6),
+    ("capacity", 10e6, 100_000, 50e6),
+])
+def test_token_bucket_behind_a_peak_rate_the_trains_never_empty(cmd, rate, burst, peakrate):
+    with lab.Lab(shaped(rate, burst, peakrate=peakrate)) as L:
+        R = L.ground_truth_capacity(ip_len=1500)
+        args = [cmd, L.target_ip] + (["--no-hops"] if cmd == "measure" else [])
+        p = L.run_in_prober(["taskset", "-c", "0", BIN, *args, "--json"], timeout=90)
+        doc = json.loads(p.stdout)
+        assert p.returncode == 0, doc
+        sh, chk = doc["shaper"], doc["shaper_check"]
+        assert sh is not None, (chk, doc["capacity_bps"])
+        assert chk["trigger"] == "routine", chk
+        assert abs(doc["capacity_bps"] / R - 1) <= 0.03, (doc["capacity_bps"], R)
+        assert abs(sh["bucket_bytes"] / (burst * 1500 / 1514) - 1) <= 0.25, sh
+        # The peak is the second bucket's rate (IP layer), read by the trains.
+        assert abs(sh["peak_bps"] / (peakrate * 1500 / 1514) - 1) <= 0.15, sh
+        assert not sh["peak_is_lower_bound"], sh
+        if cmd == "measure":
+            a = doc["availbw_bps"]
+            assert a is not None and abs(a / R - 1) <= 0.10, (a, R)
+        assert doc["probe_bytes"] <= 50e6
+
+
+def test_a_bucket_larger_than_the_routine_stream_is_said_so():
+    """3 MB behind a 100 Mbit/s peak: the routine check's 2 MB stream does
+    not empty it; the result says what was sent and finds no shaper, and a
+    larger --shaper-stream finds it."""
+    with lab.Lab(shaped(20e6, 3_000_000, peakrate=100e6)) as L:
+        R = L.ground_truth_capacity(ip_len=1500)
+        code, doc, _ = run_tool(L, "capacity", L.target_ip)
+        assert code == 0, doc
+        chk = doc["shaper_check"]
+        assert chk["trigger"] == "routine" and chk["verdict"] == "none", chk
+        assert chk["stream_bytes"] <= 2.1e6 * chk["streams"], chk
+        assert doc["shaper"] is None
+        code, doc, _ = run_tool(L, "capacity", L.target_ip, "--shaper-stream", "8M")
+        assert code == 0, doc
+        assert doc["shaper"] is not None, doc["shaper_check"]
+        assert abs(doc["capacity_bps"] / R - 1) <= 0.03, (doc["capacity_bps"], R)
+
+
 @pytest.mark.parametrize("cross", [0, 5e6])
 def test_measure_availbw_in_the_sustained_regime(cross):
     """`measure` on tbf 20 Mbit/s with a 300 KB bucket, idle and with ~25%
@@ -156,5 +203,18 @@ def test_ordinary_paths_have_no_shaper(links):
                 assert chk.get("stalled_streams", 0) <= 1, chk
                 assert chk["verdict"] in ("none", "not_emptied", "no_replies"), chk
             else:
-                # Nothing was sent for it: these paths pay nothing.
-                assert chk is None, json.dumps(chk)
+                # The routine check: one stream, paced under the trains' rate
+                # and at most --shaper-stream's 2 MB, finds no bucket (sent
+                # once more only after a stall); no_replies is allowed too.
+                assert chk is not None and chk["trigger"] == "routine", chk
+                assert chk["streams"] == 1 + chk.get("stalled_streams", 0), chk
+                assert chk.get("stalled_streams", 0) <= 1, chk
+                assert chk["verdict"] in ("none", "no_replies"), chk
+                assert chk["stream_bytes"] <= 2.1e6 * chk["streams"], chk
+        # --no-shaper-stream: nothing is sent for it when the trains show no
+        # bucket (a path the trains cannot tell from one still sends its stream).
+        code, doc, _ = run_tool(L, "capacity", L.target_ip, "--no-shaper-stream")
+        assert code == 0, doc
+        assert doc["shaper"] is None, doc["shaper"]
+        chk = doc["shaper_check"]
+        assert chk is None or chk["trigger"] == "capacity_lower_bound", chk

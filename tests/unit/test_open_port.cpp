@@ -12,6 +12,7 @@
 #include "match/match.hpp"
 #include "plan/capacity_plan.hpp"
 #include "plan/hops_plan.hpp"
+#include "plan/shaper_plan.hpp"
 #include "plan/syn_train.hpp"
 #include "nlohmann/json.hpp"
 #include "plan/target_marker.hpp"
@@ -167,6 +168,39 @@ TEST_CASE("open-port SYN trains and sweeps get a closer after each SYN; bits cou
     CHECK(c.ttl == 64);  // reaches the target whatever TTL the SYN had
     CHECK(c.offset == s.offset);
   }
+}
+
+TEST_CASE("open-port shaper stream: every marker SYN is reset, the markers' bits unchanged",
+          "[plan][open_port][shaper]") {
+  // The stream was built with closed-port SYNs whatever the flow: on a target
+  // with only 443 open each marker left a half-open connection (the lab's
+  // open-port test, once the routine check sent a stream on every path).
+  ShaperStreamParams p;
+  p.flow = flow(TargetMarker::kOpenSyn);
+  p.load_packets = 200;
+  p.markers = 12;
+  p.gap = 20 * kUs;
+  ShaperStreamParams pc = p;
+  pc.flow.marker = TargetMarker::kClosedSyn;
+  SeqAllocator seqs(1), seqs2(1);
+  const Train closed = make_shaper_train(pc, -600, seqs2);
+  const Train t = make_shaper_train(p, -600, seqs);
+  // The warm-up (the head follows it at once) and the tail need inserted
+  // closers; every other marker is closed by the load packet after it.
+  CHECK(check_closers(t) == 2);
+  CHECK(t.probes.size() == closed.probes.size() + 2);
+  REQUIRE(t.markers.size() == closed.markers.size());
+  for (std::size_t m = 0; m < t.markers.size(); ++m) {
+    CHECK(t.probes[t.markers[m]].flags == kSyn);
+    CHECK(t.probes[t.markers[m]].dport == 443);
+    CHECK(t.bits_from_head[m] == Approx(closed.bits_from_head[m]));
+  }
+  const Train acks = make_shaper_train([&] {
+    ShaperStreamParams a = p;
+    a.flow.marker = TargetMarker::kAck;
+    return a;
+  }(), -601, seqs);
+  for (int i : acks.markers) CHECK(acks.probes[i].is_bare_ack());
 }
 
 TEST_CASE("open-port hops train: full-TTL SYNs get closers, routers another port",

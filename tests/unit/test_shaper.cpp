@@ -11,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "estimate/reply_rate.hpp"
 #include "estimate/shaper.hpp"
 #include "app/runs/shaper_run.hpp"
 #include "plan/shaper_plan.hpp"
@@ -676,4 +677,21 @@ TEST_CASE("a stream passed whole: at our rate, or one line about as fast as the 
   CHECK_FALSE(stream_passed_whole(f, h));
   f.uncompressed = true;
   CHECK(stream_passed_whole(f, h));
+}
+
+TEST_CASE("the routine check's stream and markers", "[shaper][routine]") {
+  // A quarter second at the trains' rate, 256 KB to 2 MB.
+  CHECK(routine_stream_bytes(5e6) == Approx(256e3));
+  CHECK(routine_stream_bytes(20e6) == Approx(625e3));
+  CHECK(routine_stream_bytes(100e6) == Approx(2e6));
+  CHECK(routine_stream_bytes(1e9) == Approx(2e6));
+  // A quarter second of the reply budget, 24 at most; none under 12 or when
+  // the target answers fewer at once.
+  CHECK(routine_markers(100, ReplyGovernor::kNoBurstLimit) == 24);
+  CHECK(routine_markers(60, ReplyGovernor::kNoBurstLimit) == 15);
+  CHECK(routine_markers(48, ReplyGovernor::kNoBurstLimit) == 12);
+  CHECK(routine_markers(47, ReplyGovernor::kNoBurstLimit) == 0);
+  CHECK(routine_markers(20, ReplyGovernor::kNoBurstLimit) == 0);
+  CHECK(routine_markers(100, 5) == 0);
+  CHECK(routine_markers(100, 24) == 24);
 }

@@ -45,6 +45,12 @@ struct Config {
   // Hard caps.
   double max_time_s = 20;  // capacity; availbw and measure default to 30
   std::uint64_t max_bytes = 50ull * 1000 * 1000;
+  // Bytes of the stream that looks for a token bucket the capacity trains did
+  // not show (a bucket drained at a second bucket's peak rate; the routine
+  // check, app/runs/capacity_run.cpp); 0: sized by routine_stream_bytes.
+  // no_shaper_stream: none.
+  double shaper_stream_bytes = 0;
+  bool no_shaper_stream = false;
   // Peak probing rate, IP bits/s: no two consecutive probes leave closer than
   // the previous one's bits at this rate (the pacer enforces it, send/pacer.hpp).
   double max_rate_bps = 1e9;

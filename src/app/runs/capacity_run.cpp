@@ -179,10 +179,44 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
       h.trigger = "negative_offset";
     } else if (rate_drop_suggests_bucket(h.fast_bps, res.capacity_bps)) {
       h.trigger = "sizing_faster";
+    } else if (!c.no_shaper_stream &&
+               routine_markers(ss.replies.rate_per_s(), ss.replies.max_burst()) > 0) {
+      // Nothing in the trains: a bucket drained at a second bucket's peak
+      // rate P, and refilled faster than the trains' average (--max-load of
+      // P), lets every train through at P, which is not our sending rate
+      // (tbf 20 Mbit/s, 300 KB, peakrate 100: capacity 96.7, shaper null).
+      // Only a stream that empties it shows it (ShaperProbe's way): one,
+      // paced just under the trains' rate, so that on a path without a
+      // bucket it comes back as one line and fills no queue but what the
+      // other traffic adds; a bucket of up to about a quarter second of
+      // (0.95 P - R) of it empties.
+      h.trigger = "routine";
+      h.stream_bytes = c.shaper_stream_bytes > 0 ? c.shaper_stream_bytes
+                                                 : routine_stream_bytes(res.capacity_bps);
+      h.pace_bps = 0.95 * res.capacity_bps;
+      // Fewer markers than a triggered stream's 40: their replies come out
+      // of the --max-replies budget on every path (24 still leave 3 in the
+      // burst of a 30 KB bucket, quadratic spacing).
+      h.markers = routine_markers(ss.replies.rate_per_s(), ss.replies.max_burst());
+      h.slow_bps = c.max_load * res.capacity_bps;
+      h.growths = 0;
+      // The idle before it: what the largest train took of such a bucket
+      // refills at R >= the trains' average rate (slower, the trains would
+      // have emptied it and shown it), about ten times that train's span.
+      double largest = 0;
+      for (const auto& t : res.trains) largest = std::max(largest, 1.0 * t.load_packets);
+      h.fast_bytes = h.largest_fast_bytes = largest * trains.packet_size;
+      h.fast_span_s = 0;
     }
     if (!h.trigger.empty()) {
       trains.shaper = probe(h);
       trains.shaper_tried = true;
+    }
+    if (h.trigger == "routine" && trains.shaper.found && trains.shaper.peak_is_lower_bound) {
+      // The stream's burst came at the pace we gave it, under the trains'
+      // rate; the trains, which the bucket let through, read the peak.
+      trains.shaper.peak_bps = std::max(trains.shaper.peak_bps, res.capacity_bps);
+      trains.shaper.peak_is_lower_bound = false;
     }
   } else if (!trains.shaper_tried && res.valid && res.lower_bound && !stop.load()) {
     // A bucket refilled at least as fast as the trains' average rate

@@ -23,6 +23,9 @@ constexpr double kMinStreamBytes = 256e3;
 constexpr double kMaxStreamBytes = 32e6;
 // Seconds of the sustained phase a stream aims at beyond the bucket.
 constexpr double kSustainedS = 0.15;
+// Seconds at the trains' rate of the routine check's stream.
+constexpr double kRoutineS = 0.25;
+constexpr double kRoutineMaxBytes = 2e6;
 
 std::vector<ShaperPoint> points_of(const Train& t, const TrainOutcome& o) {
   std::vector<ShaperPoint> pts;
@@ -121,13 +124,25 @@ bool stream_passed_whole(const ShaperFinding& f, const ShaperHints& h) {
           f.stream_rate_bps <= 1.25 * h.fast_bps);
 }
 
+double routine_stream_bytes(double capacity_bps) {
+  return std::min(kRoutineMaxBytes, std::max(kMinStreamBytes, kRoutineS * capacity_bps / 8));
+}
+
+int routine_markers(double replies_per_s, int max_burst) {
+  constexpr int kMost = 24, kLeast = 12;
+  const int n = std::min(kMost, static_cast<int>(std::floor(kRoutineS * replies_per_s)));
+  return n >= kLeast && max_burst >= n ? n : 0;
+}
+
 ShaperRecord run_shaper_probe(Session& s, const Config& c, const std::atomic<bool>& stop,
                               Nanos t_cap, const ShaperHints& h) {
   ShaperRecord rec;
   rec.trigger = h.trigger;
   const int L = s.packet_size;
-  // The stream is sent back to back, or at --max-rate.
-  const Nanos gap = min_gap_for_rate(c.max_rate_bps, L + 40);
+  // The stream is sent back to back, or at --max-rate; the routine check's
+  // paced (ShaperHints::pace_bps).
+  const bool paced = h.pace_bps > 0 && h.pace_bps < c.max_rate_bps;
+  const Nanos gap = paced ? min_gap_for_rate(h.pace_bps, L) : min_gap_for_rate(c.max_rate_bps, L + 40);
   const double send_bps = std::min(c.max_rate_bps, h.fast_bps > 0 ? h.fast_bps : c.max_rate_bps);
   // The slow rate bounds how long replies take and how long a bucket takes to
   // refill; unknown, 1 Mbit/s (the slowest sustained rate we look for).
@@ -136,7 +151,8 @@ ShaperRecord run_shaper_probe(Session& s, const Config& c, const std::atomic<boo
   // refilled between them).
   const double fast =
       bucket_hint_bytes(h.fast_bytes, h.largest_fast_bytes, h.fast_span_s, h.slow_bps);
-  double bytes = std::max(kMinStreamBytes, 2 * fast) + slow * kSustainedS / 8;
+  double bytes = h.stream_bytes > 0 ? h.stream_bytes
+                                    : std::max(kMinStreamBytes, 2 * fast) + slow * kSustainedS / 8;
   double refill_s = 8.0 * (fast + h.queued_bytes) / slow;
   int shift_at = 0;
   bool confirming = false;
@@ -155,6 +171,7 @@ ShaperRecord run_shaper_probe(Session& s, const Config& c, const std::atomic<boo
     p.load_packets = shaper_load_packets(bytes, L);
     p.gap = gap;
     p.shift_at = shift_at;
+    if (h.markers > 0 && k == 0) p.markers = h.markers;
     const Train t = make_shaper_train(p, -600 - k, s.seqs);
     // Idle: the queue drains and the bucket refills.
     const Nanos now = mono_now();
@@ -346,7 +363,9 @@ ShaperRecord run_shaper_probe(Session& s, const Config& c, const std::atomic<boo
       // A fast path that the trains could not tell from a bucket: the
       // streams passed whole too. No shaper claimed; shaper_check says how
       // large a bucket could still hide (its stream_bytes).
-      rec.verdict = "not_emptied";
+      // (After the routine check, "none", as for a stream that came back
+      // slower: the same bytes said the same, no bucket they emptied.)
+      rec.verdict = h.trigger == "routine" ? "none" : "not_emptied";
       rec.bucket_at_least_bytes = static_cast<double>(t.total_bytes());
       // (What a stream before it that passed whole set says no more.)
       rec.not_emptied = false;

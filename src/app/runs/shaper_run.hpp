@@ -40,6 +40,12 @@ struct ShaperHints {
   // without one.)
   int growths = 3;
   double growth = 4;
+  // The routine check (trigger "routine", nothing in the trains showed a
+  // bucket): the first stream's bytes and the rate it is paced at (0: as
+  // the hints above size it, sent back to back or at --max-rate).
+  double stream_bytes = 0;
+  double pace_bps = 0;
+  int markers = 0;  // the first stream's markers (0: kShaperMarkers)
 };
 
 // Whether a stream said only that it stayed inside any bucket there is (and
@@ -48,6 +54,17 @@ struct ShaperHints {
 // the fastest; any rate from 0.8 up after capacity_lower_bound, where those
 // trains read our own sending).
 bool stream_passed_whole(const ShaperFinding& f, const ShaperHints& h);
+
+// The routine check's stream (ShaperHints::stream_bytes) unless
+// --shaper-stream sets it: a quarter second at the trains' rate, 256 KB to
+// 2 MB.
+double routine_stream_bytes(double capacity_bps);
+
+// Its markers: a quarter second's worth of the replies we may ask of the
+// target per second (--max-replies, lowered when the target limits them), at
+// most 24; 0, no routine check, under 12 (too few to show a bucket) or when
+// the target answers fewer than that at once (ReplyGovernor::max_burst).
+int routine_markers(double replies_per_s, int max_burst);
 
 // Sends the streams and reads them. Sends nothing once `stop` is set or
 // past t_cap.
