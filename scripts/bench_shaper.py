@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Token-bucket benchmark (issue 13): `linkwidth measure --no-hops` on tbf
 shapers of the issue's grid (buckets 30 KB, 300 KB, 3 MB at 10, 20 and 100
-Mbit/s), idle and with CBR UDP cross traffic through the shaper.
+Mbit/s), idle and with CBR UDP cross traffic through the shaper; the burst
+at the line rate, or (--peaks) at a second bucket's peak rate, a multiple of
+the sustained one.
 
 For each (rate, bucket): a lab prober --(unshaped)-- r1 --(tbf rate, burst)--
 target, `--runs` runs of linkwidth (pinned to CPU 0; the cross-traffic
@@ -28,17 +30,18 @@ sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import lab  # noqa: E402
 
 BIN = os.environ.get("LINKWIDTH_BIN", os.path.join(ROOT, "build", "linkwidth"))
-FIELDS = ["rate_bps", "burst_bytes", "cross_frac", "run", "exit", "truth_rate_bps",
+FIELDS = ["rate_bps", "burst_bytes", "peak_bps", "cross_frac", "run", "exit", "truth_rate_bps",
           "rate_est_bps", "rate_err", "truth_bucket_bytes", "bucket_est_bytes", "bucket_err",
           "shaper_verdict", "cross_bps", "truth_availbw_bps", "availbw_bps", "availbw_err",
-          "refill_pairs", "elapsed_s", "probe_bytes", "stop_reason", "error"]
+          "refill_pairs", "elapsed_s", "probe_bytes", "stop_reason", "error", "trigger",
+          "peak_est_bps", "peak_err"]
 
 
 def err(a, b):
     return None if a is None or not b else a / b - 1
 
 
-def one(L, rate, burst, frac, k, docs=None, verbose=False):
+def one(L, rate, burst, peak, frac, k, docs=None, verbose=False):
     R = L.ground_truth_capacity(ip_len=1500)
     w = L.cross_window(2)
     t0 = time.monotonic()
@@ -50,13 +53,14 @@ def one(L, rate, burst, frac, k, docs=None, verbose=False):
     if docs:
         # The whole document of each run, so a miss can be read afterwards.
         os.makedirs(docs, exist_ok=True)
-        name = f"{rate / 1e6:g}M_{burst / 1e3:g}K_run{k}.json"
+        name = f"{rate / 1e6:g}M_{burst / 1e3:g}K{f'_P{peak / 1e6:g}M' if peak else ''}_run{k}.json"
         with open(os.path.join(docs, name), "w") as f:
             json.dump({"doc": doc, "stderr": (p.stderr or "")[-20000:], "cross_bps": X}, f)
     sh = doc.get("shaper") or {}
     chk = doc.get("shaper_check") or {}
     bucket = burst * 1500 / 1514
-    return {"rate_bps": rate, "burst_bytes": burst, "cross_frac": frac, "run": k,
+    P = peak * 1500 / 1514 if peak else None
+    return {"rate_bps": rate, "burst_bytes": burst, "peak_bps": peak, "cross_frac": frac, "run": k,
             "exit": p.returncode, "truth_rate_bps": R, "rate_est_bps": sh.get("rate_bps"),
             "rate_err": err(sh.get("rate_bps"), R), "truth_bucket_bytes": bucket,
             "bucket_est_bytes": sh.get("bucket_bytes"),
@@ -67,7 +71,8 @@ def one(L, rate, burst, frac, k, docs=None, verbose=False):
             "refill_pairs": chk.get("refill_pairs"), "elapsed_s": round(elapsed, 2),
             "probe_bytes": doc.get("probe_bytes"), "stop_reason": doc.get("stop_reason"),
             "error": (doc.get("error") or {}).get("code") if isinstance(doc.get("error"), dict)
-            else doc.get("error")}
+            else doc.get("error"), "trigger": chk.get("trigger"),
+            "peak_est_bps": sh.get("peak_bps"), "peak_err": err(sh.get("peak_bps"), P)}
 
 
 def pct(v):
@@ -83,6 +88,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rates", nargs="*", type=float, default=[10e6, 20e6, 100e6])
     ap.add_argument("--bursts", nargs="*", type=int, default=[30_000, 300_000, 3_000_000])
+    ap.add_argument("--peaks", nargs="*", type=float, default=[0, 5],
+                    help="peak rate as a multiple of the rate (a tbf peakrate); 0: the line rate")
     ap.add_argument("--cross", type=float, default=0.25, help="cross traffic, fraction of the rate")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--append", action="store_true", help="add to the existing csv")
@@ -95,27 +102,31 @@ def main():
     if a.append and os.path.exists(a.out + ".csv"):
         with open(a.out + ".csv") as f:
             for r in csv.DictReader(f):
-                rows.append({k: (None if r[k] in ("", "None") else
-                                 (r[k] if k in ("shaper_verdict", "stop_reason") else float(r[k])))
+                rows.append({k: (None if r.get(k) in ("", "None", None) else
+                                 (r[k] if k in ("shaper_verdict", "stop_reason", "error",
+                                                "trigger") else float(r[k])))
                              for k in FIELDS})
-    for rate in a.rates:
-        for burst in a.bursts:
-            spec = lab.Spec(links=[lab.Link(rate=None), lab.Link(rate=rate, burst=burst)])
-            with lab.Lab(spec) as L:
-                x = L.cross(2, "udp", rate=a.cross * rate, cpu=1) if a.cross > 0 else None
-                try:
-                    if x:
-                        time.sleep(0.5)
-                    for k in range(a.runs):
-                        r = one(L, rate, burst, a.cross, k, a.docs, a.verbose)
-                        rows.append(r)
-                        print(f"{rate / 1e6:g}M {burst / 1e3:g}K run {k}: exit {r['exit']} "
-                              f"rate {pct(r['rate_err'])} bucket {pct(r['bucket_err'])} "
-                              f"avail {pct(r['availbw_err'])} {r['elapsed_s']} s "
-                              f"{(r['probe_bytes'] or 0) / 1e6:.1f} MB", flush=True)
-                finally:
-                    if x:
-                        x.stop()
+                rows[-1]["peak_bps"] = rows[-1]["peak_bps"] or 0.0
+    for rate, burst, mult in [(r, b, m) for m in a.peaks for r in a.rates for b in a.bursts]:
+        peak = mult * rate
+        spec = lab.Spec(links=[lab.Link(rate=None),
+                               lab.Link(rate=rate, burst=burst, peakrate=peak or None)])
+        with lab.Lab(spec) as L:
+            x = L.cross(2, "udp", rate=a.cross * rate, cpu=1) if a.cross > 0 else None
+            try:
+                if x:
+                    time.sleep(0.5)
+                for k in range(a.runs):
+                    r = one(L, rate, burst, peak, a.cross, k, a.docs, a.verbose)
+                    rows.append(r)
+                    print(f"{rate / 1e6:g}M {burst / 1e3:g}K peak {peak / 1e6:g}M run {k}: "
+                          f"exit {r['exit']} {r['trigger']} {r['shaper_verdict']} "
+                          f"rate {pct(r['rate_err'])} bucket {pct(r['bucket_err'])} "
+                          f"avail {pct(r['availbw_err'])} {r['elapsed_s']} s "
+                          f"{(r['probe_bytes'] or 0) / 1e6:.1f} MB", flush=True)
+            finally:
+                if x:
+                    x.stop()
     os.makedirs(os.path.dirname(a.out), exist_ok=True)
     with open(a.out + ".csv", "w", newline="") as f:
         wr = csv.DictWriter(f, fieldnames=FIELDS)
@@ -128,19 +139,27 @@ def main():
     lines = [f"# Token-bucket benchmark ({datetime.date.today()}, commit {rev})", "",
              "`" + " ".join(["python3", "scripts/bench_shaper.py", *sys.argv[1:]]) + "`"
              " (under the lab lock; linkwidth on CPU 0, cross traffic on CPU 1).", "",
-             "`linkwidth measure TARGET --no-hops` on tbf RATE with `burst` B, CBR UDP cross "
+             "`linkwidth measure TARGET --no-hops` on tbf RATE with `burst` B (and `peakrate` "
+             "P where a peak is given; else the burst leaves at the line rate), CBR UDP cross "
              "traffic through the shaper at the fraction given. Medians over the runs; "
-             "errors against R = rate x 1500/1514, B x 1500/1514, R - cross (counted).", "",
-             "| rate | bucket | cross | runs | found | rate err | bucket err | avail-bw err "
-             "(each run) | refill pairs | time s | MB |", "|---|---|---|---|---|---|---|---|---|---|---|"]
-    keys = sorted({(r["rate_bps"], r["burst_bytes"], r["cross_frac"]) for r in rows})
-    for rate, burst, frac in keys:
-        g = [r for r in rows if (r["rate_bps"], r["burst_bytes"], r["cross_frac"]) ==
-             (rate, burst, frac)]
+             "errors against R = rate x 1500/1514, B x 1500/1514, P x 1500/1514, R - cross "
+             "(counted). `trigger`: what sent the shaper stream (the trains' signs, or the "
+             "routine check when they showed none).", "",
+             "| rate | bucket | peak | cross | runs | found | trigger | rate err | bucket err | "
+             "peak err | avail-bw err (each run) | refill pairs | time s | MB |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    keys = sorted({(r["rate_bps"], r["burst_bytes"], r["peak_bps"], r["cross_frac"])
+                   for r in rows})
+    for rate, burst, peak, frac in keys:
+        g = [r for r in rows if (r["rate_bps"], r["burst_bytes"], r["peak_bps"],
+                                 r["cross_frac"]) == (rate, burst, peak, frac)]
+        trig = "/".join(sorted({str(r["trigger"]) for r in g}))
         found = sum(1 for r in g if r["shaper_verdict"] == "found")
         each = " ".join(pct(r["availbw_err"]) for r in g)
-        lines.append(f"| {rate / 1e6:g} Mbit/s | {burst / 1e3:g} KB | {frac:.0%} | {len(g)} | "
-                     f"{found} | {pct(med(g, 'rate_err'))} | {pct(med(g, 'bucket_err'))} | "
+        lines.append(f"| {rate / 1e6:g} Mbit/s | {burst / 1e3:g} KB | "
+                     f"{f'{peak / 1e6:g} Mbit/s' if peak else 'line'} | {frac:.0%} | {len(g)} | "
+                     f"{found} | {trig} | {pct(med(g, 'rate_err'))} | {pct(med(g, 'bucket_err'))} | "
+                     f"{pct(med(g, 'peak_err'))} | "
                      f"{pct(med(g, 'availbw_err'))} ({each}) | {med(g, 'refill_pairs')} | "
                      f"{med(g, 'elapsed_s'):.1f} | {(med(g, 'probe_bytes') or 0) / 1e6:.1f} |")
     with open(a.out + ".md", "w") as f:

@@ -140,9 +140,16 @@ ShaperRecord run_shaper_probe(Session& s, const Config& c, const std::atomic<boo
   rec.trigger = h.trigger;
   const int L = s.packet_size;
   // The stream is sent back to back, or at --max-rate; the routine check's
-  // paced (ShaperHints::pace_bps).
+  // first one paced (ShaperHints::pace_bps), every one after it back to back:
+  // a paced stream shares the shaper with the other flows in proportion,
+  // S/(S + X) of R, where one sent back to back keeps nearly all of it
+  // (the token-bucket benchmark: 10 Mbit/s, 30 KB, 50 Mbit/s peak, 25% CBR
+  // through it, read -7.7% from the paced stream alone).
   const bool paced = h.pace_bps > 0 && h.pace_bps < c.max_rate_bps;
-  const Nanos gap = paced ? min_gap_for_rate(h.pace_bps, L) : min_gap_for_rate(c.max_rate_bps, L + 40);
+  const Nanos back_to_back = min_gap_for_rate(c.max_rate_bps, L + 40);
+  const Nanos paced_gap = paced ? min_gap_for_rate(h.pace_bps, L) : back_to_back;
+  Nanos gap = paced_gap;
+  bool first_paced = false;  // the finding being confirmed came from the paced stream
   const double send_bps = std::min(c.max_rate_bps, h.fast_bps > 0 ? h.fast_bps : c.max_rate_bps);
   // The slow rate bounds how long replies take and how long a bucket takes to
   // refill; unknown, 1 Mbit/s (the slowest sustained rate we look for).
@@ -287,8 +294,13 @@ ShaperRecord run_shaper_probe(Session& s, const Config& c, const std::atomic<boo
     // asks for another) do not cancel it: at 100 Mbit/s a 30 KB burst lasts
     // 0.3 ms, near the timing noise, and a third stream read one line after
     // two had found the same rate (the lab, with -v loading our CPU).
+    // (After the paced stream, the confirming one, back to back, may read up
+    // to 30% more: the share the other flows took of the paced one.)
+    const double rate_ratio = rec.found ? f.rate_bps / rec.rate_bps : 1.0;
+    const bool same_rate = first_paced ? rate_ratio >= 0.95 && rate_ratio <= 1.3
+                                       : std::fabs(rate_ratio - 1) <= 0.05;
     if (f.found && confirming && rec.found && !confirmed &&
-        (std::fabs(f.rate_bps / rec.rate_bps - 1) > 0.05 ||
+        (!same_rate ||
          (full_refill && f.bucket_bytes < 0.67 * rec.bucket_bytes))) {
       if (c.verbose) std::fprintf(stderr, "shaper: the confirming stream contradicts the first\n");
       forget_finding(rec);
@@ -306,7 +318,12 @@ ShaperRecord run_shaper_probe(Session& s, const Config& c, const std::atomic<boo
     if (f.found && confirming && rec.found) confirmed = true;
     const bool cheap_confirm = 8.0 * 2.5 * f.bucket_bytes / f.rate_bps + drain_s <= 1.0;
     if (f.found && k + 1 < kMaxStreams &&
-        ((!confirming && (short_idle || cheap_confirm)) || grew)) {
+        ((!confirming && (short_idle || cheap_confirm || paced)) || grew)) {
+      // (A finding of the routine check is always confirmed: on a path whose
+      // trains showed nothing, a bucket needs a second look; and the
+      // confirming stream, back to back, gives the sustained rate.)
+      first_paced = !confirming && gap != back_to_back;
+      gap = back_to_back;
       confirming = true;
       last_bucket = f.bucket_bytes;
       const double b = std::max(fast, 2.5 * f.bucket_bytes);
@@ -331,6 +348,19 @@ ShaperRecord run_shaper_probe(Session& s, const Config& c, const std::atomic<boo
       keep_finding(f, rec);
       rec.not_emptied = false;
       break;
+    }
+    if (rec.found && first_paced && gap == back_to_back && !f.found && f.overflow_bits > 0 &&
+        k + 1 < kMaxStreams &&
+        f.overflow_bits / 8 <
+            rec.bucket_bytes * rec.peak_bps / std::max(1.0, rec.peak_bps - rec.rate_bps)) {
+      // Sent back to back into a peak rate below our own, the confirming
+      // stream filled the shaper's queue during the burst and overflowed
+      // before the bucket could empty (3 MB behind 100 Mbit/s: one line at
+      // the peak up to 2.4 MB): it says nothing. Once more, paced as the
+      // first, after the queue it filled has drained.
+      gap = paced_gap;
+      refill_s += 8.0 * (f.overflow_bits / 8) / rec.rate_bps;
+      continue;
     }
     if (rec.found && f.stream_rate_bps > 2 * rec.rate_bps && k + 1 < kMaxStreams) {
       // A confirming stream that passed whole at the burst's speed: the full
@@ -416,6 +446,7 @@ ShaperRecord run_shaper_probe(Session& s, const Config& c, const std::atomic<boo
                  f.rate_bps;
       shift_at = static_cast<int>(shift_bytes / L);
       bytes = shift_bytes + sustained;
+      gap = back_to_back;
       continue;
     }
     break;
