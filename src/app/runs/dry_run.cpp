@@ -85,14 +85,26 @@ nlohmann::json plan_capacity(const Config& c) {
        "after each train: max(train time at C_b / max_load, 2 N L / C_b), C_b the lower quartile "
        "of the per-train rates (at most the estimate; lower when long trains read faster than "
        "short ones: lost load); before each: bytes sent over elapsed time under max_load x C_b"},
-      {"stop", "precision reached after min_trains, or max_trains / max_time / max_bytes"}};
+      {"stop", "precision reached after min_trains, or max_trains / max_time / max_bytes"},
+      {"shaper",
+       std::string("when the trains show a token bucket, up to 4 streams of RST load with 40 "
+                   "SYN markers, back to back, each at most 32 MB; ") +
+           (c.no_shaper_stream
+                ? "otherwise none (--no-shaper-stream)"
+                : c.shaper_stream_bytes > 0
+                      ? "otherwise one stream of " + std::to_string(static_cast<long long>(
+                                                         c.shaper_stream_bytes)) +
+                            " bytes paced at 0.95 of the trains' rate, 24 markers (the routine "
+                            "check), confirmed by more only where it finds a bucket"
+                      : "otherwise one stream of a quarter second at 0.95 of the trains' rate, "
+                        "256 KB to 2 MB, 24 markers (the routine check), confirmed by more only "
+                        "where it finds a bucket")}};
+  // The trains' bytes, and every shaper stream the byte cap lets through.
   plan["caps"] = {{"max_trains", c.max_trains},
                   {"max_time_s", c.max_time_s},
                   {"max_bytes", c.max_bytes},
                   {"max_rate_bps", c.max_rate_bps},
-                  {"worst_case_bytes",
-                   std::min<std::uint64_t>(c.max_bytes, static_cast<std::uint64_t>(c.max_trains) *
-                                                            (c.max_load_packets + 5) * L)}};
+                  {"worst_case_bytes", c.max_bytes}};
   plan["warnings"] = warnings_json(warnings);
   return plan;
 }
