@@ -160,6 +160,14 @@ ShaperRecord run_shaper_probe(Session& s, const Config& c, const std::atomic<boo
       bucket_hint_bytes(h.fast_bytes, h.largest_fast_bytes, h.fast_span_s, h.slow_bps);
   double bytes = h.stream_bytes > 0 ? h.stream_bytes
                                     : std::max(kMinStreamBytes, 2 * fast) + slow * kSustainedS / 8;
+  // Trains that lost their replies overran the bucket (or its queue): a
+  // stream three times the last of them empties it with room for the
+  // sustained phase. One sized on the short trains that came back fast
+  // alone could stay in it (10 Mbit/s, 300 KB, 25% CBR, runs back to back:
+  // trains of 16 packets fast, of 128 silent, a 278 KB stream back whole at
+  // 929 Mbit/s; the trains, sized on it, lost every reply, and the run ended
+  // in replies_stopped, 2 runs of 6).
+  if (h.trigger == "replies_lost") bytes = std::max(bytes, 3 * h.queued_bytes);
   double refill_s = 8.0 * (fast + h.queued_bytes) / slow;
   int shift_at = 0;
   bool confirming = false;
