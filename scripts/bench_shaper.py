@@ -98,6 +98,13 @@ def main():
     ap.add_argument("--verbose", action="store_true", help="run linkwidth with -v (its stderr "
                     "goes into --docs)")
     a = ap.parse_args()
+    # The commit measured: read before the runs (src/ edited during a run
+    # does not change the binary it measured).
+    rev = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+                         capture_output=True, text=True).stdout.strip()
+    if subprocess.run(["git", "-C", ROOT, "diff", "--quiet", "HEAD", "--", "src",
+                       "include"]).returncode:
+        rev += " with uncommitted changes to src/ or include/"
     rows = []
     if a.append and os.path.exists(a.out + ".csv"):
         with open(a.out + ".csv") as f:
@@ -132,10 +139,6 @@ def main():
         wr = csv.DictWriter(f, fieldnames=FIELDS)
         wr.writeheader()
         wr.writerows(rows)
-    rev = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
-                         capture_output=True, text=True).stdout.strip()
-    if subprocess.run(["git", "-C", ROOT, "diff", "--quiet", "HEAD", "--", "src", "include"]).returncode:
-        rev += " with uncommitted changes to src/ or include/"
     lines = [f"# Token-bucket benchmark ({datetime.date.today()}, commit {rev})", "",
              "`" + " ".join(["python3", "scripts/bench_shaper.py", *sys.argv[1:]]) + "`"
              " (under the lab lock; linkwidth on CPU 0, cross traffic on CPU 1).", "",
