@@ -179,44 +179,10 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
       h.trigger = "negative_offset";
     } else if (rate_drop_suggests_bucket(h.fast_bps, res.capacity_bps)) {
       h.trigger = "sizing_faster";
-    } else if (!c.no_shaper_stream &&
-               routine_markers(ss.replies.rate_per_s(), ss.replies.max_burst()) > 0) {
-      // Nothing in the trains: a bucket drained at a second bucket's peak
-      // rate P, and refilled faster than the trains' average (--max-load of
-      // P), lets every train through at P, which is not our sending rate
-      // (tbf 20 Mbit/s, 300 KB, peakrate 100: capacity 96.7, shaper null).
-      // Only a stream that empties it shows it (ShaperProbe's way): one,
-      // paced just under the trains' rate, so that on a path without a
-      // bucket it comes back as one line and fills no queue but what the
-      // other traffic adds; a bucket of up to about a quarter second of
-      // (0.95 P - R) of it empties.
-      h.trigger = "routine";
-      h.stream_bytes = c.shaper_stream_bytes > 0 ? c.shaper_stream_bytes
-                                                 : routine_stream_bytes(res.capacity_bps);
-      h.pace_bps = 0.95 * res.capacity_bps;
-      // Fewer markers than a triggered stream's 40: their replies come out
-      // of the --max-replies budget on every path (24 still leave 3 in the
-      // burst of a 30 KB bucket, quadratic spacing).
-      h.markers = routine_markers(ss.replies.rate_per_s(), ss.replies.max_burst());
-      h.slow_bps = c.max_load * res.capacity_bps;
-      h.growths = 0;
-      // The idle before it: what the largest train took of such a bucket
-      // refills at R >= the trains' average rate (slower, the trains would
-      // have emptied it and shown it), about ten times that train's span.
-      double largest = 0;
-      for (const auto& t : res.trains) largest = std::max(largest, 1.0 * t.load_packets);
-      h.fast_bytes = h.largest_fast_bytes = largest * trains.packet_size;
-      h.fast_span_s = 0;
     }
     if (!h.trigger.empty()) {
       trains.shaper = probe(h);
       trains.shaper_tried = true;
-    }
-    if (h.trigger == "routine" && trains.shaper.found && trains.shaper.peak_is_lower_bound) {
-      // The stream's burst came at the pace we gave it, under the trains'
-      // rate; the trains, which the bucket let through, read the peak.
-      trains.shaper.peak_bps = std::max(trains.shaper.peak_bps, res.capacity_bps);
-      trains.shaper.peak_is_lower_bound = false;
     }
   } else if (!trains.shaper_tried && res.valid && res.lower_bound && !stop.load()) {
     // A bucket refilled at least as fast as the trains' average rate
@@ -235,16 +201,65 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
     trains.shaper = probe(h);
     trains.shaper_tried = true;
   }
-  if (trains.shaper_tried) apply_shaper(trains.shaper, res);
-  if (trains.shaper.found && res.capacity_bps > 0) {
-    // The trains' rates were the burst's: the phases after this one (hops)
-    // budget with the sustained rate.
-    const double cb = runner.load_capacity();
-    runner.set_load_capacity(cb > 0 ? std::min(cb, res.capacity_bps) : res.capacity_bps);
-  }
+  // The trains' rates were the burst's: the phases after this one (hops)
+  // budget with the sustained rate.
+  auto take_shaper = [&] {
+    apply_shaper(trains.shaper, res);
+    if (trains.shaper.found && res.capacity_bps > 0) {
+      const double cb = runner.load_capacity();
+      runner.set_load_capacity(cb > 0 ? std::min(cb, res.capacity_bps) : res.capacity_bps);
+    }
+  };
+  if (trains.shaper_tried) take_shaper();
   take_reply_warnings(ss, res.warnings);
   check_capacity_plausible(ss, c, stop, t_cap, trains.stamps, res);
   check_capacity_gaps(ss, c, stop, t_cap, res);
+  // The routine check, after the checks: it takes the time of one stream
+  // (0.5 s in the paths benchmark), which, sent before them, the gap check
+  // lacked on slow and loaded paths (4 capacities of the benchmark at
+  // ce3d362 went from the gaps' +0.4..+1.3% to the trains' -14..-41%).
+  const double trains_bps = res.capacity_bps;
+  const int routine_n = routine_markers(ss.replies.rate_per_s(), ss.replies.max_burst());
+  if (!trains.shaper_tried && res.valid && !res.lower_bound && !stop.load() &&
+      !c.no_shaper_stream && routine_n > 0) {
+    ShaperHints h = trains.shaper_hints;
+    h.queued_bytes = 0;
+    // Nothing in the trains: a bucket drained at a second bucket's peak
+    // rate P, and refilled faster than the trains' average (--max-load of
+    // P), lets every train through at P, which is not our sending rate
+    // (tbf 20 Mbit/s, 300 KB, peakrate 100: capacity 96.7, shaper null).
+    // Only a stream that empties it shows it (ShaperProbe's way): one,
+    // paced just under the trains' rate, so that on a path without a
+    // bucket it comes back as one line and fills no queue but what the
+    // other traffic adds; a bucket of up to about a quarter second of
+    // (0.95 P - R) of it empties.
+    h.trigger = "routine";
+    h.stream_bytes = c.shaper_stream_bytes > 0 ? c.shaper_stream_bytes
+                                               : routine_stream_bytes(trains_bps);
+    h.pace_bps = 0.95 * trains_bps;
+    // Fewer markers than a triggered stream's 40: their replies come out
+    // of the --max-replies budget on every path (24 still leave 3 in the
+    // burst of a 30 KB bucket, quadratic spacing).
+    h.markers = routine_n;
+    h.slow_bps = c.max_load * trains_bps;
+    h.growths = 0;
+    // The idle before it: what the largest train took of such a bucket
+    // refills at R >= the trains' average rate (slower, the trains would
+    // have emptied it and shown it), about ten times that train's span.
+    double largest = 0;
+    for (const auto& t : res.trains) largest = std::max(largest, 1.0 * t.load_packets);
+    h.fast_bytes = h.largest_fast_bytes = largest * trains.packet_size;
+    h.fast_span_s = 0;
+    trains.shaper = probe(h);
+    trains.shaper_tried = true;
+    if (trains.shaper.found && trains.shaper.peak_is_lower_bound) {
+      // The stream's burst came at the pace we gave it, under the trains'
+      // rate; the trains, which the bucket let through, read the peak.
+      trains.shaper.peak_bps = std::max(trains.shaper.peak_bps, trains_bps);
+      trains.shaper.peak_is_lower_bound = false;
+    }
+    take_shaper();
+  }
   const nlohmann::json checks = capacity_checks_note(before, res);
   const CaptureStats cs = prober.capture_stats();
   if (cs.dropped > 0) {

@@ -196,7 +196,9 @@ ShaperRecord run_shaper_probe(Session& s, const Config& c, const std::atomic<boo
     const bool full_refill = to_seconds(idle) >= 0.95 * refill_s;
     const double rtt = path_rtt(s, rec);
     const Nanos quiet = stream_quiet(rtt);
-    const Nanos send_time = from_seconds(8.0 * static_cast<double>(t.total_bytes()) / send_bps);
+    // (The routine check's first stream leaves at its pace.)
+    const double rate_now = gap != back_to_back && h.pace_bps > 0 ? h.pace_bps : send_bps;
+    const Nanos send_time = from_seconds(8.0 * static_cast<double>(t.total_bytes()) / rate_now);
     // Replies come back at the sustained rate, which may be far below what
     // the trains showed: wait long (up to the time cap), but stop when they
     // stop coming.
@@ -208,6 +210,13 @@ ShaperRecord run_shaper_probe(Session& s, const Config& c, const std::atomic<boo
     // behind a 10 Mbit/s bucket another run had just emptied) asked 6 s of a
     // 0.8 MB confirming stream, and it was never sent.
     Nanos need = 4 * quiet;
+    if (h.stream_bytes > 0 && k == 0) {
+      // The routine check's stream, paced, comes back as it leaves, or
+      // shows its bucket before its end: two round trips and one quiet spell
+      // after it is sent (it runs last in the capacity phase, after the
+      // checks, and four quiet spells, 1.2 s at least, often did not fit).
+      need = std::min(need, from_seconds(2 * rtt) + quiet);
+    }
     if (rec.found && rec.rate_bps > 0) {
       const double beyond = std::max(0.0, static_cast<double>(t.total_bytes()) -
                                               std::max(rec.bucket_bytes, last_bucket));
