@@ -680,11 +680,11 @@ TEST_CASE("a stream passed whole: at our rate, or one line about as fast as the 
 }
 
 TEST_CASE("the routine check's stream and markers", "[shaper][routine]") {
-  // A quarter second at the trains' rate, 256 KB to 2 MB.
-  CHECK(routine_stream_bytes(5e6) == Approx(256e3));
-  CHECK(routine_stream_bytes(20e6) == Approx(625e3));
-  CHECK(routine_stream_bytes(100e6) == Approx(2e6));
-  CHECK(routine_stream_bytes(1e9) == Approx(2e6));
+  // A tenth of a second at the trains' rate, 64 KB to 1 MB.
+  CHECK(routine_stream_bytes(1e6) == Approx(64e3));
+  CHECK(routine_stream_bytes(20e6) == Approx(250e3));
+  CHECK(routine_stream_bytes(100e6) == Approx(1e6));
+  CHECK(routine_stream_bytes(1e9) == Approx(1e6));
   // A quarter second of the reply budget, 24 at most; none under 12 or when
   // the target answers fewer at once.
   CHECK(routine_markers(100, ReplyGovernor::kNoBurstLimit) == 24);

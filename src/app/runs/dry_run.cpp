@@ -96,8 +96,8 @@ nlohmann::json plan_capacity(const Config& c) {
                                                          c.shaper_stream_bytes)) +
                             " bytes paced at 0.95 of the trains' rate, 24 markers (the routine "
                             "check), confirmed by more only where it finds a bucket"
-                      : "otherwise one stream of a quarter second at 0.95 of the trains' rate, "
-                        "256 KB to 2 MB, 24 markers (the routine check), confirmed by more only "
+                      : "otherwise one stream of a tenth of a second at 0.95 of the trains' rate, "
+                        "64 KB to 1 MB, 24 markers, within --max-load (the routine check), confirmed by more only "
                         "where it finds a bucket")}};
   // The trains' bytes, and every shaper stream the byte cap lets through.
   plan["caps"] = {{"max_trains", c.max_trains},

@@ -23,9 +23,14 @@ constexpr double kMinStreamBytes = 256e3;
 constexpr double kMaxStreamBytes = 32e6;
 // Seconds of the sustained phase a stream aims at beyond the bucket.
 constexpr double kSustainedS = 0.15;
-// Seconds at the trains' rate of the routine check's stream.
-constexpr double kRoutineS = 0.25;
-constexpr double kRoutineMaxBytes = 2e6;
+// Seconds at the trains' rate of the routine check's stream, and its bounds
+// (it counts in the --max-load ledger: each second of it costs ten of the
+// run's at the default 10%).
+constexpr double kRoutineS = 0.1;
+constexpr double kRoutineMinBytes = 64e3;
+constexpr double kRoutineMaxBytes = 1e6;
+// Seconds of the reply budget its markers may take.
+constexpr double kRoutineReplyS = 0.25;
 
 std::vector<ShaperPoint> points_of(const Train& t, const TrainOutcome& o) {
   std::vector<ShaperPoint> pts;
@@ -125,12 +130,12 @@ bool stream_passed_whole(const ShaperFinding& f, const ShaperHints& h) {
 }
 
 double routine_stream_bytes(double capacity_bps) {
-  return std::min(kRoutineMaxBytes, std::max(kMinStreamBytes, kRoutineS * capacity_bps / 8));
+  return std::min(kRoutineMaxBytes, std::max(kRoutineMinBytes, kRoutineS * capacity_bps / 8));
 }
 
 int routine_markers(double replies_per_s, int max_burst) {
   constexpr int kMost = 24, kLeast = 12;
-  const int n = std::min(kMost, static_cast<int>(std::floor(kRoutineS * replies_per_s)));
+  const int n = std::min(kMost, static_cast<int>(std::floor(kRoutineReplyS * replies_per_s)));
   return n >= kLeast && max_burst >= n ? n : 0;
 }
 

@@ -56,8 +56,8 @@ struct ShaperHints {
 bool stream_passed_whole(const ShaperFinding& f, const ShaperHints& h);
 
 // The routine check's stream (ShaperHints::stream_bytes) unless
-// --shaper-stream sets it: a quarter second at the trains' rate, 256 KB to
-// 2 MB.
+// --shaper-stream sets it: a tenth of a second at the trains' rate, 64 KB to
+// 1 MB.
 double routine_stream_bytes(double capacity_bps);
 
 // Its markers: a quarter second's worth of the replies we may ask of the
