@@ -148,17 +148,18 @@ int pacer_cap_checks() {
     // Twice in a row: the second train starts with the bucket the first left,
     // which only the pacer's run-time bucket knows. The actual send times of
     // both, as one schedule, must fit the bucket.
-    Train actual;
-    const auto paced_bytes = bytes_of(paced);
-    for (int k = 0; k < 2; ++k) {
-      const auto rec = pacer.send(paced, paced_bytes, nullptr);
+    // The send times as a schedule, appended to `into`.
+    auto as_sent = [](const Train& t, const std::vector<SendRecord>& rec, Train& into) {
       for (std::size_t i = 0; i < rec.size(); ++i) {
         Probe q;
-        q.ip_len = paced.probes[i].ip_len;
+        q.ip_len = t.probes[i].ip_len;
         q.offset = rec[i].actual;
-        actual.probes.push_back(q);
+        into.probes.push_back(q);
       }
-    }
+    };
+    Train actual;
+    const auto paced_bytes = bytes_of(paced);
+    for (int k = 0; k < 2; ++k) as_sent(paced, pacer.send(paced, paced_bytes, nullptr), actual);
     if (first_over_rate(actual, opt.max_rate_bps) != -1) return 13;
     // The prober drains its capture between the sends of a long train (the
     // capture ring holds about 64 ms of it): `between` runs where the pacer
@@ -175,12 +176,7 @@ int pacer_cap_checks() {
       ++calls;
     });
     Train sent_long;
-    for (std::size_t i = 0; i < rec.size(); ++i) {
-      Probe q;
-      q.ip_len = longer.probes[i].ip_len;
-      q.offset = rec[i].actual;
-      sent_long.probes.push_back(q);
-    }
+    as_sent(longer, rec, sent_long);
     if (first_over_rate(sent_long, opt.max_rate_bps) != -1) return 15;
     if (calls < 3) return 16;  // at least every 10 ms over 36 ms
     if (closest < Pacer::kBetweenEvery) return 17;

@@ -22,6 +22,14 @@ namespace lw {
 
 namespace {
 
+// IP bytes of the longest train sent.
+double largest_train_bytes(const CapacityResult& res, int packet_size) {
+  double largest = 0;
+  for (const auto& t : res.trains) largest = std::max(largest, 1.0 * t.load_packets);
+  return largest * packet_size;
+}
+
+
 // The longest short train: the long one (ratio × N) stays within max_load_packets.
 int max_short_packets(const Config& c) {
   return std::max(kMinLoadPackets,
@@ -145,7 +153,8 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
   // replayed; what it found goes into the end note, and analyze hands the
   // loop the same finding at the same train.
   // Its streams have their own caps (bytes, rate, time: app/shaper_run.cpp)
-  // and are left out of the --max-load ledger, bytes and time: they do not
+  // and, but for the routine check's (in_ledger), are left out of the
+  // --max-load ledger, bytes and time: they do not
   // make later trains wait, nor give them credit (estimate/load_budget.hpp).
   auto probe = [&](const ShaperHints& h, bool in_ledger = false) {
     if (c.verbose) {
@@ -194,9 +203,7 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
     h.queued_bytes = 0;
     h.growths = 1;
     h.growth = 2.5;
-    double largest = 0;
-    for (const auto& t : res.trains) largest = std::max(largest, 1.0 * t.load_packets);
-    h.fast_bytes = 1.5 * largest * trains.packet_size;
+    h.fast_bytes = 1.5 * largest_train_bytes(res, trains.packet_size);
     h.largest_fast_bytes = h.fast_bytes;
     trains.shaper = probe(h);
     trains.shaper_tried = true;
@@ -231,8 +238,8 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
     // Only a stream that empties it shows it (ShaperProbe's way): one,
     // paced just under the trains' rate, so that on a path without a
     // bucket it comes back as one line and fills no queue but what the
-    // other traffic adds; a bucket of up to about a quarter second of
-    // (0.95 P - R) of it empties.
+    // other traffic adds; a bucket of up to about 0.08 s of (0.95 P - R)
+    // empties.
     h.trigger = "routine";
     h.stream_bytes = c.shaper_stream_bytes > 0 ? c.shaper_stream_bytes
                                                : routine_stream_bytes(trains_bps);
@@ -246,9 +253,7 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
     // The idle before it: what the largest train took of such a bucket
     // refills at R >= the trains' average rate (slower, the trains would
     // have emptied it and shown it), about ten times that train's span.
-    double largest = 0;
-    for (const auto& t : res.trains) largest = std::max(largest, 1.0 * t.load_packets);
-    h.fast_bytes = h.largest_fast_bytes = largest * trains.packet_size;
+    h.fast_bytes = h.largest_fast_bytes = largest_train_bytes(res, trains.packet_size);
     h.fast_span_s = 0;
     // Sent on every path, it keeps to --max-load like the trains: it waits
     // until the phase's average, the stream included, allows it, and counts
@@ -257,18 +262,18 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
     const Nanos ready = load_ready(ss, c, static_cast<std::uint64_t>(h.stream_bytes));
     if (ready + from_seconds(8.0 * h.stream_bytes / h.pace_bps) + 500 * kMs < t_cap) {
       while (mono_now() < ready && !stop.load()) sleep_until(ready);
-      if (!stop.load()) {
-        trains.shaper = probe(h, true);
-        trains.shaper_tried = true;
+    }
+    if (mono_now() >= ready && !stop.load()) {
+      trains.shaper = probe(h, true);
+      trains.shaper_tried = true;
+      if (trains.shaper.found && trains.shaper.peak_is_lower_bound) {
+        // The stream's burst came at the pace we gave it, under the trains'
+        // rate; the trains, which the bucket let through, read the peak.
+        trains.shaper.peak_bps = std::max(trains.shaper.peak_bps, trains_bps);
+        trains.shaper.peak_is_lower_bound = false;
       }
+      take_shaper();
     }
-    if (trains.shaper.found && trains.shaper.peak_is_lower_bound) {
-      // The stream's burst came at the pace we gave it, under the trains'
-      // rate; the trains, which the bucket let through, read the peak.
-      trains.shaper.peak_bps = std::max(trains.shaper.peak_bps, trains_bps);
-      trains.shaper.peak_is_lower_bound = false;
-    }
-    take_shaper();
   }
   const nlohmann::json checks = capacity_checks_note(before, res);
   const CaptureStats cs = prober.capture_stats();
