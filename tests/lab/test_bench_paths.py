@@ -140,3 +140,63 @@ def test_quick_run_writes_reports_with_truth_from_counters(tmp_path):
         if row["availbw_bps"]:
             assert float(row["availbw_err_pct"]) == pytest.approx(
                 100 * (float(row["availbw_bps"]) / min(avail) - 1), abs=0.01)
+
+
+def _train(load, size, offered=0.0, ratio=1.0, markers=6, verdict="below"):
+    return {"load_packets": load, "packet_size": size, "markers": markers,
+            "offered_bps": offered, "ratio": ratio, "verdict": verdict}
+
+
+@pytest.mark.noroot
+def test_time_budget_splits_the_phases_and_replays_the_response(tmp_path):
+    """scripts/paths_time_budget.py on one synthetic run whose numbers are known."""
+    C, base = 100e6, 1.0
+    # Response: the rates alternate 80 and 100 Mbit/s; the first 12 usable
+    # trains cross at 50 Mbit/s, the next 20 at 70 (offered - C (ratio - 1)).
+    # One stalled train in between is no sample.
+    resp = {80e6: [], 100e6: []}
+    for i in range(32):
+        o = 80e6 if i % 2 == 0 else 100e6
+        a = 50e6 if i < 12 else 70e6
+        resp[o].append(_train(100, 1500, o, base + (o - a) / C, verdict="above"))
+    resp[80e6].insert(8, _train(100, 1500, 80e6, 9.0, verdict="send_stall"))
+    doc = {
+        "capacity_bps": C, "capacity_elapsed_s": 3.0, "availbw_elapsed_s": 10.0,
+        "elapsed_s": 14.0, "availbw_basis": "response_curve",
+        "crossing_capacity_source": "narrow_link", "noise": {"baseline": base},
+        "params": {"max_load": 0.1, "max_replies_per_s": 100.0},
+        "rates": [
+            {"phase": "calibration", "at_s": 0.0, "trains": [_train(10, 100)] * 2},
+            {"phase": "search", "at_s": 1.0, "trains": [_train(100, 1500)] * 2},
+            {"phase": "response", "at_s": 4.0, "trains": resp[80e6]},
+            {"phase": "response", "at_s": 4.0, "trains": resp[100e6]},
+        ],
+    }
+    (tmp_path / "paths_runs").mkdir()
+    (tmp_path / "paths_runs" / "path000.json").write_text(
+        json.dumps({"path": {"index": 0}, "doc": doc}))
+    (tmp_path / "paths_runs" / "path001.json").write_text(
+        json.dumps({"path": {"index": 1}, "doc": {"error": {"code": "x"}}}))  # no avail-bw phase
+    (tmp_path / "paths_benchmark.csv").write_text("path,availbw_truth_bps\n0,60000000\n1,\n")
+    out = tmp_path / "budget.md"
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "paths_time_budget.py"),
+                        "--dir", str(tmp_path), "--out", str(out)],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    md = out.read_text()
+    rows = {l.split("|")[1].strip(): [c.strip() for c in l.split("|")[2:-1]]
+            for l in md.splitlines() if l.startswith("| ") and not l.startswith("| part")}
+    assert "(1 runs with an avail-bw phase)" in md
+    assert rows["capacity phase (discovery included)"][0] == "3.00"
+    assert rows["hops phase (`--no-hops` leaves it out)"][0] == "1.00"
+    assert rows["calibration trains"][0] == "1.00"
+    assert rows["search fleets"][0] == "3.00"
+    assert rows["response trains"][0] == "6.00"
+    assert rows["capacity + avail-bw (what `measure --no-hops` takes)"][0] == "13.00"
+    # bytes: 2 x 10 x 100 + 2 x 100 x 1500 + 33 x 100 x 1500 = 5 252 000; x 8 / (0.1 C)
+    assert rows["probe bytes x 8 / (--max-load x C)"][0] == "4.20"
+    # replies: (6 + 1) x 37 trains / 100 per s
+    assert rows["marker replies / --max-replies (markers + the warm-up SYN per train)"][0] == "2.59"
+    # replay: all 32 usable trains (12 x 50 + 20 x 70) / 32 = 62.5 against 60; the first 12: 50
+    assert rows["0"] == ["60.00", "62.50 (32)", "+4.2 %", "50.00", "-16.7 %"]
+    assert "all trains 4.2 %, first 12 16.7 %" in md
