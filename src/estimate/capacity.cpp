@@ -28,6 +28,8 @@ const char* verdict_name(SampleVerdict v) {
       return "bad_dispersion";
     case SampleVerdict::kLostLoad:
       return "lost_load";
+    case SampleVerdict::kRepliesCompressed:
+      return "replies_compressed";
   }
   return "?";
 }
@@ -69,6 +71,15 @@ MissingDepartures missing_departures(const TrainTiming& t) {
     ++m.count;
   }
   return m;
+}
+
+bool replies_closer_than_sent(const CapacitySample& s, double share, double min_span_s) {
+  // The span the train really left with: our own queue can hold the head
+  // back behind other traffic and let the rest follow close behind it.
+  const double span = s.left_dispersion_s > 0 ? std::min(s.left_dispersion_s, s.send_dispersion_s)
+                                              : s.send_dispersion_s;
+  return span > 0 && s.reply_dispersion_s > 0 && span >= min_span_s &&
+         s.reply_dispersion_s < share * span;
 }
 
 CapacitySample evaluate_capacity_train(const TrainTiming& t, const CapacityFilter& f) {
@@ -141,6 +152,8 @@ CapacitySample evaluate_capacity_train(const TrainTiming& t, const CapacityFilte
   s.max_send_lag_s = worst;
   if (s.lost_load > 0) {
     s.verdict = SampleVerdict::kLostLoad;
+  } else if (replies_closer_than_sent(s, f.compressed_share, to_seconds(f.compressed_min_span))) {
+    s.verdict = SampleVerdict::kRepliesCompressed;
   } else if (static_cast<double>(send_disp) * f.min_compression > static_cast<double>(reply_disp)) {
     s.verdict = SampleVerdict::kNotCompressed;
   } else if (worst > to_seconds(f.stall_tolerance) + t.lead_bits / s.capacity_bps) {

@@ -41,6 +41,14 @@ struct CapacityFilter {
   // bottleneck could have run dry before it, by more than this tolerance plus
   // the time the lead (drain) packets keep it busy.
   Nanos stall_tolerance = 15 * kUs;
+  // Replies closer together than the probes left us: no forward path does
+  // that (a FIFO queue only spreads a train), so the way back compressed
+  // them (replies held behind a large packet on a slow or busy return
+  // link, then sent back to back). Beyond the reply timing noise (20-200
+  // us): at most this share of the span the train left with, over at
+  // least compressed_min_span.
+  double compressed_share = 0.5;
+  Nanos compressed_min_span = kMs;
 };
 
 enum class SampleVerdict {
@@ -56,6 +64,10 @@ enum class SampleVerdict {
   // between them (a small egress queue: a container's or an uplink's
   // limit). The replies are spaced by fewer bits than the train carried.
   kLostLoad,
+  // The replies came back closer together than the train left
+  // (CapacityFilter::compressed_share): the return path compressed them,
+  // and the dispersion says nothing of the forward path.
+  kRepliesCompressed,
 };
 const char* verdict_name(SampleVerdict v);
 
@@ -74,6 +86,13 @@ struct CapacitySample {
   int left_before_loss = 0;
   bool kept() const { return verdict == SampleVerdict::kKept; }
 };
+
+
+// Whether the replies of a sample came back closer together than the train
+// left (its send span, or the span it left our interface with when that is
+// shorter), by `share`, over a span of at least `min_span_s` (0 when a span
+// is unknown). evaluate_capacity_train calls it with the filter's values.
+bool replies_closer_than_sent(const CapacitySample& s, double share, double min_span_s);
 
 CapacitySample evaluate_capacity_train(const TrainTiming& t, const CapacityFilter& f);
 

@@ -99,6 +99,52 @@ TEST_CASE("trains that reveal nothing about the path are rejected", "[capacity]"
   }
 }
 
+TEST_CASE("replies back closer together than the train left: compressed on the way back",
+          "[capacity]") {
+  std::mt19937 rng(7);
+  const CapacityFilter f;
+  // 100 load packets at 1 Gbit/s (1.2 ms) through 20 Mbit/s (60 ms): the way
+  // back held the head's reply and let the tail's follow 85 us behind it.
+  TrainTiming t = synth(100, 20e6, 1e9, 0, rng);
+  t.reply.front() = t.reply.back() - 85 * kUs;
+  const CapacitySample s = evaluate_capacity_train(t, f);
+  CHECK(s.verdict == SampleVerdict::kRepliesCompressed);
+  CHECK(std::string(verdict_name(s.verdict)) == "replies_compressed");
+  CHECK(replies_closer_than_sent(s, 0.5, 1e-3));
+  SECTION("a span under the noise floor is not judged alone") {
+    // 10 packets at 1 Gbit/s: 0.12 ms, under compressed_min_span.
+    TrainTiming u = synth(10, 20e6, 1e9, 0, rng);
+    u.reply.front() = u.reply.back() - 40 * kUs;
+    const CapacitySample v = evaluate_capacity_train(u, f);
+    CHECK(v.verdict != SampleVerdict::kRepliesCompressed);
+    CHECK(replies_closer_than_sent(v, 0.5, 100e-6));   // what the phase counts over many trains
+    CHECK_FALSE(replies_closer_than_sent(v, 0.5, 1e-3));
+  }
+  SECTION("our own queue held the head back: the span it left with counts") {
+    // The head waited 1.1 ms in this host's queue behind other traffic: the
+    // train left 0.1 ms long, and its replies, 0.09 ms apart, say the path
+    // carried it as fast as it left (not compressed on the way back).
+    TrainTiming u = synth(100, 20e6, 1e9, 0, rng);
+    u.left = u.sent;
+    u.left.front() = u.sent.back() - 100 * kUs;
+    u.reply.front() = u.reply.back() - 90 * kUs;
+    const CapacitySample v = evaluate_capacity_train(u, f);
+    CHECK(v.verdict != SampleVerdict::kRepliesCompressed);
+    CHECK_FALSE(replies_closer_than_sent(v, 0.5, 100e-6));
+  }
+  SECTION("clean trains with 20-200 us reply noise are never compressed") {
+    for (double cap : {5e6, 20e6, 100e6, 1e9}) {
+      for (int i = 0; i < 200; ++i) {
+        const TrainTiming u = synth(50, cap, 1e9, 100 * kUs, rng);
+        const CapacitySample v = evaluate_capacity_train(u, f);
+        INFO(cap << " " << i << " reply " << v.reply_dispersion_s << " send "
+                  << v.send_dispersion_s);
+        CHECK(v.verdict != SampleVerdict::kRepliesCompressed);
+      }
+    }
+  }
+}
+
 TEST_CASE("KDE mode ignores a minority of low samples (cross traffic)", "[capacity][kde]") {
   std::mt19937 rng(3);
   std::normal_distribution<double> tight(50e6, 0.1e6);

@@ -35,6 +35,11 @@ class FakeRunner : public ProbeRunner {
   void silent_from(int n) { silent_from_ = n; }
   // Script: ... and only up to the `m`-th (exclusive).
   void silent_until(int m) { silent_until_ = m; }
+  // Script: the way back holds every marker reply of a train until the last
+  // has arrived, then sends them `gap` apart (a full byte-limited return
+  // queue that admits small replies and drops the larger packets of its
+  // traffic: the replies sit side by side).
+  void return_compresses(Nanos gap) { return_gap_ = gap; }
   // Script: the bottleneck queue holds at most `bytes` not yet sent on (a
   // packet that does not fit is dropped; 0 = unlimited).
   void queue_limit(double bytes) { limit_bytes_ = bytes; }
@@ -140,6 +145,14 @@ class FakeRunner : public ProbeRunner {
       out.reply_from = p.dst;
       out.reply_ttl = 64;
     }
+    if (return_gap_ > 0) {
+      Nanos last = 0;
+      for (const auto& o : r.outcome.probes) last = std::max(last, o.reply);
+      Nanos k = 0;
+      for (auto& o : r.outcome.probes) {
+        if (o.reply != 0) o.reply = last + return_gap_ * k++;
+      }
+    }
     ++runs_;
     r.end_mono = clock_ + served - t0 + rtt_ + kMs;
     return r;
@@ -170,6 +183,7 @@ class FakeRunner : public ProbeRunner {
   double steady_bps_ = 0;
   double cross_bytes_ = 0;
   Nanos clock_ = 0;
+  Nanos return_gap_ = 0;
   int admitted_ = 0, runs_ = 0;
   int refuse_at_ = -1, silent_from_ = -1, silent_until_ = -1;
   StopReason why_ = StopReason::kNone;
@@ -281,6 +295,23 @@ TEST_CASE("a target that stops answering ends the capacity phase with an error",
   } catch (const Error& e) {
     CHECK(e.code() == "replies_stopped");
     CHECK(fake.admitted() == 7);  // 2 answered, then 5 silent
+  }
+}
+
+TEST_CASE("replies the way back compresses end the capacity phase with an error", "[runner]") {
+  // 20 Mbit/s forward, every train's replies side by side on the way back
+  // (85 us apart: a 54-byte reply at 5 Mbit/s): the trains read gigabits.
+  // No rate of theirs may size or budget the trains; the phase stops.
+  FakeRunner fake(20e6);
+  fake.return_compresses(85 * kUs);
+  try {
+    run_fake(fake, capacity_config());
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(e.code() == "replies_compressed");
+    CHECK(fake.admitted() <= 8);
+    // Under --max-load of the forward link, not of the rates they read.
+    CHECK(8.0 * static_cast<double>(fake.bytes_sent()) / to_seconds(fake.now()) < 0.2 * 20e6);
   }
 }
 

@@ -22,6 +22,27 @@ namespace lw {
 
 namespace {
 
+// Trains whose replies came back closer together than they left, over a
+// span of at least kCloserMinSpan, that end the phase when they are most of
+// the trains (CapacityLoop::run).
+constexpr double kCloserMinSpan = 100e-6;
+constexpr int kCloserTrains = 5;
+
+// The rate a sample says the path carried, for sizing and budgeting the
+// trains and for the shaper's hints: none from replies that came back closer
+// together than the train left (they read the way back, not the path: a
+// 16-packet train through 20 Mbit/s read 2.2 Gbit/s, sized the next trains
+// to 550 packets and set their idle by it, 95% of the link in the unit
+// test), and never more than we offered (an uncompressed train shows only
+// our own sending).
+double carried_rate(const CapacitySample& s) {
+  if (s.capacity_bps <= 0 ||
+      replies_closer_than_sent(s, CapacityFilter{}.compressed_share, kCloserMinSpan)) {
+    return 0;
+  }
+  return s.offered_bps > 0 ? std::min(s.capacity_bps, s.offered_bps) : s.capacity_bps;
+}
+
 // IP bytes of the longest train sent.
 double largest_train_bytes(const CapacityResult& res, int packet_size) {
   double largest = 0;
@@ -346,6 +367,9 @@ class CapacityLoop {
   bool sized_ = false;
   int consecutive_silent_ = 0;
   int lost_reply_trains_ = 0;  // trains that lost marker replies after a fast one
+  int compressed_trains_ = 0;  // trains whose replies the way back compressed
+  int closer_trains_ = 0;      // trains back closer than sent, over short spans too
+  int timed_trains_ = 0;       // trains sent over kCloserMinSpan or more, replies back
   int slow_trains_ = 0;        // compressed trains far slower than the fast ones
   Nanos first_fast_ = 0;       // start of the first train that came back fast (0: none yet)
   int sizing_trains_ = 0;
@@ -411,15 +435,19 @@ bool CapacityLoop::shrink_to_mtu(const TallyStep& step) {
 CapacityLoop::Next CapacityLoop::watch_shaper(const CapacitySample& s, double slow_bps,
                                               double train_bytes, Nanos start) {
   ShaperHints& hints = out_.shaper_hints;
-  if (s.capacity_bps > 0 && !rate_drop_suggests_bucket(hints.fast_bps, s.capacity_bps)) {
+  // (Replies that came back closer together than the train left give no
+  // rate at all.)
+  const double carried = carried_rate(s);
+  if (s.capacity_bps > 0 && carried <= 0) return Next::kOn;
+  if (carried > 0 && !rate_drop_suggests_bucket(hints.fast_bps, carried)) {
     hints.fast_bytes += train_bytes;  // came back at about the sizing rate: within a bucket
     hints.largest_fast_bytes = std::max(hints.largest_fast_bytes, train_bytes);
     if (first_fast_ == 0) first_fast_ = start;
   }
   // The bucket refilled from the first fast train to this one's start.
   if (first_fast_ > 0) hints.fast_span_s = to_seconds(start - first_fast_);
-  if (!sized_ && s.capacity_bps > 0 && s.verdict != SampleVerdict::kLostReply) {
-    hints.fast_bps = std::max(hints.fast_bps, s.capacity_bps);
+  if (!sized_ && s.verdict != SampleVerdict::kLostReply) {
+    hints.fast_bps = std::max(hints.fast_bps, carried);
   }
   // (Not a slow train: paced trains meet more cross traffic and read lower
   // without any bucket.)
@@ -466,12 +494,13 @@ void CapacityLoop::size(const CapacitySample& s) {
   if (sized_) return;
   ++sizing_trains_;
   // (A train our own queue cut counts only the bits that left: its rate holds.)
-  if (s.capacity_bps > 0 && (s.kept() || s.verdict == SampleVerdict::kNotCompressed ||
+  const double carried = carried_rate(s);
+  if (carried > 0 && (s.kept() || s.verdict == SampleVerdict::kNotCompressed ||
                              s.verdict == SampleVerdict::kLostLoad)) {
     const bool trustworthy = s.reply_dispersion_s >= c_.target_dispersion_s / 4 ||
                              n_ >= max_short_packets(c_) || sizing_trains_ >= 4;
     if (trustworthy) {
-      n_ = sized_load_packets(c_, s.capacity_bps, out_.packet_size);
+      n_ = sized_load_packets(c_, carried, out_.packet_size);
       sized_ = true;
     } else {
       n_ = std::min(n_ * 8, max_short_packets(c_));
@@ -493,7 +522,7 @@ void CapacityLoop::size(const CapacitySample& s) {
 // sent over the elapsed time under max_load x C_b as well.
 Nanos CapacityLoop::pace(const Train& train, const TrainResult& run, const CapacitySample& s,
                          int n_train) {
-  if (s.capacity_bps > 0) rates_.push_back(s.capacity_bps);
+  if (const double carried = carried_rate(s); carried > 0) rates_.push_back(carried);
   est_ = out_.tally.estimate();
   const double budget_rate = budget_capacity(rates_, est_.valid ? est_.capacity_bps : 0,
                                              load_loss_factor(group_rates_[0], group_rates_[1]));
@@ -585,6 +614,36 @@ CapacityTrains CapacityLoop::run() {
     if (consecutive_silent_ >= 5) {
       throw Error("capacity", "the target stopped answering: no marker reply in 5 trains",
                   "replies_stopped");
+    }
+    // Replies that came back closer together than the trains left: the
+    // return path compresses them (a slow or busy link from the target back
+    // to us: each reply waits behind its traffic's large packets, then
+    // leaves right behind the one before). Every dispersion then reads that
+    // link's queue, not the forward path: 20 Mbit/s with a 5 Mbit/s return
+    // link busy with a TCP upload read 93-297 Mbit/s from the trains and
+    // 140 from the SYN gaps (54-byte replies back to back at 5 Mbit/s), and
+    // the load budget, sized on those rates, let the trains load the link
+    // at 50%. Stop sending, no estimate: twice over a span of 1 ms or more
+    // (timing noise is 20-200 us), or in most trains over 100 us (short
+    // trains whose two replies came back 85 us apart, one reply's time on
+    // that link, whatever their length: noise compresses a train now and
+    // then, never most of them).
+    if (s.reply_dispersion_s > 0 && s.send_dispersion_s >= kCloserMinSpan) {
+      ++timed_trains_;
+      if (replies_closer_than_sent(s, CapacityFilter{}.compressed_share, kCloserMinSpan)) {
+        ++closer_trains_;
+      }
+    }
+    if (s.verdict == SampleVerdict::kRepliesCompressed) ++compressed_trains_;
+    if (compressed_trains_ >= 2 ||
+        (closer_trains_ >= kCloserTrains && 2 * closer_trains_ > timed_trains_)) {
+      throw Error("capacity",
+                  "the replies came back closer together than the trains left (" +
+                      std::to_string(std::max(compressed_trains_, closer_trains_)) + " of " +
+                      std::to_string(res_.trains_sent) +
+                      " trains): the return path compresses them (a slow or busy link from the "
+                      "target back to us), so no dispersion measures the forward path",
+                  "replies_compressed");
     }
     size(s);
     if (step.shortened_to > 0) n_ = step.shortened_to;

@@ -1,0 +1,75 @@
+"""Lab tests for the way back: replies cross the return path, which may be
+slower than the forward one or busy.
+
+* A slow, idle return link (an access line's uplink behind the target):
+  marker replies are small (40 IP bytes), so the capacity of the forward path
+  still reads right.
+* A return link busy with the target's own upload (TCP, through a
+  byte-limited queue): the replies wait in it and come back side by side, so
+  every dispersion reads the way back (20 Mbit/s read 93-297 Mbit/s, and the
+  load budget sized on it loaded the link at 50%). linkwidth must stop,
+  say why (`replies_compressed`, exit 1), and keep its load on the forward
+  link small meanwhile (interface counters).
+"""
+import json
+import time
+
+from labtest import BIN, LAB_MARKS, lab  # noqa: F401
+
+pytestmark = LAB_MARKS
+
+FWD = 20e6
+IPERF_PORT = 5302
+
+
+def measure(L, *args, timeout=120):
+    p = L.run_in_prober(["taskset", "-c", "0", BIN, "measure", L.target_ip, "--json",
+                         "--no-hops", *args], timeout=timeout)
+    return p.returncode, json.loads(p.stdout)
+
+
+def test_a_slow_idle_return_link_does_not_change_the_capacity():
+    spec = lab.Spec(links=[lab.Link(rate=None), lab.Link(rate=FWD, rev_rate=256e3)])
+    with lab.Lab(spec) as L:
+        truth = L.ground_truth_capacity(ip_len=1500)
+        code, doc = measure(L)
+        assert code == 0, doc
+        assert abs(doc["capacity_bps"] / truth - 1) < 0.03, doc["capacity_bps"]
+        assert abs(doc["availbw_bps"] / truth - 1) < 0.10, doc["availbw_bps"]
+        assert "replies_compressed" not in json.dumps(doc)
+
+
+def test_a_busy_return_link_that_compresses_the_replies_is_refused():
+    # 5 Mbit/s back, a 60 KB byte-limited queue (both ways), and the target
+    # uploading to the prober with TCP cubic: the queue back stays full.
+    spec = lab.Spec(links=[lab.Link(rate=None),
+                           lab.Link(rate=FWD, rev_rate=5e6, limit=60000)])
+    with lab.Lab(spec) as L:
+        truth = L.ground_truth_capacity(ip_len=1500)
+        srv = L.popen("target", ["taskset", "-c", "1", "iperf3", "-s", "-p", str(IPERF_PORT)])
+        cli = None
+        try:
+            time.sleep(0.5)
+            cli = L.popen("prober", ["taskset", "-c", "1", "iperf3", "-c", L.target_ip, "-p",
+                                     str(IPERF_PORT), "-R", "-t", "120", "-C", "cubic"])
+            time.sleep(3)
+            # Our own load on the forward link: the target side's counters,
+            # less the upload's ACKs (measured over 2 s before the run).
+            acks = lab.CounterWindow(L, "target", "up", "rx").start()
+            time.sleep(2)
+            acks_bps = acks.stop().bps
+            win = lab.CounterWindow(L, "target", "up", "rx").start()
+            t0 = time.monotonic()
+            code, doc = measure(L)
+            wall = time.monotonic() - t0
+            ours_bps = win.stop().bps - acks_bps
+        finally:
+            if cli:
+                cli.kill()
+            srv.kill()
+        assert code == 1, doc
+        assert doc["error"]["code"] == "replies_compressed", doc
+        assert "return path" in doc["error"]["message"]
+        assert wall < 30
+        # Stopped before the rates the way back made could budget the load.
+        assert ours_bps < 0.15 * truth, (ours_bps, acks_bps)
