@@ -26,7 +26,7 @@ namespace {
 // span of at least kCloserMinSpan, that end the phase when they are most of
 // the trains (CapacityLoop::run).
 constexpr double kCloserMinSpan = 100e-6;
-constexpr int kCloserTrains = 5;
+constexpr int kCloserTrains = 4;
 
 // The rate a sample says the path carried, for sizing and budgeting the
 // trains and for the shaper's hints: none from replies that came back closer
@@ -506,6 +506,9 @@ void CapacityLoop::size(const CapacitySample& s) {
       n_ = std::min(n_ * 8, max_short_packets(c_));
     }
   }
+  // (A train back closer together than it left sizes nothing, and the next
+  // is as short: with no rate known the budget is kUnknownPathBps, and a
+  // train eight times as long would wait 15 s for it.)
 }
 
 // When the next train may start. Idle so the average probing rate stays
@@ -624,7 +627,8 @@ CapacityTrains CapacityLoop::run() {
     // 140 from the SYN gaps (54-byte replies back to back at 5 Mbit/s), and
     // the load budget, sized on those rates, let the trains load the link
     // at 50%. Stop sending, no estimate: twice over a span of 1 ms or more
-    // (timing noise is 20-200 us), or in most trains over 100 us (short
+    // (timing noise is 20-200 us), or once so and once more over 100 us,
+    // or in most trains over 100 us (short
     // trains whose two replies came back 85 us apart, one reply's time on
     // that link, whatever their length: noise compresses a train now and
     // then, never most of them).
@@ -635,7 +639,7 @@ CapacityTrains CapacityLoop::run() {
       }
     }
     if (s.verdict == SampleVerdict::kRepliesCompressed) ++compressed_trains_;
-    if (compressed_trains_ >= 2 ||
+    if (compressed_trains_ >= 2 || (compressed_trains_ >= 1 && closer_trains_ >= 2) ||
         (closer_trains_ >= kCloserTrains && 2 * closer_trains_ > timed_trains_)) {
       throw Error("capacity",
                   "the replies came back closer together than the trains left (" +
