@@ -90,8 +90,8 @@ struct CapacitySample {
 
 // Whether the replies of a sample came back closer together than the train
 // left (its send span, or the span it left our interface with when that is
-// shorter), by `share`, over a span of at least `min_span_s` (0 when a span
-// is unknown). evaluate_capacity_train calls it with the filter's values.
+// shorter), by `share`, over a span of at least `min_span_s`; false when a
+// span is unknown. evaluate_capacity_train calls it with the filter's values.
 bool replies_closer_than_sent(const CapacitySample& s, double share, double min_span_s);
 
 CapacitySample evaluate_capacity_train(const TrainTiming& t, const CapacityFilter& f);

@@ -50,7 +50,6 @@ double largest_train_bytes(const CapacityResult& res, int packet_size) {
   return largest * packet_size;
 }
 
-
 // The longest short train: the long one (ratio × N) stays within max_load_packets.
 int max_short_packets(const Config& c) {
   return std::max(kMinLoadPackets,
