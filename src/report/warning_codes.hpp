@@ -104,9 +104,6 @@ namespace lw {
     "linkwidth method: the fixed inter-pair gap is too long to offer the rate")                   \
   X(kRepeatedLoss, "repeated_loss",                                                               \
     "whole fleets lost marker replies several times in a row, even shortened: search stopped")    \
-  X(kRepliesCompressed, "replies_compressed",                                                     \
-    "avail-bw: the calibration trains' replies came back closer together than the trains left "  \
-    "(the return path compresses them): no estimate")                                             \
   X(kRepliesMixed, "replies_mixed",                                                               \
     "the replies came from hosts at different distances (a middlebox answers some)")              \
   X(kRepliesStopped, "replies_stopped", "no hop answered 3 trains in a row")                      \

@@ -317,18 +317,6 @@ TEST_CASE("replies the way back compresses end the capacity phase with an error"
   }
 }
 
-TEST_CASE("with a given capacity, compressed replies end the avail-bw calibration", "[runner]") {
-  // The capacity trains never run: the calibration trains' ratios (reply
-  // span over send span) sit far under 1, which no forward path gives.
-  FakeRunner fake(60e6);
-  fake.return_compresses(85 * kUs);
-  const AvailbwResult res = search_fake(fake, availbw_config());
-  CHECK_FALSE(res.valid);
-  CHECK(res.stop_reason == StopReason::kCalibrationFailed);
-  CHECK(warned(res, "replies_compressed"));
-  CHECK(res.trains_sent <= 2 * availbw_config().calibration_trains);
-}
-
 TEST_CASE("the capacity phase's idle holds --max-load when a small queue drops load",
           "[runner][load_budget]") {
   // A 15 KB queue at 20 Mbit/s (the lab's small-queue path): long trains lose

@@ -408,27 +408,6 @@ bool calibrate_search(PacedTrains& runner, PhasePath& path, const Config& c, dou
       return false;
     }
     *noise = calibrate_noise(cal_ratios);
-    // Low-rate trains back in under half the span they left with: no
-    // forward path does that (a queue only spreads a train), nor timing
-    // noise over a calibration train's milliseconds; the return path
-    // compressed the replies (capacity_run.cpp, replies_compressed), now and
-    // then as its queue comes and goes. Two such trains, and no ratio says
-    // anything of the forward path. (Reached with a given capacity: the
-    // capacity trains stop on it first.)
-    const auto closer = std::count_if(cal_ratios.begin(), cal_ratios.end(), [](double r) {
-      return r < CapacityFilter{}.compressed_share;
-    });
-    if (closer >= 2) {
-      res.stop_reason = StopReason::kCalibrationFailed;
-      res.warnings.push_back(
-          {WarningCode::kRepliesCompressed,
-           "the replies of " + std::to_string(closer) + " of " +
-               std::to_string(cal_ratios.size()) +
-               " calibration trains came back in under half the time the trains took to leave: "
-               "the return path compresses them (a slow or busy link from the target back to "
-               "us); no avail-bw estimate"});
-      return false;
-    }
     if (noise->threshold <= kNoisyThreshold || round >= kMaxLengthening ||
         2 * mid.load_packets > c.max_load_packets) {
       break;
