@@ -75,20 +75,26 @@ Train make_capacity_train(const CapacityTrainParams& p, int train_id, SeqAllocat
   const Nanos t_head = t_train + p.drain_packets * p.drain_gap;
 
   // Markers split the N load packets into (n_markers - 1) nearly equal
-  // segments. Paced: load packet i leaves (i + 1) gaps after the head, and a
-  // marker after the head rides right behind the load packet before it, so
-  // the markers do not thin out the offered rate.
+  // segments, or the first first_segment long and the rest nearly equal.
+  // Paced: load packet i leaves (i + 1) gaps after the head, and a marker
+  // after the head rides right behind the load packet before it, so the
+  // markers do not thin out the offered rate.
   double bits = 0;
   const int segments = n_markers - 1;
+  const int first = n_markers > 2 ? std::clamp(p.first_segment, 0, p.load_packets) : 0;
+  auto ahead = [&](int m) {  // load packets ahead of marker m
+    if (first == 0 || m == 0) return p.load_packets * m / segments;
+    return first + (p.load_packets - first) * (m - 1) / (segments - 1);
+  };
   for (int m = 0; m < n_markers; ++m) {
-    const int before = p.load_packets * m / segments;  // load packets ahead of marker m
+    const int before = ahead(m);
     Probe mk = syn(Role::kMarker, t_head + before * p.gap);
     if (m > 0) bits += 8.0 * mk.ip_len;
     t.markers.push_back(static_cast<int>(t.probes.size()));
     t.bits_from_head.push_back(bits);
     push(mk);
     if (m == segments) break;
-    const int to = p.load_packets * (m + 1) / segments;
+    const int to = ahead(m + 1);
     for (int i = before; i < to; ++i) {
       push(rst(Role::kLoad, t_head + (i + 1) * p.gap));
       bits += 8.0 * p.packet_size;

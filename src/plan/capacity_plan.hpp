@@ -36,6 +36,13 @@ struct CapacityTrainParams {
   bool warmup = true;                // a SYN sent ahead of the train
   Nanos warmup_lead = 50 * kUs;      // how long before the drain/head the warm-up SYN goes
   int markers = 2;                   // head + tail; >2 puts extra markers evenly in the load
+  // Load packets ahead of the second marker when there are more than two
+  // (0: the even split). The rest of the markers split the remaining load
+  // evenly. A paced train's ratio runs from that marker to the tail
+  // (estimate/availbw.cpp), so three markers with it at a fifth of the load
+  // time the same span as six evenly spaced ones, for four replies instead
+  // of seven.
+  int first_segment = 0;
   std::uint8_t ttl = 64;
   // Spacing between consecutive packets from the head marker on: 0 sends the
   // train back to back (capacity); a gap g offers the rate L·8/g (the paced

@@ -202,6 +202,44 @@ TEST_CASE("paced trains space the load by the gap; markers ride behind a load pa
   CHECK(t4.probes[t4.markers[3]].offset == h4 + 6 * p.gap);
 }
 
+TEST_CASE("a first segment puts the second marker where six even markers put it", "[plan]") {
+  CapacityTrainParams p;
+  p.flow = {0xC6120101, 0xC6120202, 40000, 47391};
+  p.load_packets = 23;
+  p.gap = gap_for_rate(60e6, 1500);
+  SeqAllocator seqs(1);
+  p.markers = 6;
+  const Train even = make_capacity_train(p, 0, seqs);
+  p.markers = 3;
+  p.first_segment = p.load_packets / 5;
+  const Train three = make_capacity_train(p, 1, seqs);
+  REQUIRE(even.markers.size() == 6);
+  REQUIRE(three.markers.size() == 3);
+  auto at = [](const Train& t, int m) { return t.probes[t.markers[m]].offset; };
+  // The ratio's span (second marker to tail) and its bits are the same.
+  CHECK(at(three, 0) == at(even, 0));
+  CHECK(at(three, 1) == at(even, 1));
+  CHECK(at(three, 2) == at(even, 5));
+  CHECK(three.bits_from_head[2] - three.bits_from_head[1] ==
+        Approx(even.bits_from_head[5] - even.bits_from_head[1] - 3 * 8.0 * 40));
+  // Every load packet is still there, at its own gap after the head.
+  int load = 0;
+  for (const auto& q : three.probes) load += q.role == Role::kLoad ? 1 : 0;
+  CHECK(load == 23);
+  // Four markers: the first segment, then the rest split evenly (4 + 9 + 10).
+  p.markers = 4;
+  const Train four = make_capacity_train(p, 2, seqs);
+  REQUIRE(four.markers.size() == 4);
+  CHECK(at(four, 1) == at(four, 0) + 4 * p.gap);
+  CHECK(at(four, 2) == at(four, 0) + 13 * p.gap);
+  CHECK(at(four, 3) == at(four, 0) + 23 * p.gap);
+  // Two markers ignore it; a segment longer than the load is clamped.
+  p.markers = 3;
+  p.first_segment = 99;
+  const Train clamped = make_capacity_train(p, 3, seqs);
+  CHECK(at(clamped, 1) == at(clamped, 2));
+}
+
 TEST_CASE("the paper's pair train: gaps from the offered rate (section 3.5.1)", "[plan]") {
   PairTrainParams p;
   p.flow = {0xC6120101, 0xC6120202, 40000, 47391};

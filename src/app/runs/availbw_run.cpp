@@ -251,6 +251,13 @@ CapacityTrainParams search_train(const Config& c, const FlowId& flow, int L, dou
   // A target that answers only so many replies at once (reply_rate.hpp) gets
   // fewer markers; the warm-up SYN draws one too.
   p.markers = std::max(2, std::min({c.avail_markers, 1 + p.load_packets / 2, max_burst - 1}));
+  // The ratio runs from the marker a fifth into the load to the tail
+  // (evaluate_paced_train): the head may queue behind the drain packets.
+  // Markers between them only cost replies: the ratio, the verdicts and the
+  // response points are the same with three as with six evenly spaced, and
+  // --max-replies (the floor under the phase's time, issue 11) lets a train
+  // go for four replies instead of seven.
+  p.first_segment = std::max(1, p.load_packets / 5);
   // Never above --max-rate (the pacer refuses such a train): the offered rate
   // is measured from the send times, so the search sees the capped rate.
   apply_rate_cap(p, c.max_rate_bps);
