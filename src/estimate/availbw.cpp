@@ -123,6 +123,14 @@ PacedSample evaluate_paced_train(const TrainTiming& t) {
   return s;
 }
 
+bool replies_faster_than_path(const std::vector<double>& received_bps, double capacity_bps) {
+  if (!(capacity_bps > 0)) return false;
+  const auto n = std::count_if(received_bps.begin(), received_bps.end(),
+                               [&](double r) { return r > kFasterThanPath * capacity_bps; });
+  return n >= kFasterTrains &&
+         static_cast<double>(n) >= kFasterShare * static_cast<double>(received_bps.size());
+}
+
 LinkWidthSearch::LinkWidthSearch(const LinkWidthSearchParams& p) : p_(p), max_(p.capacity_bps) {}
 
 void LinkWidthSearch::observe(double ratio) {

@@ -135,6 +135,27 @@ struct NoiseModel {
 NoiseModel calibrate_noise(const std::vector<double>& calibration_ratios, double k = 4.0,
                            double floor = 0.002);
 
+// Replies the way back brought closer together than any forward path could
+// carry the trains (capacity_run.cpp's replies_compressed, for a phase
+// without capacity trains: `availbw --capacity`, or a way back that began to
+// compress after them). A search or response train's bits between its
+// ratio's markers (full-size packets) cross the narrow link at C at most, so
+// its replies come back faster only through a faster link after it whose
+// queue drains, bounded by that link's rate: in 336 benchmark documents
+// (random paths, token buckets, round trips) no such train came back over
+// 3 x C. A 5 Mbit/s way back busy with an upload brought most of them back at
+// about 60 x C (54-byte replies back to back). Not the calibration trains:
+// their small packets fit a shaper's burst after the narrow link, which let
+// 3 of 8 of a round through at up to 390 x C on a TCP-loaded benchmark path,
+// while the busy way back compressed 2 to 5 of 8.
+// True when at least kFasterTrains of the trains came back faster than
+// kFasterThanPath x C, and they are at least kFasterShare of them (an
+// infinite rate: every reply at one instant). Pure.
+constexpr double kFasterThanPath = 4.0;
+constexpr int kFasterTrains = 3;
+constexpr double kFasterShare = 0.25;
+bool replies_faster_than_path(const std::vector<double>& received_bps, double capacity_bps);
+
 // One train: lost packets or a ratio clearly above the noise band is "above";
 // within half the threshold of the baseline "below"; between them unclear.
 TrainVerdict classify_train(double ratio, bool lost, const NoiseModel& noise);

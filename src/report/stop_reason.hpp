@@ -24,7 +24,8 @@ namespace lw {
   X(kGiven, "given")              \
   X(kNoReplies, "no_replies")     \
   X(kShaper, "shaper")            \
-  X(kCalibrationFailed, "calibration_failed")
+  X(kCalibrationFailed, "calibration_failed") \
+  X(kRepliesCompressed, "replies_compressed")
 
 enum class StopReason {
 #define LW_X(e, name) e,

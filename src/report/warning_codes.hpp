@@ -104,6 +104,9 @@ namespace lw {
     "linkwidth method: the fixed inter-pair gap is too long to offer the rate")                   \
   X(kRepeatedLoss, "repeated_loss",                                                               \
     "whole fleets lost marker replies several times in a row, even shortened: search stopped")    \
+  X(kRepliesCompressed, "replies_compressed",                                                     \
+    "avail-bw: search trains' replies came back faster than 4 x the capacity (the return path "  \
+    "compresses them): no estimate")                                                              \
   X(kRepliesMixed, "replies_mixed",                                                               \
     "the replies came from hosts at different distances (a middlebox answers some)")              \
   X(kRepliesStopped, "replies_stopped", "no hop answered 3 trains in a row")                      \

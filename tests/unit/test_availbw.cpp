@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <limits>
 #include <functional>
 #include <random>
 
@@ -112,6 +113,29 @@ TEST_CASE("LinkWidth binary search needs its ε tuned to the timing bias", "[ava
   LinkWidthSearch good({100e6, 1e6, 0.2});
   while (!good.done()) good.observe(biased.ratio(good.next_rate()));
   CHECK(good.estimate() == Approx(75e6).margin(1.5e6));
+}
+
+TEST_CASE("replies faster than the path carries the search trains", "[availbw][return]") {
+  const double C = 20e6;
+  // The lab's busy 5 Mbit/s way back: a first fleet with 4 of 6 trains at
+  // about 60 x C, the others spread out.
+  const std::vector<double> busy = {60 * C, 0.6 * C, 60 * C, 61 * C, 59 * C, 0.15 * C};
+  CHECK(replies_faster_than_path(busy, C));
+  // A span of zero (every reply at one instant) counts as fast.
+  const double inf = std::numeric_limits<double>::infinity();
+  CHECK(replies_faster_than_path({inf, inf, 0.5 * C, inf}, C));
+  // A faster link after the narrow one, its queue draining: up to its rate
+  // (the benchmark: 2.4 x C at most, never over 3 x C), however many trains.
+  CHECK_FALSE(replies_faster_than_path(std::vector<double>(30, 3.9 * C), C));
+  // Two trains, or a few among many: noise, not the way back.
+  CHECK_FALSE(replies_faster_than_path({60 * C, 60 * C, C, C}, C));
+  std::vector<double> many(20, 0.5 * C);
+  many[3] = many[9] = many[15] = 50 * C;
+  CHECK_FALSE(replies_faster_than_path(many, C));
+  many[4] = many[10] = 50 * C;
+  CHECK(replies_faster_than_path(many, C));
+  // No capacity: no verdict.
+  CHECK_FALSE(replies_faster_than_path(busy, 0));
 }
 
 TEST_CASE("noise calibration sets the threshold from the path", "[availbw]") {

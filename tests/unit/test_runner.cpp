@@ -317,6 +317,25 @@ TEST_CASE("replies the way back compresses end the capacity phase with an error"
   }
 }
 
+TEST_CASE("with a given capacity, compressed replies end the avail-bw search", "[runner]") {
+  // The capacity trains never run: the search trains' replies come back far
+  // faster than the path carries their bits, which no forward path does.
+  FakeRunner fake(60e6);
+  fake.return_compresses(85 * kUs);
+  const Config c = availbw_config();
+  const AvailbwResult res = search_fake(fake, c);
+  CHECK_FALSE(res.valid);
+  CHECK(res.stop_reason == StopReason::kRepliesCompressed);
+  CHECK(warned(res, "replies_compressed"));
+  // Stopped within the first fleet (the calibration may lengthen twice).
+  CHECK(res.trains_sent <= 3 * c.calibration_trains + c.fleet_trains);
+  // The same path with a way back that keeps the spacing: an estimate.
+  FakeRunner plain(60e6);
+  const AvailbwResult ok = search_fake(plain, availbw_config());
+  CHECK(ok.valid);
+  CHECK_FALSE(warned(ok, "replies_compressed"));
+}
+
 TEST_CASE("the capacity phase's idle holds --max-load when a small queue drops load",
           "[runner][load_budget]") {
   // A 15 KB queue at 20 Mbit/s (the lab's small-queue path): long trains lose

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <random>
 
 #include "app/runs/capacity_run.hpp"
@@ -471,6 +472,7 @@ class FleetRun {
     if (!calibrate_search(runner, path, c, C, res, t0, t_cap, &noise, &scale)) return;
     res.stop_reason = StopReason::kNone;
     bool search_cut = run_search();
+    if (res.stop_reason == StopReason::kRepliesCompressed) return;  // no estimate
     double rebased = 0;
     if (res.stop_reason == StopReason::kNone && !search_cut &&
         baseline_contradicted(search.history(), noise, C, calibration_bps(), &rebased)) {
@@ -486,6 +488,7 @@ class FleetRun {
       search = FleetSearch(search_params(C, omega));
       slope_points.clear();
       search_cut = run_search();
+      if (res.stop_reason == StopReason::kRepliesCompressed) return;
     }
     if (res.stop_reason == StopReason::kNone) {
       // Also when the bracket reached C: at C the trains average bursty
@@ -565,6 +568,13 @@ class FleetRun {
           v = train_verdict_name(verdicts.back());
           fleet_points.push_back({s.offered_bps, s.ratio});  // issue 11
         }
+        // How fast the replies came back (replies_faster_than_path); every
+        // reply at one instant is as fast as it gets.
+        if (!s.stalled && !s.lost && s.replies >= 2) {
+          search_received.push_back(s.usable || s.received_bps > 0
+                                        ? s.received_bps
+                                        : std::numeric_limits<double>::infinity());
+        }
         rr.trains.push_back(record_of(t, s, L, v));
         settled = fleet_settled(verdicts, c.fleet_trains, c.fleet_fraction, fv);
         if (c.verbose) {
@@ -616,6 +626,23 @@ class FleetRun {
       FleetVerdict fv = FleetVerdict::kGrey;
       int lost = 0;
       const bool go_on = fleet(rate, "search", &fv, &lost);
+      if (replies_faster_than_path(search_received, C)) {
+        // No ratio says anything of the forward path (estimate/availbw.hpp).
+        const auto n = std::count_if(search_received.begin(), search_received.end(),
+                                     [&](double r) { return r > kFasterThanPath * C; });
+        res.stop_reason = StopReason::kRepliesCompressed;
+        res.warnings.push_back(
+            {WarningCode::kRepliesCompressed,
+             "the replies of " + std::to_string(n) + " of " +
+                 std::to_string(search_received.size()) +
+                 " search trains came back faster than " +
+                 std::to_string(static_cast<int>(kFasterThanPath)) + " x the capacity (" +
+                 format_rate(C) +
+                 "), which no forward path does to them: the return path compresses the "
+                 "replies (a slow or busy link from the target back to us), or the capacity "
+                 "given is far too low; no avail-bw estimate"});
+        return false;
+      }
       const RateRecord& rr = res.rates.back();
       // A fleet whose every train stalled (or said nothing) has no verdict,
       // not a grey one: it must not narrow the grey band.
@@ -805,6 +832,8 @@ class FleetRun {
   double scale = 1.0;
   NoiseModel noise;
   FleetSearch search;
+  // The received rate of every search train that came back whole.
+  std::vector<double> search_received;
   std::vector<ResponseSample> slope_points;  // issue 11: search trains above the knee
   std::vector<ResponseSample> response;
 };
