@@ -71,7 +71,7 @@ struct Config {
   double fleet_fraction = 0.66;   // η: share of agreeing trains that decides a fleet
   double train_time_s = 0.005;    // shortest paced train (noise is absolute)
   int min_train_packets = 10;     // and at least this many load packets
-  int avail_markers = 3;          // SYN markers per paced train (2..16)
+  int avail_markers = 6;          // SYN markers per paced train (2..16)
   int calibration_trains = 8;     // low-rate trains that measure the timing noise
   double calibration_rate = 0.1;  // their rate, fraction of C
   int max_fleets = 30;

@@ -68,7 +68,7 @@ const std::vector<OptionSpec> kTable = {
   {"fleet-fraction", G::kAvailbw, "fleet: share of agreeing trains that decides a rate, above 0.5 (default 0.66)", K::kPlain, &Config::fleet_fraction, AboveTo(0.5, 1), "--fleet-fraction must be above 0.5 and at most 1.", nullptr},
   {"train-time", G::kAvailbw, "fleet: shortest paced train, seconds (default 0.005)", K::kPlain, &Config::train_time_s, Closed(0.0005, 1), "--train-time must be between 0.0005 and 1 second.", nullptr},
   {"min-train-packets", G::kAvailbw, "fleet: fewest load packets per paced train (default 10)", K::kPlain, &Config::min_train_packets, Closed(2, 10000), "--min-train-packets must be between 2 and 10000.", nullptr},
-  {"search-markers", G::kAvailbw, "fleet: SYN markers per paced train, 2..16 (default 3: the head, a fifth into the load, the tail)", K::kPlain, &Config::avail_markers, Closed(2, 16), "--search-markers must be between 2 and 16.", nullptr},
+  {"search-markers", G::kAvailbw, "fleet: SYN markers per paced train, 2..16 (default 6; the ratio runs from the one a fifth into the load to the tail)", K::kPlain, &Config::avail_markers, Closed(2, 16), "--search-markers must be between 2 and 16.", nullptr},
   {"calibration-trains", G::kAvailbw, "fleet: low-rate trains that measure the timing noise (default 8)", K::kPlain, &Config::calibration_trains, Closed(3, 100), "--calibration-trains must be between 3 and 100.", nullptr},
   {"epsilon", G::kAvailbw, "linkwidth: convergence parameter ε (default 0.1)", K::kPlain, &Config::epsilon, Between(0, 1), "--epsilon must be between 0 and 1.", nullptr},
   {"theta", G::kAvailbw, "linkwidth: granularity θ in bit/s, K/M/G (default 1% of the capacity)", K::kSi, &Config::theta_bps, Unset0(Above(0)), "--theta must be above 0 bit/s.", nullptr},
