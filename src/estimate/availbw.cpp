@@ -123,10 +123,15 @@ PacedSample evaluate_paced_train(const TrainTiming& t) {
   return s;
 }
 
+int trains_faster_than_path(const std::vector<double>& received_bps, double capacity_bps) {
+  return static_cast<int>(
+      std::count_if(received_bps.begin(), received_bps.end(),
+                    [&](double r) { return r > kFasterThanPath * capacity_bps; }));
+}
+
 bool replies_faster_than_path(const std::vector<double>& received_bps, double capacity_bps) {
   if (!(capacity_bps > 0)) return false;
-  const auto n = std::count_if(received_bps.begin(), received_bps.end(),
-                               [&](double r) { return r > kFasterThanPath * capacity_bps; });
+  const int n = trains_faster_than_path(received_bps, capacity_bps);
   return n >= kFasterTrains &&
          static_cast<double>(n) >= kFasterShare * static_cast<double>(received_bps.size());
 }

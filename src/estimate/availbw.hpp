@@ -155,6 +155,8 @@ constexpr double kFasterThanPath = 4.0;
 constexpr int kFasterTrains = 3;
 constexpr double kFasterShare = 0.25;
 bool replies_faster_than_path(const std::vector<double>& received_bps, double capacity_bps);
+// How many of them came back faster than kFasterThanPath x C.
+int trains_faster_than_path(const std::vector<double>& received_bps, double capacity_bps);
 
 // One train: lost packets or a ratio clearly above the noise band is "above";
 // within half the threshold of the baseline "below"; between them unclear.

@@ -121,6 +121,7 @@ TEST_CASE("replies faster than the path carries the search trains", "[availbw][r
   // about 60 x C, the others spread out.
   const std::vector<double> busy = {60 * C, 0.6 * C, 60 * C, 61 * C, 59 * C, 0.15 * C};
   CHECK(replies_faster_than_path(busy, C));
+  CHECK(trains_faster_than_path(busy, C) == 4);
   // A span of zero (every reply at one instant) counts as fast.
   const double inf = std::numeric_limits<double>::infinity();
   CHECK(replies_faster_than_path({inf, inf, 0.5 * C, inf}, C));

@@ -573,9 +573,8 @@ class FleetRun {
         // How fast the replies came back (replies_faster_than_path); every
         // reply at one instant is as fast as it gets.
         if (!s.stalled && !s.lost && s.replies >= 2) {
-          search_received.push_back(s.usable || s.received_bps > 0
-                                        ? s.received_bps
-                                        : std::numeric_limits<double>::infinity());
+          search_received.push_back(s.received_bps > 0 ? s.received_bps
+                                                       : std::numeric_limits<double>::infinity());
         }
         rr.trains.push_back(record_of(t, s, L, v));
         settled = fleet_settled(verdicts, c.fleet_trains, c.fleet_fraction, fv);
@@ -630,8 +629,7 @@ class FleetRun {
       const bool go_on = fleet(rate, "search", &fv, &lost);
       if (replies_faster_than_path(search_received, C)) {
         // No ratio says anything of the forward path (estimate/availbw.hpp).
-        const auto n = std::count_if(search_received.begin(), search_received.end(),
-                                     [&](double r) { return r > kFasterThanPath * C; });
+        const int n = trains_faster_than_path(search_received, C);
         res.stop_reason = StopReason::kRepliesCompressed;
         res.warnings.push_back(
             {WarningCode::kRepliesCompressed,
