@@ -162,6 +162,21 @@ CapacitySample evaluate_capacity_train(const TrainTiming& t, const CapacityFilte
   return s;
 }
 
+CloserCount count_closer_than_sent(const std::vector<CapacitySample>& samples, double share,
+                                   double min_span_s) {
+  CloserCount n;
+  for (const CapacitySample& s : samples) {
+    if (s.reply_dispersion_s <= 0 || s.send_dispersion_s < min_span_s) continue;
+    ++n.timed;
+    if (replies_closer_than_sent(s, share, min_span_s)) ++n.closer;
+  }
+  return n;
+}
+
+bool closer_than_sent_in_many(const CloserCount& n) {
+  return n.closer >= kMinCloserTrains && n.closer >= kCloserShare * n.timed;
+}
+
 CapacityEstimate aggregate_capacity(const std::vector<double>& kept) {
   CapacityEstimate e;
   e.samples = static_cast<int>(kept.size());

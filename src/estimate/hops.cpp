@@ -28,6 +28,17 @@ double sent_level(const HopTrainTiming& t) {
 
 }  // namespace
 
+bool compressed_in_train(const HopTrainTiming& t, int k) {
+  const double d = hop_dispersion(t, k);
+  if (d <= 0 || t.bits[k] <= 0) return false;
+  const double span = sent_level(t) * t.bits[k];
+  return span >= kCloserMinSpan && d < kHopCloserShare * span;
+}
+
+bool HopEstimate::compressed() const {
+  return compressed_trains >= kMinCloserTrains && 2 * compressed_trains >= replies;
+}
+
 TrainChokes train_chokes(const HopTrainTiming& t, const std::vector<bool>& use,
                          const HopsFilter& f) {
   const int H = static_cast<int>(t.bits.size());
@@ -62,14 +73,16 @@ HopsEstimate estimate_hops(const std::vector<HopTrainTiming>& trains, const Hops
   std::vector<bool> use(H, false);
   for (int k = 0; k < H; ++k) {
     std::vector<double> disp, rate;
+    HopEstimate& h = e.hops[k];
     for (const auto& t : trains) {
       const double d = hop_dispersion(t, k);
       if (d <= 0 || t.bits[k] <= 0) continue;
       disp.push_back(d);
       rate.push_back(t.bits[k] / d);
+      h.compressed_trains += compressed_in_train(t, k) ? 1 : 0;
     }
-    HopEstimate& h = e.hops[k];
     h.replies = static_cast<int>(disp.size());
+    if (h.replies > 0) h.compressed_fraction = static_cast<double>(h.compressed_trains) / h.replies;
     if (!disp.empty()) {
       h.dispersion_s = median(disp);
       h.rate_bps = median(rate);
@@ -77,8 +90,9 @@ HopsEstimate estimate_hops(const std::vector<HopTrainTiming>& trains, const Hops
       h.rate_low_bps = *lo;
       h.rate_high_bps = *hi;
     }
-    h.used =
-        h.replies > 0 && h.replies >= f.min_reply_fraction * static_cast<double>(trains.size());
+    h.used = h.replies > 0 &&
+             h.replies >= f.min_reply_fraction * static_cast<double>(trains.size()) &&
+             !h.compressed();
     use[k] = h.used;
   }
 

@@ -7,6 +7,7 @@
 // clear step is where the narrow link ends. Pure functions over timestamps.
 #include <vector>
 
+#include "estimate/capacity.hpp"
 #include "linkwidth/time.hpp"
 
 namespace lw {
@@ -47,8 +48,30 @@ struct HopEstimate {
   // which reads faster). 0 for the last used hop itself.
   double passed_fraction = 0;
   double rate_low_bps = 0, rate_high_bps = 0;  // lowest and highest per-train rate (0 = none)
+  // Share of the trains this hop answered in which its replies came back
+  // closer together than the train was at an earlier hop or left us
+  // (compressed_in_train). Such a hop (compressed()) takes no part: its
+  // dispersion reads the way back (or load the path dropped between the
+  // markers), not the forward path.
+  double compressed_fraction = 0;
+  int compressed_trains = 0;
+  bool compressed() const;
 };
 constexpr double kPassedTolerance = 0.03;
+
+// Hop k's replies in train `t` came back under kHopCloserShare of the span
+// hop k's markers were sent over (the train's send spacing per bit, for hop
+// k's bits), a span of at least kCloserMinSpan (estimate/capacity.hpp): a
+// FIFO forward path only spreads a train, so the way back brought the
+// replies together (a slow or busy link from that hop back to us), or the
+// path dropped the load between them (a full queue). (Not against an
+// earlier hop's dispersion: a router's ICMP replies can be late by
+// milliseconds.) A hop is compressed() in at least kMinCloserTrains trains
+// and half of those it answered. Lab, 20 Mbit/s forward behind a 5 Mbit/s way
+// back that a TCP upload keeps full: the target's replies came back 86 us
+// apart in every train, for 2.8 ms at hop 1.
+constexpr double kHopCloserShare = 0.5;
+bool compressed_in_train(const HopTrainTiming& t, int k);
 
 struct HopsEstimate {
   std::vector<HopEstimate> hops;

@@ -25,6 +25,8 @@ struct HopRecord {
   double choke_fraction = 0;
   double bottleneck_fraction = 0;
   double passed_fraction = 0;  // HopEstimate::passed_fraction
+  double compressed_fraction = 0;  // HopEstimate::compressed_fraction
+  bool compressed = false;         // HopEstimate::compressed(): takes no part
   double rate_low_bps = 0, rate_high_bps = 0;
 };
 

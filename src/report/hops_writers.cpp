@@ -28,6 +28,7 @@ nlohmann::json hops_json(const HopsResult& r) {
                     {"choke_fraction", h.choke_fraction},
                     {"bottleneck_fraction", h.bottleneck_fraction},
                     {"passed_fraction", h.passed_fraction},
+                    {"compressed_fraction", h.compressed_fraction},
                     {"rate_low_bps", positive_or_null(h.rate_low_bps)},
                     {"rate_high_bps", positive_or_null(h.rate_high_bps)}});
   }
@@ -86,7 +87,7 @@ std::string to_text(const HopsResult& r) {
                   mark ? ">" : " ", h.ttl, aw, h.addr.empty() ? "unknown" : h.addr.c_str(),
                   name(h.marker_kind), h.replies, disp.c_str(),
                   h.rate_bps > 0 ? format_rate(h.rate_bps).c_str() : "-", 100 * h.choke_fraction,
-                  h.used ? "" : "  (too few replies)");
+                  h.used ? "" : h.compressed ? "  (replies compressed)" : "  (too few replies)");
     o << buf;
   }
   if (r.bottleneck_hop > 0) {

@@ -105,8 +105,8 @@ namespace lw {
   X(kRepeatedLoss, "repeated_loss",                                                               \
     "whole fleets lost marker replies several times in a row, even shortened: search stopped")    \
   X(kRepliesCompressed, "replies_compressed",                                                     \
-    "avail-bw: search trains' replies came back faster than 4 x the capacity (the return path "  \
-    "compresses them): no estimate")                                                              \
+    "replies came back closer together than sent, or search trains faster than 4 x the "         \
+    "capacity: the return path compresses them (avail-bw: no estimate; hops: those hops unused)") \
   X(kRepliesMixed, "replies_mixed",                                                               \
     "the replies came from hosts at different distances (a middlebox answers some)")              \
   X(kRepliesStopped, "replies_stopped", "no hop answered 3 trains in a row")                      \

@@ -10,7 +10,10 @@ slower than the forward one or busy.
   load budget sized on it loaded the link at 50%). linkwidth must stop,
   say why (`replies_compressed`, exit 1), and keep its load on the forward
   link small meanwhile (interface counters); `availbw` with the capacity
-  given, its search trains say the same (warning `replies_compressed`).
+  given, its search trains say the same (warning `replies_compressed`);
+  `hops` names no bottleneck, with the same warning (the target's replies
+  came back closer together than its markers were sent), where it said "no
+  hop slowed the trains" before.
 """
 import json
 import time
@@ -42,11 +45,6 @@ def test_a_slow_idle_return_link_does_not_change_the_capacity():
         assert "replies_compressed" not in json.dumps(doc)
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "2026-11-27, this VM: 2 of 4 runs of `measure` took the compressed replies (back at our "
-    "own 1 Gbit/s send rate) for dropped RST load: load_dropped, capacity 142 Mbit/s from the "
-    "SYN trains for 19.8, exit 1, before the replies_compressed rule fired; a real defect of "
-    "the capacity phase's order of checks (issue 11 note)"))
 def test_a_busy_return_link_that_compresses_the_replies_is_refused():
     # 5 Mbit/s back, a 60 KB byte-limited queue (both ways), and the target
     # uploading to the prober with TCP cubic: the queue back stays full.
@@ -77,6 +75,11 @@ def test_a_busy_return_link_that_compresses_the_replies_is_refused():
             p2 = L.run_in_prober(["taskset", "-c", "0", BIN, "availbw", L.target_ip, "--json",
                                   "--capacity", str(int(truth))], timeout=120)
             code2, doc2 = p2.returncode, json.loads(p2.stdout)
+            # `hops` alone: the target's replies come back side by side,
+            # closer than its markers were sent (86 us for 2.8 ms).
+            p3 = L.run_in_prober(["taskset", "-c", "0", BIN, "hops", L.target_ip, "--json"],
+                                 timeout=120)
+            code3, doc3 = p3.returncode, json.loads(p3.stdout)
         finally:
             if cli:
                 cli.kill()
@@ -98,3 +101,12 @@ def test_a_busy_return_link_that_compresses_the_replies_is_refused():
             assert code2 == 1, doc2
             assert doc2.get("availbw_bps") is None, doc2
             assert "replies_compressed" in {w["code"] for w in doc2.get("warnings", [])}, doc2
+        # `hops` names no bottleneck and says why: not "no hop slowed the
+        # trains" (which would blame our own interface).
+        assert code3 == 1, doc3
+        codes3 = {w["code"]: w["message"] for w in doc3["warnings"]}
+        assert "replies_compressed" in codes3, doc3["warnings"]
+        assert "no hop slowed" not in json.dumps(doc3["warnings"])
+        assert doc3["bottleneck_hop"] is None
+        assert doc3["hops"][-1]["compressed_fraction"] >= 0.5, doc3["hops"]
+        assert not doc3["hops"][-1]["used"]

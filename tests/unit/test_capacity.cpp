@@ -99,6 +99,47 @@ TEST_CASE("trains that reveal nothing about the path are rejected", "[capacity]"
   }
 }
 
+TEST_CASE("how many trains came back closer together than they left", "[capacity]") {
+  auto sample = [](double send_s, double reply_s, double left_s = 0) {
+    CapacitySample s;
+    s.send_dispersion_s = send_s;
+    s.reply_dispersion_s = reply_s;
+    s.left_dispersion_s = left_s;
+    return s;
+  };
+  // The busy 5 Mbit/s way back (lab, 2026-11-28): 8- and 16-packet trains
+  // (0.1 and 0.19 ms at 1 Gbit/s) all back 81 us apart, and one train that
+  // waited behind an upload packet came back spread.
+  std::vector<CapacitySample> busy = {sample(97e-6, 81e-6), sample(194e-6, 81e-6),
+                                      sample(97e-6, 81e-6), sample(194e-6, 12.2e-3),
+                                      sample(194e-6, 80e-6), sample(194e-6, 66e-6)};
+  CloserCount n = count_closer_than_sent(busy, 0.5, kCloserMinSpan);
+  CHECK(n.timed == 4);   // the 97 us trains are under the span floor
+  CHECK(n.closer == 3);
+  CHECK(closer_than_sent_in_many(n));
+  // An ordinary path: replies spread, one short train halved by noise.
+  std::vector<CapacitySample> plain;
+  for (int i = 0; i < 20; ++i) plain.push_back(sample(1e-3, 6e-3 + 1e-5 * i));
+  plain.push_back(sample(150e-6, 60e-6));
+  n = count_closer_than_sent(plain, 0.5, kCloserMinSpan);
+  CHECK(n.timed == 21);
+  CHECK(n.closer == 1);
+  CHECK_FALSE(closer_than_sent_in_many(n));
+  // Two among twenty are not a quarter of them.
+  plain.push_back(sample(150e-6, 60e-6));
+  n = count_closer_than_sent(plain, 0.5, kCloserMinSpan);
+  CHECK(n.closer == 2);
+  CHECK_FALSE(closer_than_sent_in_many(n));
+  // Our own queue held the head back (left over a shorter span): that span
+  // counts, and replies 0.09 ms apart for 0.1 ms are not closer.
+  n = count_closer_than_sent({sample(1.2e-3, 90e-6, 100e-6), sample(1.2e-3, 90e-6, 100e-6)}, 0.5,
+                             kCloserMinSpan);
+  CHECK(n.timed == 2);
+  CHECK(n.closer == 0);
+  // No reply dispersion: not timed.
+  CHECK(count_closer_than_sent({sample(1e-3, 0)}, 0.5, kCloserMinSpan).timed == 0);
+}
+
 TEST_CASE("replies back closer together than the train left: compressed on the way back",
           "[capacity]") {
   std::mt19937 rng(7);

@@ -697,3 +697,42 @@ TEST_CASE("measure lowers a capacity above the rate every hop train left a hop a
   REQUIRE(m.capacity.warnings.size() == 1);
   CHECK(m.capacity.warnings[0].code == "capacity_from_hop");
 }
+
+TEST_CASE("a hop whose replies come back closer than its markers were sent takes no part",
+          "[hops]") {
+  // 20 Mbit/s into the target; a busy 5 Mbit/s way back from it returns its
+  // two replies 86 us apart for a train sent over ~1 ms (lab, 2026-11-28).
+  Chain c;
+  c.rate_bps = {1e9, 20e6};
+  c.jitter_ns = 20 * kUs;
+  const RecursiveTrain rt = train_for(2, 232);
+  std::vector<HopTrainTiming> v = many(rt, c, 8, 5u);
+  const HopsEstimate plain = estimate_hops(v, HopsFilter{});
+  REQUIRE(plain.bottleneck == 1);
+  CHECK(plain.hops[1].compressed_fraction == 0);
+  CHECK_FALSE(plain.hops[1].compressed());
+  SECTION("the target's replies compressed in every train: no bottleneck from them") {
+    for (auto& t : v) t.tail_reply[1] = t.head_reply[1] + 86 * kUs;
+    for (const auto& t : v) CHECK(compressed_in_train(t, 1));
+    const HopsEstimate e = estimate_hops(v, HopsFilter{});
+    CHECK(e.hops[1].compressed());
+    CHECK(e.hops[1].compressed_fraction == Approx(1.0));
+    CHECK_FALSE(e.hops[1].used);
+    CHECK(e.hops[0].used);
+    CHECK_FALSE(e.hops[0].compressed());
+    CHECK(e.bottleneck != 1);
+  }
+  SECTION("one train of eight compressed (noise) changes nothing") {
+    v[3].tail_reply[1] = v[3].head_reply[1] + 86 * kUs;
+    const HopsEstimate e = estimate_hops(v, HopsFilter{});
+    CHECK(e.hops[1].compressed_trains == 1);
+    CHECK_FALSE(e.hops[1].compressed());
+    CHECK(e.bottleneck == 1);
+  }
+  SECTION("a router's late ICMP reply at hop 1 does not make the target look compressed") {
+    for (auto& t : v) t.tail_reply[0] += 5 * kMs;
+    const HopsEstimate e = estimate_hops(v, HopsFilter{});
+    CHECK(e.hops[1].compressed_trains == 0);
+    CHECK(e.hops[1].used);
+  }
+}

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "app/plumbing/session.hpp"
+#include "linkwidth/error.hpp"
 #include "estimate/capacity.hpp"
 #include "estimate/capacity_gaps.hpp"
 #include "estimate/load_budget.hpp"
@@ -276,6 +277,45 @@ std::vector<double> run_syn_trains(Session& s, const Config& c, const std::atomi
   return kept;
 }
 
+// RST trains whose replies came back closer together than they left
+// (estimate/capacity.hpp, closer_than_sent_in_many), and full-size SYN
+// trains that lost no reply yet read far below the RST trains: no firewall
+// dropping the RST load does that (the markers' replies keep at least the
+// spacing they were sent with), nor a full queue on the way (it drops the
+// SYNs too: most SYN trains lose replies): the way back compresses the
+// replies, and the SYN trains' gaps read it as well (a 54-byte reply back
+// to back on a busy 5 Mbit/s way back: 142 Mbit/s from the SYN trains for a
+// 20 Mbit/s path, reported with load_dropped before this check, 2 of 4 lab
+// runs on 2026-11-27). The capacity phase's own rule (capacity_run.cpp)
+// stops most such runs earlier; this one catches what got past it. Throws
+// Error "replies_compressed".
+void refuse_compressed_replies(const CapacityResult& res, const std::vector<double>& kept,
+                               const LoadCheckRecord& lc) {
+  const LoadCheck j = judge_load(res.capacity_bps, kept, lc.trains_uncompressed);
+  // (Most SYN trains whole: a byte-limited queue on the way back that is
+  // full now and then drops a 54-byte reply too.)
+  const int whole = static_cast<int>(kept.size()) + lc.trains_uncompressed;
+  if (!j.dropped || 4 * whole < 3 * lc.trains_sent) return;
+  std::vector<CapacitySample> rst;
+  for (const auto& t : res.trains) {
+    CapacitySample smp;
+    smp.reply_dispersion_s = t.reply_dispersion_s;
+    smp.send_dispersion_s = t.send_dispersion_s;
+    smp.left_dispersion_s = t.left_dispersion_s;
+    rst.push_back(smp);
+  }
+  const CloserCount n = count_closer_than_sent(rst, CapacityFilter{}.compressed_share, kCloserMinSpan);
+  if (!closer_than_sent_in_many(n)) return;
+  throw Error("capacity",
+              "the replies of " + std::to_string(n.closer) + " of " + std::to_string(n.timed) +
+                  " trains came back closer together than the trains left, and trains of "
+                  "full-size SYNs lost no reply yet read " +
+                  format_rate(j.syn_capacity_bps) +
+                  ": the return path compresses the replies (a slow or busy link from the target "
+                  "back to us), so no dispersion measures the forward path",
+              "replies_compressed");
+}
+
 // What the SYN trains say about the RST trains' estimate.
 void apply_load_check(const Suspicion& u, const std::vector<double>& kept, CapacityResult& res) {
   LoadCheckRecord& lc = res.load_check;
@@ -349,6 +389,7 @@ void check_capacity_plausible(Session& s, const Config& c, const std::atomic<boo
   lc.rst_capacity_bps = res.capacity_bps;
   lc.send_limit_bps = u.send_limit_bps;
   const std::vector<double> kept = run_syn_trains(s, c, stop, t_cap, lc);
+  refuse_compressed_replies(res, kept, lc);
   apply_load_check(u, kept, res);
 }
 

@@ -23,9 +23,8 @@ namespace lw {
 namespace {
 
 // Trains whose replies came back closer together than they left, over a
-// span of at least kCloserMinSpan, that end the phase when they are most of
-// the trains (CapacityLoop::run).
-constexpr double kCloserMinSpan = 100e-6;
+// span of at least kCloserMinSpan (estimate/capacity.hpp), that end the
+// phase when they are most of the trains (CapacityLoop::run).
 constexpr int kCloserTrains = 4;
 
 // The rate a sample says the path carried, for sizing and budgeting the

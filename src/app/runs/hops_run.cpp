@@ -431,18 +431,52 @@ void hop_records(const HopsEstimate& est, const HopsPath& p, const HopTrains& s,
       h.passed_fraction = e.passed_fraction;
       h.rate_low_bps = e.rate_low_bps;
       h.rate_high_bps = e.rate_high_bps;
+      h.compressed_fraction = e.compressed_fraction;
+      h.compressed = e.compressed();
     }
     if (p.hops[k].addr == 0)
       unknown.push_back(k + 1);
-    else if (!h.used || h.replies < static_cast<int>(s.timings.size()))
+    else if (!h.compressed && (!h.used || h.replies < static_cast<int>(s.timings.size())))
       few.push_back(k + 1);
     res.hops.push_back(h);
   }
 }
 
+// Hops whose replies came back closer together than their markers were sent
+// (HopEstimate::compressed) take no part; when the last of them is the
+// target, no bottleneck is named: a narrower link may lie past the last hop
+// that could be read, and "no hop slowed the trains" would be false. True
+// when that is so.
+bool warn_compressed_hops(const HopsEstimate& est, HopsResult& res) {
+  std::vector<int> hops;
+  int worst = 0, of = 0;
+  for (std::size_t k = 0; k < est.hops.size(); ++k) {
+    if (!est.hops[k].compressed()) continue;
+    hops.push_back(static_cast<int>(k) + 1);
+    if (est.hops[k].compressed_trains > worst) {
+      worst = est.hops[k].compressed_trains;
+      of = est.hops[k].replies;
+    }
+  }
+  if (hops.empty()) return false;
+  const bool target = hops.back() == static_cast<int>(est.hops.size());
+  res.warnings.push_back(
+      {WarningCode::kRepliesCompressed,
+       "the replies of hop(s) " + hop_list(hops) + " came back closer together than their "
+           "markers were sent (in up to " + std::to_string(worst) + " of " + std::to_string(of) +
+           " trains): the way back from there compresses them (a slow or busy link back to us), "
+           "or the path dropped the load between them (a full queue); their dispersion says "
+           "nothing of the forward path and they take no part" +
+           (target ? std::string("; the target is among them, so no bottleneck is named (a "
+                                 "narrower link may lie after the last hop that could be read)")
+                   : std::string())});
+  return target;
+}
+
 // The bottleneck hop (or why none is named), with its warnings.
 void name_bottleneck(const HopsEstimate& est, const HopsFilter& f, std::size_t trains,
                      HopsResult& res) {
+  if (warn_compressed_hops(est, res)) return;
   if (est.bottleneck >= 0) {
     set_bottleneck(res, est.bottleneck, est.confidence);
     const int earliest = res.bottleneck_earliest_hop - 1;
