@@ -170,6 +170,20 @@ struct RateRecord {
   std::vector<PacedTrainRecord> trains;
 };
 
+// This host's own traffic through the interface our probes left by, over
+// the avail-bw phase (estimate/own_traffic.hpp); valid = read.
+struct OwnTrafficRecord {
+  bool valid = false;
+  std::string interface;
+  int l2_header = 0;       // bytes of link header per packet in its counters
+  int packet_size = 0;     // our load packets' IP bytes (what the avail-bw is counted in)
+  double window_s = 0;
+  double link_bps = 0;     // other traffic, counted with its link header
+  double low_bps = 0, high_bps = 0;  // lowest and highest over 0.5 s bins
+  int bins = 0;
+  bool applied = false;    // the avail-bw is the interface's C less it (measure)
+};
+
 struct AvailbwResult {
   bool valid = false;
   std::string method;  // name(Method) of the search; "" when it did not run
@@ -183,6 +197,7 @@ struct AvailbwResult {
   double crossing_bps = 0;       // mean response crossing (0 = none)
   double crossing_se_bps = 0;    // its standard error
   int locally_shaped_trains = 0;         // trains our own qdisc spread out (issue 11)
+  OwnTrafficRecord own_traffic;
   int response_points = 0;
   double resolution_bps = 0;
   double noise_baseline = 0;   // calibration: median ratio

@@ -236,6 +236,30 @@ nlohmann::json to_json(const CapacityResult& r) {
   return j;
 }
 
+nlohmann::json own_traffic_json(const OwnTrafficRecord& o) {
+  if (!o.valid) return nullptr;
+  return {{"interface", o.interface}, {"l2_header", o.l2_header},
+          {"packet_size", o.packet_size}, {"window_s", o.window_s},
+          {"other_bps", o.link_bps},  {"other_low_bps", o.low_bps}, {"other_high_bps", o.high_bps},
+          {"bins", o.bins},           {"applied", o.applied}};
+}
+
+OwnTrafficRecord own_traffic_from_json(const nlohmann::json& j) {
+  OwnTrafficRecord o;
+  if (!j.is_object()) return o;
+  j.at("interface").get_to(o.interface);
+  j.at("l2_header").get_to(o.l2_header);
+  j.at("packet_size").get_to(o.packet_size);
+  j.at("window_s").get_to(o.window_s);
+  j.at("other_bps").get_to(o.link_bps);
+  j.at("other_low_bps").get_to(o.low_bps);
+  j.at("other_high_bps").get_to(o.high_bps);
+  j.at("bins").get_to(o.bins);
+  j.at("applied").get_to(o.applied);
+  o.valid = true;
+  return o;
+}
+
 nlohmann::json to_json(const MeasureResult& m) {
   nlohmann::json j = to_json(m.capacity);
   const AvailbwResult& a = m.availbw;
@@ -259,6 +283,7 @@ nlohmann::json to_json(const MeasureResult& m) {
                                       ? nlohmann::json(nullptr)
                                       : nlohmann::json(a.crossing_capacity_source);
   j["locally_shaped_trains"] = a.locally_shaped_trains;
+  j["own_traffic"] = own_traffic_json(a.own_traffic);
   j["resolution_bps"] = a.resolution_bps;
   j["noise"] = {{"baseline", a.noise_baseline}, {"threshold", a.noise_threshold}};
   j["stop_reason"] = a.stop_reason;

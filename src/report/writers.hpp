@@ -57,6 +57,8 @@ std::string port_phrase(TargetMarker marker_kind, int port);
 nlohmann::json warnings_json(const std::vector<Warning>& ws);
 std::vector<Warning> warnings_from_json(const nlohmann::json& a);
 nlohmann::json load_check_json(const LoadCheckRecord& l);  // null unless it ran
+nlohmann::json own_traffic_json(const OwnTrafficRecord& o);  // null unless valid
+OwnTrafficRecord own_traffic_from_json(const nlohmann::json& j);
 LoadCheckRecord load_check_from_json(const nlohmann::json& j);
 // The shaper probe's record: `shaper` (null unless a bucket was found or
 // could not be emptied) and `shaper_check` (null unless a stream was sent).

@@ -38,6 +38,12 @@ SCENARIOS = {
     "local_htb": ([lab.Link(rate=50e6, shaper="htb"), lab.Link(rate=None)], {1: 0.4}),
     "local_tbf": ([lab.Link(rate=50e6, shaper="tbf"), lab.Link(rate=None)], {1: 0.4}),
     "local_htb_heavy": ([lab.Link(rate=50e6, shaper="htb"), lab.Link(rate=None)], {1: 0.8}),
+    # ... the host's other traffic a rate-limited TCP cubic flow, which backs
+    # off when our trains fill the qdisc: the trains find the link free.
+    "local_htb_tcp": ([lab.Link(rate=50e6, shaper="htb"), lab.Link(rate=None)],
+                      {1: (0.4, "tcp")}),
+    "local_tbf_tcp_slow": ([lab.Link(rate=6e6, shaper="tbf"), lab.Link(rate=None)],
+                           {1: (0.3, "tcp")}),
     # ... with a queue of under 8 full frames (a container's egress limit):
     # trains above the avail-bw overflow it and lose load in our own qdisc.
     "local_small_queue": ([lab.Link(rate=6e6, limit=11646), lab.Link(rate=None)], {1: 0.33}),
@@ -144,6 +150,23 @@ def test_local_tight_link_htb_with_cross_traffic_through_the_same_qdisc():
     # Our own qdisc spaced the trains above the avail-bw: the run says so.
     codes = [{w["code"] for w in doc["warnings"]} for _, doc, _, _ in results]
     assert sum("local_shaping" in c for c in codes) >= 2, codes
+
+
+def test_local_tight_link_with_tcp_of_this_host_through_the_same_qdisc():
+    """htb 50 Mbit/s on our own interface, a rate-limited TCP cubic flow of
+    this host at 40% through it: TCP backs off when our trains fill the
+    qdisc, and the trains alone read +7 to +9% (2026-11-28; the benchmark's
+    path 10, 6 Mbit/s, +22%). The interface's counters less our probes give
+    the link's avail-bw: -0.2 to -1.2% on the same day."""
+    results = check("local_htb_tcp")
+    for _, doc, truth, _ in results:
+        own = doc["own_traffic"]
+        assert own is not None and own["interface"] == "dn", own
+        assert own["applied"] and doc["availbw_basis"] == "own_interface_counters", own
+        assert "own_traffic" in {w["code"] for w in doc["warnings"]}
+        # What the counters saw besides our probes: the TCP flow, within 5%.
+        cap = 50e6 * 1500 / 1514
+        assert abs(own["other_bps"] * 1500 / 1514 - (cap - truth)) <= 0.05 * (cap - truth), own
 
 
 def test_local_tight_link_with_a_queue_of_a_few_packets():

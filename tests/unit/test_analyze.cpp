@@ -113,6 +113,11 @@ void check_same_document(const nlohmann::json& offline, const nlohmann::json& li
     CHECK(offline.contains("crossing_se_bps"));
     added += 3;
   }
+  // Recordings made before this host's own traffic was read: none (null).
+  if (!live.contains("own_traffic") && offline.contains("own_traffic")) {
+    CHECK(offline["own_traffic"].is_null());
+    ++added;
+  }
   // Recordings made before the reply-gap check: it did not run (null).
   if (!live.contains("gap_check") && offline.contains("gap_check")) {
     CHECK(offline["gap_check"].is_null());

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "app/plumbing/run_notes.hpp"
+#include "report/writers.hpp"
 
 using namespace lw;
 using nlohmann::json;
@@ -130,7 +131,7 @@ TEST_CASE("phase run and end notes round-trip and name their phase", "[run_notes
 }
 
 TEST_CASE("avail-bw end notes carry the refill result only when there is one", "[run_notes]") {
-  const json plain = phase_note_json(AvailbwEndNote{1.5, 1000, 10, json::array(), {}});
+  const json plain = phase_note_json(AvailbwEndNote{1.5, 1000, 10, json::array(), {}, nullptr});
   CHECK_FALSE(plain.contains("shaper_refill"));
   CHECK_FALSE(read_phase_note<AvailbwEndNote>(plain).shaper_refill.has_value());
   ShaperRefillNote refill;
@@ -138,7 +139,7 @@ TEST_CASE("avail-bw end notes carry the refill result only when there is one", "
   refill.availbw_bps = 5e6;
   refill.rates = {{5e6, "refill", 0.3}};
   refill.warnings = json::array();
-  const json with = phase_note_json(AvailbwEndNote{1.5, 1000, 10, json::array(), refill});
+  const json with = phase_note_json(AvailbwEndNote{1.5, 1000, 10, json::array(), refill, nullptr});
   const AvailbwEndNote back = read_phase_note<AvailbwEndNote>(with);
   REQUIRE(back.shaper_refill.has_value());
   CHECK(back.shaper_refill->availbw_bps == 5e6);
@@ -152,4 +153,37 @@ TEST_CASE("avail-bw end notes carry the refill result only when there is one", "
   CHECK(run.at("shaper_refill") == false);
   run.erase("shaper_refill");
   CHECK_FALSE(read_phase_note<AvailbwRunNote>(run).shaper_refill);
+}
+
+TEST_CASE("avail-bw end notes carry this host's own traffic when it was read", "[run_notes]") {
+  const json plain = phase_note_json(AvailbwEndNote{1.5, 1000, 10, json::array(), {}, nullptr});
+  CHECK_FALSE(plain.contains("own_traffic"));
+  CHECK(read_phase_note<AvailbwEndNote>(plain).own_traffic.is_null());
+  OwnTrafficRecord o;
+  o.valid = true;
+  o.interface = "eth0";
+  o.l2_header = 14;
+  o.packet_size = 1500;
+  o.window_s = 4.2;
+  o.link_bps = 20.2e6;
+  o.low_bps = 19e6;
+  o.high_bps = 22e6;
+  o.bins = 8;
+  const json with =
+      phase_note_json(AvailbwEndNote{1.5, 1000, 10, json::array(), {}, own_traffic_json(o)});
+  const OwnTrafficRecord back =
+      own_traffic_from_json(read_phase_note<AvailbwEndNote>(with).own_traffic);
+  CHECK(back.valid);
+  CHECK(back.interface == "eth0");
+  CHECK(back.packet_size == 1500);
+  CHECK(back.link_bps == 20.2e6);
+  CHECK(back.high_bps == 22e6);
+  CHECK(back.bins == 8);
+  CHECK_FALSE(back.applied);
+  CHECK(own_traffic_json(OwnTrafficRecord{}).is_null());
+  CHECK_FALSE(own_traffic_from_json(nullptr).valid);
+  json bad = with;
+  bad["own_traffic"].erase("other_bps");
+  CHECK_THROWS_AS(own_traffic_from_json(read_phase_note<AvailbwEndNote>(bad).own_traffic),
+                  json::exception);
 }

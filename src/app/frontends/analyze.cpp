@@ -568,6 +568,8 @@ MeasureResult replay_measure(const RecordedFile& f, const OfflineRead& r, const 
     a.elapsed_s = a_end->elapsed_s;
     a.probe_bytes = a_end->probe_bytes;
     a.probe_packets = a_end->probe_packets;
+    // Counters are not in the capture: as the live run read them.
+    if (!a_end->own_traffic.is_null()) a.own_traffic = own_traffic_from_json(a_end->own_traffic);
   }
   add_availbw(m, std::move(a), f.availbw_drops);
   finish();

@@ -152,6 +152,7 @@ void to_json(nlohmann::json& j, const AvailbwEndNote& n) {
        {"probe_packets", n.probe_packets},
        {"reply_warnings", n.reply_warnings}};
   if (n.shaper_refill) j["shaper_refill"] = *n.shaper_refill;
+  if (!n.own_traffic.is_null()) j["own_traffic"] = n.own_traffic;
 }
 
 void from_json(const nlohmann::json& j, AvailbwEndNote& n) {
@@ -160,6 +161,7 @@ void from_json(const nlohmann::json& j, AvailbwEndNote& n) {
   j.at("probe_packets").get_to(n.probe_packets);
   n.reply_warnings = j.at("reply_warnings");
   read_optional(j, "shaper_refill", n.shaper_refill);
+  if (j.contains("own_traffic")) n.own_traffic = j.at("own_traffic");
 }
 
 }  // namespace lw

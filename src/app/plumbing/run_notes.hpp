@@ -284,6 +284,9 @@ struct AvailbwEndNote {
   std::uint64_t probe_packets = 0;
   nlohmann::json reply_warnings;  // warnings_json
   std::optional<ShaperRefillNote> shaper_refill;  // with AvailbwRunNote::shaper_refill only
+  // This host's own traffic over the phase (report/writers own_traffic_json);
+  // null in older records and when the counters could not be read.
+  nlohmann::json own_traffic;
 };
 
 // `measure` and `availbw` around their phases (app/runs/availbw_run.cpp).

@@ -38,6 +38,7 @@ StopReason LiveRunner::admit(const Train& train, const std::function<Nanos()>& s
     return refuse(StopReason::kMaxTime);
   wait_until(start);
   if (stopped()) return refuse(StopReason::kInterrupted);
+  s_.own.sample(mono_now(), s_.prober->bytes_sent(), s_.prober->packets_sent());
   return StopReason::kNone;
 }
 

@@ -11,6 +11,7 @@
 #include "app/plumbing/config.hpp"
 #include "app/plumbing/discovery.hpp"
 #include "app/plumbing/net.hpp"
+#include "app/plumbing/own_counters.hpp"
 #include "app/plumbing/prober.hpp"
 #include "estimate/load_budget.hpp"
 #include "estimate/reply_rate.hpp"
@@ -44,6 +45,9 @@ struct Session {
   // across phases; t0 and bytes0 restart with each (begin_load_phase) and
   // skip the shaper probe (exclude_from_ledger).
   LoadLedger load;
+  // This host's own traffic through our interface, sampled between the
+  // avail-bw phase's trains (estimate/own_traffic.hpp).
+  OwnCounters own;
   int duplicate_replies = 0;  // replies that came twice or more (extra copies)
   int duplicates_reported = 0;
 };

@@ -766,7 +766,7 @@ AvailbwResult run_shaper_availbw(Session& s, const Config& c, const std::atomic<
                           {},              shaper_check_json(rec)};
   for (const RateRecord& r : res.rates) refill.rates.push_back({r.rate_bps, r.verdict, r.at_s});
   s.prober->note(phase_note_json(AvailbwEndNote{res.elapsed_s, res.probe_bytes, res.probe_packets,
-                                                warnings_json(reply), refill}));
+                                                warnings_json(reply), refill, nullptr}));
   return res;
 }
 

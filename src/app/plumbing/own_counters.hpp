@@ -1,0 +1,43 @@
+#pragma once
+// Reads the transmit counters of the interface our probes leave by
+// (/sys/class/net/IF/statistics, 64-bit), with what we had sent at that
+// moment, for estimate/own_traffic. Sampled between trains by the phase's
+// runner (LiveRunner::admit), at most every kOwnSampleEvery, in the sending
+// thread: no lock, no thread of its own.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "estimate/own_traffic.hpp"
+#include "linkwidth/time.hpp"
+
+namespace lw {
+
+constexpr Nanos kOwnSampleEvery = 100 * kMs;
+
+class OwnCounters {
+ public:
+  // Starts sampling `ifname`; false (and no sampling) when its counters
+  // cannot be read, or sysfs shows another network namespace's interface
+  // (its ifindex is not ours).
+  bool begin(const std::string& ifname);
+  // A sample, unless one was taken less than kOwnSampleEvery ago (`force`:
+  // regardless).
+  void sample(Nanos mono, std::uint64_t our_bytes, std::uint64_t our_packets, bool force = false);
+  void end() { on_ = false; }
+  bool on() const { return on_; }
+  const std::string& interface() const { return ifname_; }
+  int l2_header() const { return l2_header_; }
+  const std::vector<CounterSample>& samples() const { return samples_; }
+
+ private:
+  bool read(std::uint64_t& bytes, std::uint64_t& packets) const;
+  bool on_ = false;
+  std::string ifname_;
+  int l2_header_ = 14;
+  Nanos last_ = 0;
+  Nanos t0_ = 0;
+  std::vector<CounterSample> samples_;
+};
+
+}  // namespace lw

@@ -1,0 +1,187 @@
+// This host's own traffic from its interface counters (estimate/own_traffic)
+// and the avail-bw `measure` takes from it when the narrow link is our own
+// interface (app/runs/availbw_run: add_availbw).
+#include <catch2/catch.hpp>
+
+#include "app/runs/availbw_run.hpp"
+#include "estimate/own_traffic.hpp"
+#include "report/warning_codes.hpp"
+
+using namespace lw;
+
+namespace {
+
+// Samples every `step_s` over `span_s`: other traffic at `other_bps(t)`
+// (IP bytes of `pkt`-byte packets, counted with a 14-byte header), and our
+// own probes at `ours_bps` in 1500-byte packets.
+std::vector<CounterSample> counters(double span_s, double step_s, double ours_bps,
+                                    double (*other_bps)(double), int pkt = 1500) {
+  std::vector<CounterSample> v;
+  double other_ip = 0, ours_ip = 0, t = 0;
+  for (int i = 0; t <= span_s + 1e-9; ++i, t = i * step_s) {
+    CounterSample s;
+    s.t_s = t;
+    const double other_pkts = other_ip / pkt, ours_pkts = ours_ip / 1500;
+    s.our_bytes = static_cast<std::uint64_t>(ours_ip);
+    s.our_packets = static_cast<std::uint64_t>(ours_pkts);
+    s.tx_bytes = static_cast<std::uint64_t>(other_ip + 14 * other_pkts + ours_ip + 14 * ours_pkts);
+    s.tx_packets = static_cast<std::uint64_t>(other_pkts + ours_pkts);
+    v.push_back(s);
+    other_ip += other_bps(t) * step_s / 8;
+    ours_ip += ours_bps * step_s / 8;
+  }
+  return v;
+}
+
+double steady(double) { return 20e6; }
+double on_off(double t) { return static_cast<int>(t) % 2 == 0 ? 30e6 : 10e6; }
+
+}  // namespace
+
+TEST_CASE("own traffic: the other traffic's rate on the link, our probes taken out",
+          "[own_traffic]") {
+  const OwnTraffic o = own_traffic(counters(4, 0.1, 5e6, steady), 14);
+  REQUIRE(o.valid);
+  CHECK(o.window_s == Approx(4).epsilon(0.01));
+  // 20 Mbit/s of IP bytes in 1500-byte packets: 20 * 1514/1500 with headers.
+  CHECK(o.link_bps == Approx(20e6 * 1514 / 1500).epsilon(0.005));
+  CHECK(o.low_bps == Approx(o.link_bps).epsilon(0.01));
+  CHECK(o.high_bps == Approx(o.link_bps).epsilon(0.01));
+  CHECK(o.bins == 8);
+  // The link's avail-bw for 1500-byte packets: C less 20 Mbit/s.
+  CHECK(link_availbw(50e6 * 1500 / 1514, o.link_bps, 1500, 14) ==
+        Approx(50e6 * 1500 / 1514 - 20e6).epsilon(0.005));
+}
+
+TEST_CASE("own traffic: bins show how it varied, the mean over the window is exact",
+          "[own_traffic]") {
+  const OwnTraffic o = own_traffic(counters(4, 0.1, 0, on_off), 14);
+  REQUIRE(o.valid);
+  CHECK(o.link_bps == Approx(20e6 * 1514 / 1500).epsilon(0.03));
+  CHECK(o.low_bps == Approx(10e6 * 1514 / 1500).epsilon(0.05));
+  CHECK(o.high_bps == Approx(30e6 * 1514 / 1500).epsilon(0.05));
+}
+
+TEST_CASE("own traffic: small packets take more of the link than their IP bytes",
+          "[own_traffic]") {
+  // 10 Mbit/s of 100-byte packets: 11.4 with their headers, and that is
+  // what they take of a shaper that counts headers.
+  const OwnTraffic o = own_traffic(counters(2, 0.1, 0, [](double) { return 10e6; }, 100), 14);
+  REQUIRE(o.valid);
+  CHECK(o.link_bps == Approx(11.4e6).epsilon(0.01));
+  CHECK(link_availbw(49.5e6, o.link_bps, 1500, 14) == Approx(49.5e6 - 11.4e6 * 1500 / 1514));
+  // A tunnel: no header.
+  CHECK(link_availbw(20e6, 5e6, 1500, 0) == Approx(15e6));
+  CHECK(link_availbw(20e6, 30e6, 1500, 0) == 0);
+}
+
+TEST_CASE("own traffic: too few or inconsistent samples say nothing", "[own_traffic]") {
+  CHECK_FALSE(own_traffic({}, 14).valid);
+  std::vector<CounterSample> v = counters(2, 0.1, 0, steady);
+  CHECK_FALSE(own_traffic({v.front()}, 14).valid);
+  CHECK_FALSE(own_traffic({v[0], v[1]}, 14).valid);  // 0.1 s: under the window floor
+  // Counters that ran backwards (the interface was reset).
+  std::vector<CounterSample> reset = v;
+  reset[10].tx_bytes = 0;
+  reset[10].tx_packets = 0;
+  CHECK_FALSE(own_traffic(reset, 14).valid);
+  // Our own bytes beyond the count (probes our qdisc dropped): none, not negative.
+  std::vector<CounterSample> ours = counters(1, 0.1, 0, [](double) { return 0.0; });
+  for (auto& s : ours) s.our_bytes = static_cast<std::uint64_t>(s.t_s * 1e6);
+  const OwnTraffic z = own_traffic(ours, 14);
+  REQUIRE(z.valid);
+  CHECK(z.link_bps == 0);
+}
+
+namespace {
+
+MeasureResult local_narrow(double C) {
+  MeasureResult m;
+  m.capacity.valid = true;
+  m.capacity.capacity_bps = C;
+  m.capacity.low_bps = 0.99 * C;
+  m.capacity.high_bps = 1.01 * C;
+  m.capacity.warnings.push_back({WarningCode::kLocalBottleneck, "spread when they left"});
+  return m;
+}
+
+AvailbwResult searched(double C, double a_bps, double other_link_bps) {
+  AvailbwResult a;
+  a.valid = true;
+  a.availbw_bps = a_bps;
+  a.low_bps = 0.9 * a_bps;
+  a.high_bps = std::min(C, 1.1 * a_bps);
+  a.search_capacity_bps = C;
+  a.basis = "response_curve";
+  a.own_traffic.valid = true;
+  a.own_traffic.interface = "dn";
+  a.own_traffic.l2_header = 14;
+  a.own_traffic.packet_size = 1500;
+  a.own_traffic.window_s = 8;
+  a.own_traffic.link_bps = other_link_bps;
+  a.own_traffic.low_bps = 0.8 * other_link_bps;
+  a.own_traffic.high_bps = 1.2 * other_link_bps;
+  a.own_traffic.bins = 16;
+  return a;
+}
+
+bool warned(const AvailbwResult& a, const char* code) {
+  for (const Warning& w : a.warnings) {
+    if (w.code == code) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("measure: our own narrow interface's counters bound the avail-bw", "[own_traffic]") {
+  const double C = 5.4e6;
+  // Benchmark path 10: 5.5 Mbit/s on our own interface, 1.21 of TCP from
+  // this host through the same qdisc; the trains read 5.12.
+  const double other = 1.21e6 * 1514 / 1500;
+  MeasureResult m = local_narrow(C);
+  add_availbw(m, searched(C, 5.12e6, other), 0);
+  const AvailbwResult& a = m.availbw;
+  CHECK(a.availbw_bps == Approx(C - 1.21e6).epsilon(0.001));
+  CHECK(a.basis == "own_interface_counters");
+  CHECK(a.own_traffic.applied);
+  CHECK(warned(a, "own_traffic"));
+  CHECK(a.low_bps <= a.availbw_bps);
+  CHECK(a.high_bps >= a.availbw_bps);
+  // The range: the capacity's interval and the busiest and quietest bins.
+  CHECK(a.low_bps == Approx(0.99 * C - 1.2 * 1.21e6).epsilon(0.001));
+  CHECK(a.high_bps == Approx(1.01 * C - 0.8 * 1.21e6).epsilon(0.001));
+
+  SECTION("the search read a little lower, its range holding the counters' value: they are "
+          "the estimate, the search's range stands") {
+    MeasureResult m1 = local_narrow(C);
+    add_availbw(m1, searched(C, 4.0e6, other), 0);  // range [3.6, 4.4]
+    CHECK(m1.availbw.availbw_bps == Approx(C - 1.21e6).epsilon(0.001));
+    CHECK(m1.availbw.low_bps == Approx(3.6e6));
+    CHECK(m1.availbw.high_bps == Approx(4.4e6));
+    CHECK(m1.availbw.own_traffic.applied);
+    CHECK(warned(m1.availbw, "own_traffic"));
+  }
+  SECTION("the search read far lower: another link is tighter, the search stands") {
+    MeasureResult m2 = local_narrow(C);
+    add_availbw(m2, searched(C, 3.0e6, other), 0);
+    CHECK(m2.availbw.availbw_bps == 3.0e6);
+    CHECK(m2.availbw.basis == "response_curve");
+    CHECK_FALSE(m2.availbw.own_traffic.applied);
+    CHECK_FALSE(warned(m2.availbw, "own_traffic"));
+  }
+  SECTION("the narrow link is not our own interface: the counters say nothing of it") {
+    MeasureResult m3 = local_narrow(C);
+    m3.capacity.warnings.clear();
+    add_availbw(m3, searched(C, 5.12e6, other), 0);
+    CHECK(m3.availbw.availbw_bps == 5.12e6);
+    CHECK_FALSE(m3.availbw.own_traffic.applied);
+  }
+  SECTION("no counters read") {
+    MeasureResult m4 = local_narrow(C);
+    AvailbwResult a4 = searched(C, 5.12e6, other);
+    a4.own_traffic.valid = false;
+    add_availbw(m4, a4, 0);
+    CHECK(m4.availbw.availbw_bps == 5.12e6);
+  }
+}
