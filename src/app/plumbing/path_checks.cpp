@@ -7,11 +7,11 @@
 #include <string>
 
 #include "app/plumbing/session.hpp"
-#include "linkwidth/error.hpp"
 #include "estimate/capacity.hpp"
 #include "estimate/capacity_gaps.hpp"
 #include "estimate/load_budget.hpp"
 #include "estimate/stats.hpp"
+#include "linkwidth/error.hpp"
 #include "plan/hops_plan.hpp"
 #include "plan/syn_train.hpp"
 #include "report/writers.hpp"
@@ -288,10 +288,9 @@ std::vector<double> run_syn_trains(Session& s, const Config& c, const std::atomi
 // 20 Mbit/s path, reported with load_dropped before this check, 2 of 4 lab
 // runs on 2026-11-27). The capacity phase's own rule (capacity_run.cpp)
 // stops most such runs earlier; this one catches what got past it. Throws
-// Error "replies_compressed".
-void refuse_compressed_replies(const CapacityResult& res, const std::vector<double>& kept,
-                               const LoadCheckRecord& lc) {
-  const LoadCheck j = judge_load(res.capacity_bps, kept, lc.trains_uncompressed);
+// Error "replies_compressed". `j`: the SYN trains' verdict (judge_load).
+void refuse_compressed_replies(const CapacityResult& res, const LoadCheck& j,
+                               const std::vector<double>& kept, const LoadCheckRecord& lc) {
   // (Most SYN trains whole: a byte-limited queue on the way back that is
   // full now and then drops a 54-byte reply too.)
   const int whole = static_cast<int>(kept.size()) + lc.trains_uncompressed;
@@ -317,9 +316,9 @@ void refuse_compressed_replies(const CapacityResult& res, const std::vector<doub
 }
 
 // What the SYN trains say about the RST trains' estimate.
-void apply_load_check(const Suspicion& u, const std::vector<double>& kept, CapacityResult& res) {
+void apply_load_check(const Suspicion& u, const LoadCheck& j, const std::vector<double>& kept,
+                      CapacityResult& res) {
   LoadCheckRecord& lc = res.load_check;
-  const LoadCheck j = judge_load(res.capacity_bps, kept, lc.trains_uncompressed);
   lc.trains_used = j.used;
   lc.syn_capacity_bps = j.syn_capacity_bps;
   lc.ratio = j.ratio;
@@ -389,8 +388,9 @@ void check_capacity_plausible(Session& s, const Config& c, const std::atomic<boo
   lc.rst_capacity_bps = res.capacity_bps;
   lc.send_limit_bps = u.send_limit_bps;
   const std::vector<double> kept = run_syn_trains(s, c, stop, t_cap, lc);
-  refuse_compressed_replies(res, kept, lc);
-  apply_load_check(u, kept, res);
+  const LoadCheck j = judge_load(res.capacity_bps, kept, lc.trains_uncompressed);
+  refuse_compressed_replies(res, j, kept, lc);
+  apply_load_check(u, j, kept, res);
 }
 
 namespace {
