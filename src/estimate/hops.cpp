@@ -36,7 +36,7 @@ bool compressed_in_train(const HopTrainTiming& t, int k) {
 }
 
 bool HopEstimate::compressed() const {
-  return compressed_trains >= kMinCloserTrains && 2 * compressed_trains >= replies;
+  return closer_than_sent_in_many(CloserCount{compressed_trains, replies});
 }
 
 TrainChokes train_chokes(const HopTrainTiming& t, const std::vector<bool>& use,

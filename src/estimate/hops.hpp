@@ -49,8 +49,7 @@ struct HopEstimate {
   double passed_fraction = 0;
   double rate_low_bps = 0, rate_high_bps = 0;  // lowest and highest per-train rate (0 = none)
   // Share of the trains this hop answered in which its replies came back
-  // closer together than the train was at an earlier hop or left us
-  // (compressed_in_train). Such a hop (compressed()) takes no part: its
+  // closer together than its markers left us (compressed_in_train). Such a hop (compressed()) takes no part: its
   // dispersion reads the way back (or load the path dropped between the
   // markers), not the forward path.
   double compressed_fraction = 0;
@@ -66,10 +65,13 @@ constexpr double kPassedTolerance = 0.03;
 // replies together (a slow or busy link from that hop back to us), or the
 // path dropped the load between them (a full queue). (Not against an
 // earlier hop's dispersion: a router's ICMP replies can be late by
-// milliseconds.) A hop is compressed() in at least kMinCloserTrains trains
-// and half of those it answered. Lab, 20 Mbit/s forward behind a 5 Mbit/s way
+// milliseconds.) A hop is compressed() by the capacity phase's rule
+// (closer_than_sent_in_many: at least kMinCloserTrains trains and a quarter
+// of those it answered; the others' replies waited behind the way back's
+// packets and read anything). Lab, 20 Mbit/s forward behind a 5 Mbit/s way
 // back that a TCP upload keeps full: the target's replies came back 86 us
-// apart in every train, for 2.8 ms at hop 1.
+// apart for 2.8 ms at hop 1, in 3 to 7 of 7 trains (with half of them as the
+// rule, 1 run in 6 said "no hop slowed the trains").
 constexpr double kHopCloserShare = 0.5;
 bool compressed_in_train(const HopTrainTiming& t, int k);
 

@@ -729,6 +729,16 @@ TEST_CASE("a hop whose replies come back closer than its markers were sent takes
     CHECK_FALSE(e.hops[1].compressed());
     CHECK(e.bottleneck == 1);
   }
+  SECTION("three trains of eight compressed, the others' replies spread by the way back: the "
+          "target takes no part (lab: 3 of 7 in 1 run of 6)") {
+    for (int i : {1, 4, 6}) v[i].tail_reply[1] = v[i].head_reply[1] + 86 * kUs;
+    for (int i : {0, 2, 3}) v[i].tail_reply[1] = v[i].head_reply[1] + 2 * kMs;
+    const HopsEstimate e = estimate_hops(v, HopsFilter{});
+    CHECK(e.hops[1].compressed_trains == 3);
+    CHECK(e.hops[1].compressed());
+    CHECK_FALSE(e.hops[1].used);
+    CHECK(e.bottleneck != 1);
+  }
   SECTION("a router's late ICMP reply at hop 1 does not make the target look compressed") {
     for (auto& t : v) t.tail_reply[0] += 5 * kMs;
     const HopsEstimate e = estimate_hops(v, HopsFilter{});
