@@ -380,4 +380,12 @@ double bucket_hint_bytes(double fast_bytes, double largest_fast_bytes, double sp
   return std::max(largest, fast_bytes - slow_bps * span_s / 8);
 }
 
+bool shift_refuted_by_whole_stream(double shift_bytes, double rate_bps, double whole_bytes,
+                                   double whole_bps) {
+  if (!(shift_bytes > 0) || !(rate_bps > 0) || !(whole_bytes > 0) || !(whole_bps > 0)) {
+    return false;
+  }
+  return shift_bytes < whole_bytes && whole_bps > 1.1 * rate_bps;
+}
+
 }  // namespace lw

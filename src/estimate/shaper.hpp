@@ -187,4 +187,16 @@ bool refill_left_tokens(const RefillSample& s, double rate_bps, double peak_bps,
 double bucket_hint_bytes(double fast_bytes, double largest_fast_bytes, double span_s,
                          double slow_bps);
 
+// Whether a shift a stream showed (`shift_bytes` into it, the rate falling to
+// `rate_bps` after it) is refuted by an earlier stream of the same probe that
+// came back whole: `whole_bytes` long, at `whole_bps`. A bucket that emptied
+// that early, at a sustained rate well below the whole stream's, would have
+// shown in it (a bucket refilled only in part empties sooner, not later).
+// The unshaped lab path at 1 Gbit/s: a 4.1 MB stream whole at 971 Mbit/s,
+// then a 10.2 MB one whose tail's replies were lost "shifted" to 641 Mbit/s
+// 364 KB in; the follow-up stream it asked for ended the probe on a weaker
+// verdict than the first stream's (a bucket of at least 581 KB, not 4.1 MB).
+bool shift_refuted_by_whole_stream(double shift_bytes, double rate_bps, double whole_bytes,
+                                   double whole_bps);
+
 }  // namespace lw

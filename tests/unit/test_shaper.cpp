@@ -695,3 +695,17 @@ TEST_CASE("the routine check's stream and markers", "[shaper][routine]") {
   CHECK(routine_markers(100, 5) == 0);
   CHECK(routine_markers(100, 24) == 24);
 }
+
+TEST_CASE("a shift inside an earlier stream that came back whole is no bucket", "[shaper]") {
+  // The lab's unshaped 1 Gbit/s path: 4.1 MB whole at 971 Mbit/s, then a
+  // 10.2 MB stream whose tail lost its replies "shifted" to 641 Mbit/s 364 KB in.
+  CHECK(shift_refuted_by_whole_stream(364e3, 641e6, 4.1e6, 971e6));
+  // A shift past the whole stream's end: a larger bucket it did not empty.
+  CHECK_FALSE(shift_refuted_by_whole_stream(5e6, 641e6, 4.1e6, 971e6));
+  // A sustained rate about the whole stream's own: it could not tell.
+  CHECK_FALSE(shift_refuted_by_whole_stream(364e3, 920e6, 4.1e6, 971e6));
+  // Nothing known: nothing refuted.
+  CHECK_FALSE(shift_refuted_by_whole_stream(364e3, 641e6, 0, 971e6));
+  CHECK_FALSE(shift_refuted_by_whole_stream(364e3, 0, 4.1e6, 971e6));
+  CHECK_FALSE(shift_refuted_by_whole_stream(0, 641e6, 4.1e6, 971e6));
+}

@@ -452,12 +452,23 @@ ShaperRecord run_shaper_probe(Session& s, const Config& c, const std::atomic<boo
       ++grown;
       continue;
     }
+    const bool short_shift =
+        f.reason == "sustained phase too short" && f.rate_bps > 0 && f.peak_bps > f.rate_bps;
+    const double shift_bytes =
+        short_shift ? f.bucket_bytes * f.peak_bps / (f.peak_bps - f.rate_bps) : 0.0;
+    if (short_shift && rec.not_emptied &&
+        shift_refuted_by_whole_stream(shift_bytes, f.rate_bps, rec.bucket_at_least_bytes,
+                                      rec.peak_bps)) {
+      // An earlier stream passed whole past this shift, faster than the
+      // rate after it: no bucket; what that stream showed stands.
+      if (c.verbose) std::fprintf(stderr, "shaper: an earlier stream passed whole past that shift\n");
+      break;
+    }
     rec.verdict = "none";
     rec.not_emptied = false;
-    if (f.reason == "sustained phase too short" && f.rate_bps > 0 && f.peak_bps > f.rate_bps) {
+    if (short_shift) {
       // A shift near the end (or before the shaper's queue overflowed): a
       // stream that ends a little after the shift, its markers after it.
-      const double shift_bytes = f.bucket_bytes * f.peak_bps / (f.peak_bps - f.rate_bps);
       double sustained = f.rate_bps * 2 * kSustainedS / 8;
       if (f.overflow_bits > 0) {
         sustained = std::min(sustained, 0.7 * (f.overflow_bits / 8 - shift_bytes));
