@@ -182,6 +182,12 @@ struct OwnTrafficRecord {
   double low_bps = 0, high_bps = 0;  // lowest and highest over 0.5 s bins
   int bins = 0;
   bool applied = false;    // the avail-bw is the interface's C less it (measure)
+  // The interface's root qdisc (estimate/own_qdisc.hpp): its kind ("" = not
+  // read), and its sustained rate when ours and the host's traffic share it.
+  std::string qdisc_kind;
+  double qdisc_rate_bps = 0;  // bits/s of the bytes it counts (link header included)
+  int qdisc_overhead = 0;
+  std::string qdisc_not_used;  // why no rate was taken from it
 };
 
 struct AvailbwResult {

@@ -236,12 +236,26 @@ nlohmann::json to_json(const CapacityResult& r) {
   return j;
 }
 
+namespace {
+
+nlohmann::json own_qdisc_json(const OwnTrafficRecord& o) {
+  if (o.qdisc_kind.empty()) return nullptr;
+  return {{"kind", o.qdisc_kind},
+          {"rate_bps", nullable(o.qdisc_rate_bps > 0, o.qdisc_rate_bps)},
+          {"overhead", o.qdisc_overhead},
+          {"not_used", o.qdisc_not_used.empty() ? nlohmann::json(nullptr)
+                                                : nlohmann::json(o.qdisc_not_used)}};
+}
+
+}  // namespace
+
 nlohmann::json own_traffic_json(const OwnTrafficRecord& o) {
   if (!o.valid) return nullptr;
   return {{"interface", o.interface}, {"l2_header", o.l2_header},
           {"packet_size", o.packet_size}, {"window_s", o.window_s},
           {"other_bps", o.link_bps},  {"other_low_bps", o.low_bps}, {"other_high_bps", o.high_bps},
-          {"bins", o.bins},           {"applied", o.applied}};
+          {"bins", o.bins},           {"applied", o.applied},
+          {"qdisc", own_qdisc_json(o)}};
 }
 
 OwnTrafficRecord own_traffic_from_json(const nlohmann::json& j) {
@@ -256,6 +270,14 @@ OwnTrafficRecord own_traffic_from_json(const nlohmann::json& j) {
   j.at("other_high_bps").get_to(o.high_bps);
   j.at("bins").get_to(o.bins);
   j.at("applied").get_to(o.applied);
+  // (Recordings before the qdisc was read have none.)
+  const auto q = j.find("qdisc");
+  if (q != j.end() && q->is_object()) {
+    q->at("kind").get_to(o.qdisc_kind);
+    if (!q->at("rate_bps").is_null()) q->at("rate_bps").get_to(o.qdisc_rate_bps);
+    q->at("overhead").get_to(o.qdisc_overhead);
+    if (!q->at("not_used").is_null()) q->at("not_used").get_to(o.qdisc_not_used);
+  }
   o.valid = true;
   return o;
 }

@@ -47,6 +47,12 @@ SCENARIOS = {
     # ... with a queue of under 8 full frames (a container's egress limit):
     # trains above the avail-bw overflow it and lose load in our own qdisc.
     "local_small_queue": ([lab.Link(rate=6e6, limit=11646), lab.Link(rate=None)], {1: 0.33}),
+    # ... tight but not narrow: 75% of our own 100 Mbit/s tbf taken by this
+    # host's traffic, an idle 40 Mbit/s link after it (the narrow one).
+    "local_tight_remote_narrow": ([lab.Link(rate=100e6, shaper="tbf"), lab.Link(rate=40e6)],
+                                  {1: 0.75}),
+    "local_tight_remote_narrow_tcp": ([lab.Link(rate=100e6, shaper="tbf"), lab.Link(rate=40e6)],
+                                      {1: (0.75, "tcp")}),
     # The first remote hop, 80% loaded.
     "remote_80": ([lab.Link(rate=None), lab.Link(rate=50e6)], {2: 0.8}),
     "remote_90": ([lab.Link(rate=None), lab.Link(rate=50e6)], {2: 0.9}),

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "app/runs/availbw_run.hpp"
+#include "estimate/own_qdisc.hpp"
 #include "estimate/own_traffic.hpp"
 #include "report/warning_codes.hpp"
 
@@ -171,7 +172,8 @@ TEST_CASE("measure: our own narrow interface's counters bound the avail-bw", "[o
     CHECK_FALSE(m2.availbw.own_traffic.applied);
     CHECK_FALSE(warned(m2.availbw, "own_traffic"));
   }
-  SECTION("the narrow link is not our own interface: the counters say nothing of it") {
+  SECTION("the narrow link is not our own interface, no qdisc rate: the counters say nothing "
+          "of it") {
     MeasureResult m3 = local_narrow(C);
     m3.capacity.warnings.clear();
     add_availbw(m3, searched(C, 5.12e6, other), 0);
@@ -184,5 +186,126 @@ TEST_CASE("measure: our own narrow interface's counters bound the avail-bw", "[o
     a4.own_traffic.valid = false;
     add_availbw(m4, a4, 0);
     CHECK(m4.availbw.availbw_bps == 5.12e6);
+  }
+}
+
+TEST_CASE("own qdisc: the rate our probes and the host's traffic share", "[own_traffic]") {
+  QdiscConfig tbf;
+  tbf.root_kind = "tbf";
+  tbf.root_handle = 0x10000;
+  tbf.tbf_rate.bytes_per_s = 147958496.0 / 8;
+  OwnQdisc q = own_qdisc_rate(tbf);
+  REQUIRE(q.known);
+  CHECK(q.kind == "tbf");
+  CHECK(q.rate_bps == Approx(147958496.0));
+  // IP capacity of 1500-byte packets, each counted with its 14-byte header.
+  CHECK(qdisc_ip_capacity(q, 1500, 14) == Approx(147958496.0 * 1500 / 1514));
+  // An overhead configured on the rate counts too.
+  tbf.tbf_rate.overhead = 24;
+  CHECK(qdisc_ip_capacity(own_qdisc_rate(tbf), 1500, 14) == Approx(147958496.0 * 1500 / 1538));
+  SECTION("ATM cells and size tables are not modelled") {
+    QdiscConfig atm = tbf;
+    atm.tbf_rate.linklayer = 2;
+    CHECK_FALSE(own_qdisc_rate(atm).known);
+    QdiscConfig stab = tbf;
+    stab.size_table = true;
+    CHECK_FALSE(own_qdisc_rate(stab).known);
+  }
+  SECTION("no shaper at the root") {
+    QdiscConfig none;
+    none.root_kind = "noqueue";
+    const OwnQdisc n = own_qdisc_rate(none);
+    CHECK_FALSE(n.known);
+    CHECK(n.why_not.find("noqueue") != std::string::npos);
+    CHECK_FALSE(own_qdisc_rate(QdiscConfig{}).known);
+    CHECK(qdisc_ip_capacity(n, 1500, 14) == 0);
+  }
+
+  QdiscConfig htb;
+  htb.root_kind = "htb";
+  htb.root_handle = 0x10000;
+  htb.htb_default = 0x20;
+  HtbClass top, leaf, other;
+  top.handle = 0x10001;
+  top.parent = 0x10000;
+  top.ceil.bytes_per_s = 50e6 / 8;
+  leaf.handle = 0x10020;
+  leaf.parent = 0x10001;
+  leaf.ceil.bytes_per_s = 80e6 / 8;  // may borrow up to 80, its parent stops it at 50
+  other.handle = 0x10030;
+  other.parent = 0x10001;
+  other.ceil.bytes_per_s = 10e6 / 8;
+  htb.classes = {other, leaf, top};
+  SECTION("htb: the least ceil from the default class up") {
+    const OwnQdisc h = own_qdisc_rate(htb);
+    REQUIRE(h.known);
+    CHECK(h.rate_bps == Approx(50e6));
+    htb.classes[1].ceil.bytes_per_s = 20e6 / 8;
+    CHECK(own_qdisc_rate(htb).rate_bps == Approx(20e6));
+  }
+  SECTION("htb: filters, an unshaped default or a missing class say nothing") {
+    QdiscConfig f = htb;
+    f.filters = true;
+    CHECK_FALSE(own_qdisc_rate(f).known);
+    QdiscConfig d0 = htb;
+    d0.htb_default = 0;
+    CHECK_FALSE(own_qdisc_rate(d0).known);
+    QdiscConfig missing = htb;
+    missing.htb_default = 0x40;
+    CHECK_FALSE(own_qdisc_rate(missing).known);
+  }
+  SECTION("htb: parents in a loop end") {
+    QdiscConfig loop = htb;
+    loop.classes[2].parent = 0x10020;  // top's parent is the leaf
+    const OwnQdisc l = own_qdisc_rate(loop);
+    CHECK(l.known);
+    CHECK(l.rate_bps == Approx(50e6));
+  }
+}
+
+TEST_CASE("measure: our interface's qdisc rate and counters bound the avail-bw when the "
+          "narrow link is elsewhere", "[own_traffic]") {
+  // Benchmark path 58: our interface a 147.96 Mbit/s tbf with 113 Mbit/s of
+  // CBR from this host through it; the capacity trains read 81, the search 59.4.
+  const double rate = 147958496.0;
+  const double other = 114.27e6;
+  MeasureResult m;
+  m.capacity.valid = true;
+  m.capacity.capacity_bps = 81e6;
+  m.capacity.low_bps = 66e6;
+  m.capacity.high_bps = 102e6;
+  AvailbwResult a = searched(81e6, 59.4e6, other);
+  a.own_traffic.qdisc_kind = "tbf";
+  a.own_traffic.qdisc_rate_bps = rate;
+  const double own = (rate - other) * 1500 / 1514;
+  SECTION("below the search's reading: the estimate") {
+    add_availbw(m, a, 0);
+    CHECK(m.availbw.availbw_bps == Approx(own));
+    CHECK(m.availbw.availbw_bps == Approx(33.4e6).epsilon(0.01));
+    CHECK(m.availbw.basis == "own_interface_counters");
+    CHECK(m.availbw.own_traffic.applied);
+    CHECK(warned(m.availbw, "own_traffic"));
+    CHECK(m.availbw.low_bps <= own);
+    CHECK(m.availbw.high_bps >= own);
+    // The range: the busiest and quietest bins (1.2 and 0.8 x the mean).
+    CHECK(m.availbw.low_bps == Approx((rate - 1.2 * other) * 1500 / 1514));
+    CHECK(m.availbw.high_bps == Approx(std::min(1.1 * 59.4e6, (rate - 0.8 * other) * 1500 / 1514)));
+  }
+  SECTION("above it: a tighter link after ours, the search stands") {
+    AvailbwResult b = a;
+    b.availbw_bps = 20e6;
+    b.low_bps = 18e6;
+    b.high_bps = 22e6;
+    add_availbw(m, b, 0);
+    CHECK(m.availbw.availbw_bps == 20e6);
+    CHECK(m.availbw.basis == "response_curve");
+    CHECK_FALSE(m.availbw.own_traffic.applied);
+  }
+  SECTION("no qdisc rate: nothing") {
+    a.own_traffic.qdisc_rate_bps = 0;
+    a.own_traffic.qdisc_not_used = "filters classify the traffic";
+    add_availbw(m, a, 0);
+    CHECK(m.availbw.availbw_bps == 59.4e6);
+    CHECK_FALSE(m.availbw.own_traffic.applied);
   }
 }

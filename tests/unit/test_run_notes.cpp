@@ -180,6 +180,21 @@ TEST_CASE("avail-bw end notes carry this host's own traffic when it was read", "
   CHECK(back.high_bps == 22e6);
   CHECK(back.bins == 8);
   CHECK_FALSE(back.applied);
+  CHECK(back.qdisc_kind.empty());  // none read
+  o.qdisc_kind = "tbf";
+  o.qdisc_rate_bps = 50e6;
+  o.qdisc_overhead = 4;
+  const OwnTrafficRecord q = own_traffic_from_json(own_traffic_json(o));
+  CHECK(q.qdisc_kind == "tbf");
+  CHECK(q.qdisc_rate_bps == 50e6);
+  CHECK(q.qdisc_overhead == 4);
+  CHECK(q.qdisc_not_used.empty());
+  o.qdisc_kind = "htb";
+  o.qdisc_rate_bps = 0;
+  o.qdisc_not_used = "filters classify the traffic";
+  const OwnTrafficRecord f = own_traffic_from_json(own_traffic_json(o));
+  CHECK(f.qdisc_rate_bps == 0);
+  CHECK(f.qdisc_not_used == "filters classify the traffic");
   CHECK(own_traffic_json(OwnTrafficRecord{}).is_null());
   CHECK_FALSE(own_traffic_from_json(nullptr).valid);
   json bad = with;

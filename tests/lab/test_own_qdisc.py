@@ -1,0 +1,70 @@
+"""The qdisc of our own interface, read over rtnetlink (app/plumbing/own_qdisc),
+as the avail-bw phase reports it (own_traffic.qdisc): a root tbf's rate, a
+root htb's default class's ceil, nothing when filters classify the traffic
+or no shaper is at the root. And what it is for: our own 100 Mbit/s tbf 75%
+taken by this host's traffic, the narrow link an idle 40 Mbit/s one after it.
+"""
+import json
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from labtest import BIN, LAB_MARKS, lab  # noqa: E402,F401
+
+pytestmark = LAB_MARKS
+
+
+def own_qdisc(L):
+    p = L.run_in_prober([BIN, "availbw", L.target_ip, "--capacity", "20M", "--max-time", "3",
+                         "--json"], timeout=60)
+    assert p.returncode in (0, 1), p.stderr
+    doc = json.loads(p.stdout)
+    own = doc["own_traffic"]
+    assert own is not None and own["interface"] == "dn", doc.get("own_traffic")
+    return own["qdisc"]
+
+
+@pytest.mark.parametrize("shaper", ["tbf", "htb"])
+def test_the_root_shapers_rate_is_read(shaper):
+    with lab.Lab(lab.Spec(links=[lab.Link(rate=30e6, shaper=shaper), lab.Link(rate=None)])) as L:
+        q = own_qdisc(L)
+        assert q["kind"] == shaper, q
+        assert q["not_used"] is None, q
+        # tc keeps the rate in bytes per second: within one byte's worth.
+        assert abs(q["rate_bps"] - 30e6) <= 8, q
+        assert q["overhead"] == 0, q
+
+
+def test_filters_or_no_shaper_give_no_rate():
+    with lab.Lab(lab.Spec(links=[lab.Link(rate=30e6, shaper="htb"), lab.Link(rate=None)])) as L:
+        L.run_in_prober(["tc", "filter", "add", "dev", "dn", "parent", "1:", "protocol", "ip",
+                         "prio", "1", "u32", "match", "ip", "dst", "0.0.0.0/0",
+                         "flowid", "1:1"], timeout=10, check=True)
+        q = own_qdisc(L)
+        assert q["kind"] == "htb" and q["rate_bps"] is None, q
+        assert "filters" in q["not_used"], q
+    with lab.Lab(lab.Spec(links=[lab.Link(rate=None), lab.Link(rate=30e6)])) as L:
+        q = own_qdisc(L)
+        assert q["rate_bps"] is None and q["not_used"], q
+
+
+def test_our_tight_interface_before_a_narrower_remote_link():
+    """Before the qdisc was read, only a narrow link of our own had its
+    counters used; here the narrow link is remote and the counters said
+    nothing. With UDP of this host through our qdisc the trains read it
+    anyway (-1.0, -1.0, -0.5%, 2026-11-28; own_traffic applied in 2 of 3);
+    with TCP they read -0.3, -3.2 and -69.6% (TCP in our queue spreads
+    the trains: not fixed). Asserted: UDP, each run within 10% and the range
+    holding the truth, never above the link's avail-bw by the counters."""
+    from test_availbw_paths import run_scenario
+    for code, doc, truth, _ in run_scenario("local_tight_remote_narrow", 3):
+        assert code == 0, doc
+        a = doc["availbw_bps"]
+        assert abs(a / truth - 1) <= 0.10, (a, truth)
+        assert doc["availbw_low_bps"] <= truth <= doc["availbw_high_bps"], doc
+        own = doc["own_traffic"]
+        assert own["qdisc"]["kind"] == "tbf" and own["qdisc"]["rate_bps"] > 0, own
+        bound = (own["qdisc"]["rate_bps"] - own["other_bps"]) * 1500 / 1514
+        assert a <= bound * 1.001, (a, bound)
