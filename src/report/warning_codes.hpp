@@ -97,8 +97,9 @@ namespace lw {
   X(kOpenPortsSkipped, "open_ports_skipped",                                                      \
     "candidate ports answered SYN/ACK (open) and were skipped")                                   \
   X(kOwnTraffic, "own_traffic",                                                                   \
-    "the narrow link is this host's own interface: its avail-bw from its counters (C less the "   \
-    "host's other traffic) is the estimate: below the trains' reading, or within their range")    \
+    "the narrow link is this host's own interface, or its root qdisc's rate is known: that "      \
+    "link's avail-bw from its counters (C less the host's other traffic) is the estimate: below " \
+    "the trains' reading, or (narrow link ours) within their range")                             \
   X(kPacketSizeClamped, "packet_size_clamped", "the packet size was lowered to the MTU")          \
   X(kPathChanged, "path_changed",                                                                 \
     "TTL-limited markers were answered by another router than in path discovery")                 \
