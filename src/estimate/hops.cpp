@@ -234,4 +234,13 @@ int hop_below_capacity(const std::vector<HopRate>& hops, double capacity_bps) {
   return best;
 }
 
+bool narrow_link_is_last(const std::vector<HopRate>& hops, double gaps_high_bps) {
+  if (hops.empty() || !(gaps_high_bps > 0)) return false;
+  for (std::size_t i = 0; i + 1 < hops.size(); ++i) {
+    if (!hops[i].used || !(hops[i].rate_bps > kLastFaster * gaps_high_bps)) return false;
+  }
+  const HopRate& last = hops.back();
+  return last.used && last.rate_bps > 0 && last.rate_bps <= kLastFaster * gaps_high_bps;
+}
+
 }  // namespace lw

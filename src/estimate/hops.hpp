@@ -174,6 +174,20 @@ constexpr double kTightSpread = 0.02;
 constexpr double kAboveHop = 1.03;
 int hop_below_capacity(const std::vector<HopRate>& hops, double capacity_bps);
 
+// Whether the narrow link is the last one, into the target (the last of
+// `hops`): every hop before it left the hops phase's trains faster than
+// kLastFaster times `gaps_high_bps` (the upper end of reply gaps refused as
+// squeezed by a loaded link after the narrow one) and the target slower.
+// With no link after the narrow one, nothing there squeezed the gaps: cross
+// traffic on the narrow link itself slowed the trains, and the gaps read it.
+// The benchmark's committed runs (22, 2026-11-25 to -28): of 130 paths whose
+// gaps were refused so, 7 had this shape, and their gaps read -0.7% to +2.1%
+// where the reported capacity read -5.6% to -40.8%; none of the 123 others
+// had it (gaps +3% to +370% where a loaded link followed the narrow one; 6
+// right, where the links after it carried nothing: not reached by this rule).
+constexpr double kLastFaster = 1.05;
+bool narrow_link_is_last(const std::vector<HopRate>& hops, double gaps_high_bps);
+
 constexpr double kHopFar = 1.10;
 constexpr double kHopNear = 0.08;
 int hop_at_capacity(const std::vector<HopRate>& hops, int named, double capacity_bps);

@@ -51,6 +51,9 @@ namespace lw {
     "the gaps between the replies to back-to-back full-size SYNs read a faster link than every "  \
     "train; a loaded link after the narrow one may have slowed the trains, and the capacity's "   \
     "interval reaches up to the gaps' rate")                                                      \
+  X(kGapsAtLastHop, "gaps_at_last_hop",                                                           \
+    "measure: the hops phase found the narrow link is the last one, into the target: no link "    \
+    "after it squeezed the reply gaps, which give the capacity (capacity_source reply_gaps)")     \
   X(kCapacityFromHop, "capacity_from_hop",                                                       \
     "measure: the capacity trains (or reply gaps) were slowed by a loaded link after the narrow "  \
     "one; the hops phase's rate at the hop the narrow link ends at gives the capacity "           \

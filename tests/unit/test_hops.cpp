@@ -746,3 +746,69 @@ TEST_CASE("a hop whose replies come back closer than its markers were sent takes
     CHECK(e.hops[1].used);
   }
 }
+
+TEST_CASE("narrow_link_is_last: every hop before the target faster than the gaps") {
+  // Benchmark path 49 at 13a7fd3: 82, 55.3, 43.6, 596 and 17.5 Mbit/s (the
+  // last the narrow one, 85% on/off); gaps 17.34 up to 17.43, refused.
+  const std::vector<HopRate> h = {{true, 80.98e6, 1.0}, {true, 56.86e6, 1.0},
+                                  {true, 43.42e6, 1.0}, {true, 43.3e6, 0.0},
+                                  {true, 11.79e6, 1.0}};
+  CHECK(narrow_link_is_last(h, 17.43e6));
+  // A hop before the target at the gaps' rate: the narrow link is there,
+  // and a loaded link after it may have squeezed the gaps.
+  std::vector<HopRate> mid = h;
+  mid[2].rate_bps = 17.9e6;
+  CHECK_FALSE(narrow_link_is_last(mid, 17.43e6));
+  // A hop before the target that gave no rate: it may hide the narrow link.
+  std::vector<HopRate> hidden = h;
+  hidden[1].used = false;
+  CHECK_FALSE(narrow_link_is_last(hidden, 17.43e6));
+  // The target faster than the gaps: they read no link of this path.
+  std::vector<HopRate> fast = h;
+  fast.back().rate_bps = 30e6;
+  CHECK_FALSE(narrow_link_is_last(fast, 17.43e6));
+  // One link: the target's is the last.
+  CHECK(narrow_link_is_last({{true, 9e6, 1.0}}, 12e6));
+  CHECK_FALSE(narrow_link_is_last({}, 12e6));
+  CHECK_FALSE(narrow_link_is_last(h, 0));
+}
+
+TEST_CASE("measure takes refused gaps when the narrow link is the last one") {
+  // Benchmark path 38 at 13a7fd3: 214, 530, 436, 147 and 123.7 Mbit/s, the
+  // last the narrow one (33% on/off), TCP on links 1, 2 and 4; trains 86.7
+  // [80.8, 130.9 widened], gaps 125.2 [121.3, 129.9] refused as squeezed
+  // after the narrow link (truth 122.6).
+  const nlohmann::json gaps = {{"verdict", "squeezed_after_narrow"}, {"capacity_bps", 125.17e6},
+                               {"low_bps", 121.27e6}, {"high_bps", 129.92e6}};
+  MeasureResult m = measured("rst_trains", 86.66e6, 80.82e6, 130.85e6, gaps,
+                             {{210.3e6, 1.0}, {210.0e6, 0.14}, {210.6e6, 0.0},
+                              {146.95e6, 0.86}, {95.74e6, 0.57}});
+  m.hops.target_reached = true;
+  m.hops.target_addr = "198.18.5.2";
+  m.hops.hops.back().addr = "198.18.5.2";
+  m.hops.bottleneck_hop = 5;
+  MeasureResult loaded_after = m;
+  MeasureResult not_reached = m;
+  double C = 86.66e6;
+  narrow_capacity_from_hops(m, &C);
+  CHECK(C == 125.17e6);
+  CHECK(m.capacity.capacity_bps == 125.17e6);
+  CHECK(m.capacity.capacity_source == "reply_gaps");
+  CHECK(m.capacity.low_bps == 121.27e6);
+  CHECK(m.capacity.high_bps == 129.92e6);
+  REQUIRE(m.capacity.warnings.size() == 1);
+  CHECK(m.capacity.warnings[0].code == "gaps_at_last_hop");
+  CHECK(m.hops.bottleneck_hop == 5);
+  // Hop 4 at the gaps' rate: the narrow link may be there, a loaded link
+  // after it: the gaps are not taken.
+  loaded_after.hops.hops[3].rate_bps = 126e6;
+  C = 86.66e6;
+  narrow_capacity_from_hops(loaded_after, &C);
+  CHECK(loaded_after.capacity.capacity_source != "reply_gaps");
+  // The last hop not the target: the path goes on past what we saw.
+  not_reached.hops.target_reached = false;
+  C = 86.66e6;
+  narrow_capacity_from_hops(not_reached, &C);
+  CHECK(not_reached.capacity.capacity_source == "rst_trains");
+  CHECK(C == 86.66e6);
+}

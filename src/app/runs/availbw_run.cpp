@@ -1206,6 +1206,41 @@ bool capacity_above_hop(MeasureResult& m, double* capacity_bps) {
   return true;
 }
 
+// Gaps refused as squeezed by a loaded link after the narrow one, where the
+// hops say the narrow link is the last (estimate/hops.hpp,
+// narrow_link_is_last): the gaps are the capacity, their interval its.
+bool gaps_at_last_hop(MeasureResult& m, double* capacity_bps) {
+  CapacityResult& cap = m.capacity;
+  const nlohmann::json& gc = cap.gap_check;
+  if (!gc.is_object() || !m.hops.target_reached || m.hops.hops.empty() ||
+      m.hops.hops.back().addr != m.hops.target_addr) {
+    return false;
+  }
+  const std::string verdict = gc.value("verdict", std::string());
+  if (verdict != "squeezed_after_narrow" && verdict != "trains_too_slow") return false;
+  const double gaps = gc.value("capacity_bps", 0.0);
+  const double low = gc.value("low_bps", 0.0);
+  const double high = gc.value("high_bps", 0.0);
+  if (!(gaps > cap.capacity_bps) || !(low > 0) || !(high >= gaps) ||
+      !narrow_link_is_last(hop_rates(m.hops), std::max(high, cap.high_bps))) {
+    return false;
+  }
+  cap.warnings.push_back(
+      {WarningCode::kGapsAtLastHop,
+       "the capacity trains read " + format_rate(cap.capacity_bps) + "; the gaps between replies " +
+           format_rate(gaps) + " (" + format_rate(low) + " to " + format_rate(high) +
+           "), refused as squeezed after the narrow link (" + verdict +
+           "); but every hop before the target passed the hops phase's trains faster and the "
+           "target slower: the narrow link is the last one, nothing after it squeezed the gaps, "
+           "and cross traffic on it slowed the trains: the capacity is the gaps'"});
+  cap.capacity_bps = gaps;
+  cap.low_bps = low;
+  cap.high_bps = high;
+  cap.capacity_source = "reply_gaps";
+  *capacity_bps = gaps;
+  return true;
+}
+
 // Trains (or adopted gaps) slowed by a loaded link after the narrow one: the
 // narrow hop's rate (narrow_hop_above_trains, narrow_hop_passed).
 void capacity_from_hop_rates(MeasureResult& m, double* capacity_bps) {
@@ -1297,7 +1332,9 @@ void narrow_capacity_from_hops(MeasureResult& m, double* capacity_bps) {
   // estimate of the trains or the gaps.
   if (!m.has_hops || !cap.valid || cap.lower_bound || cap.shaper.found) return;
   if (cap.capacity_source == "rst_trains" || cap.capacity_source == "reply_gaps") {
-    if (!capacity_above_hop(m, capacity_bps)) capacity_from_hop_rates(m, capacity_bps);
+    if (!capacity_above_hop(m, capacity_bps) && !gaps_at_last_hop(m, capacity_bps)) {
+      capacity_from_hop_rates(m, capacity_bps);
+    }
   }
   bottleneck_at_capacity(m);
 }
