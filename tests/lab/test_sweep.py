@@ -143,8 +143,12 @@ def test_target_over_budget_is_stopped(sweep_lab, tmp_path):
     targets.write_text(f"{L.node_ip(1)}\n{L.node_ip(2)}\n")
     out = str(tmp_path / "out.jsonl")
     t0 = time.monotonic()
+    # (--precision 0.0001 alone did not keep the run going: the fresh-clone CI
+    # at 2da0399 saw a 50 Mbit/s tbf path's trains agree that closely within
+    # the second, stop_reason "precision". 1000 trains first cannot fit.)
     p = L.run_in_prober([BIN, "sweep", "--targets", str(targets), "--output", out, "--max-time",
-                         "5", "--precision", "0.0001", "--target-time", "1"], timeout=60)
+                         "5", "--precision", "0.0001", "--trains", "1000", "--min-trains", "1000",
+                         "--target-time", "1"], timeout=60)
     elapsed = time.monotonic() - t0
     assert p.returncode == 1, p.stderr
     records = read_jsonl(out)
