@@ -73,10 +73,10 @@ OwnQdisc own_qdisc_rate(const QdiscConfig& q) {
   return o;
 }
 
-double qdisc_ip_capacity(const OwnQdisc& q, int packet_size, int l2_header) {
-  if (!q.known || packet_size <= 0) return 0;
-  const double counted = packet_size + std::max(0, l2_header) + q.overhead;
-  return counted > 0 ? q.rate_bps * packet_size / counted : 0;
+double qdisc_ip_capacity(double rate_bps, int overhead, int packet_size, int l2_header) {
+  if (!(rate_bps > 0) || packet_size <= 0) return 0;
+  const double counted = packet_size + std::max(0, l2_header) + overhead;
+  return counted > 0 ? rate_bps * packet_size / counted : 0;
 }
 
 }  // namespace lw

@@ -52,8 +52,9 @@ struct OwnQdisc {
 // that does not exist or is 0 (unshaped), a size table, an ATM link layer.
 OwnQdisc own_qdisc_rate(const QdiscConfig& q);
 
-// The IP-layer capacity the qdisc leaves packets of `packet_size` bytes:
-// its rate over packet_size + l2_header + overhead counted bytes each.
-double qdisc_ip_capacity(const OwnQdisc& q, int packet_size, int l2_header);
+// The IP-layer capacity a qdisc of `rate_bps` (counted bytes, `overhead`
+// added per packet) leaves packets of `packet_size` bytes: its rate over
+// packet_size + l2_header + overhead counted bytes each; 0 without a rate.
+double qdisc_ip_capacity(double rate_bps, int overhead, int packet_size, int l2_header);
 
 }  // namespace lw

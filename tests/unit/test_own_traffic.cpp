@@ -199,10 +199,12 @@ TEST_CASE("own qdisc: the rate our probes and the host's traffic share", "[own_t
   CHECK(q.kind == "tbf");
   CHECK(q.rate_bps == Approx(147958496.0));
   // IP capacity of 1500-byte packets, each counted with its 14-byte header.
-  CHECK(qdisc_ip_capacity(q, 1500, 14) == Approx(147958496.0 * 1500 / 1514));
+  CHECK(qdisc_ip_capacity(q.rate_bps, q.overhead, 1500, 14) == Approx(147958496.0 * 1500 / 1514));
   // An overhead configured on the rate counts too.
   tbf.tbf_rate.overhead = 24;
-  CHECK(qdisc_ip_capacity(own_qdisc_rate(tbf), 1500, 14) == Approx(147958496.0 * 1500 / 1538));
+  const OwnQdisc with_overhead = own_qdisc_rate(tbf);
+  CHECK(qdisc_ip_capacity(with_overhead.rate_bps, with_overhead.overhead, 1500, 14) ==
+        Approx(147958496.0 * 1500 / 1538));
   SECTION("ATM cells and size tables are not modelled") {
     QdiscConfig atm = tbf;
     atm.tbf_rate.linklayer = 2;
@@ -218,7 +220,7 @@ TEST_CASE("own qdisc: the rate our probes and the host's traffic share", "[own_t
     CHECK_FALSE(n.known);
     CHECK(n.why_not.find("noqueue") != std::string::npos);
     CHECK_FALSE(own_qdisc_rate(QdiscConfig{}).known);
-    CHECK(qdisc_ip_capacity(n, 1500, 14) == 0);
+    CHECK(qdisc_ip_capacity(n.rate_bps, n.overhead, 1500, 14) == 0);
   }
 
   QdiscConfig htb;

@@ -1072,8 +1072,7 @@ bool warned_of(const std::vector<Warning>& ws, WarningCode code) {
 // search's reading stands: a tighter link after ours.
 void apply_own_qdisc(AvailbwResult& a) {
   OwnTrafficRecord& o = a.own_traffic;
-  const OwnQdisc q{o.qdisc_rate_bps > 0, o.qdisc_kind, o.qdisc_rate_bps, o.qdisc_overhead, ""};
-  const double C = qdisc_ip_capacity(q, o.packet_size, o.l2_header);
+  const double C = qdisc_ip_capacity(o.qdisc_rate_bps, o.qdisc_overhead, o.packet_size, o.l2_header);
   if (!(C > 0)) return;
   const double own = link_availbw(C, o.link_bps, o.packet_size, o.l2_header);
   const double search_bps = a.availbw_bps;
@@ -1206,6 +1205,14 @@ bool capacity_above_hop(MeasureResult& m, double* capacity_bps) {
   return true;
 }
 
+// A number of the gap check's document (capacity/gap_check_json); 0 when
+// absent or not a number.
+double gap_check_number(const nlohmann::json& gc, const char* key) {
+  if (!gc.is_object()) return 0.0;
+  const auto it = gc.find(key);
+  return it != gc.end() && it->is_number() ? it->get<double>() : 0.0;
+}
+
 // Gaps refused as squeezed by a loaded link after the narrow one, where the
 // hops say the narrow link is the last (estimate/hops.hpp,
 // narrow_link_is_last): the gaps are the capacity, their interval its.
@@ -1218,9 +1225,9 @@ bool gaps_at_last_hop(MeasureResult& m, double* capacity_bps) {
   }
   const std::string verdict = gc.value("verdict", std::string());
   if (verdict != "squeezed_after_narrow" && verdict != "trains_too_slow") return false;
-  const double gaps = gc.value("capacity_bps", 0.0);
-  const double low = gc.value("low_bps", 0.0);
-  const double high = gc.value("high_bps", 0.0);
+  const double gaps = gap_check_number(gc, "capacity_bps");
+  const double low = gap_check_number(gc, "low_bps");
+  const double high = gap_check_number(gc, "high_bps");
   if (!(gaps > cap.capacity_bps) || !(low > 0) || !(high >= gaps) ||
       !narrow_link_is_last(hop_rates(m.hops), std::max(high, cap.high_bps))) {
     return false;
@@ -1247,14 +1254,9 @@ void capacity_from_hop_rates(MeasureResult& m, double* capacity_bps) {
   const CapacityResult& cap = m.capacity;
   const bool gaps_adopted = cap.capacity_source == "reply_gaps";
   const nlohmann::json& gc = cap.gap_check;
-  const auto number = [&](const char* key) {
-    if (!gc.is_object()) return 0.0;
-    const auto it = gc.find(key);
-    return it != gc.end() && it->is_number() ? it->get<double>() : 0.0;
-  };
   // The gaps' reading (the loaded later link's rate) and their upper end.
-  const double gaps = number("capacity_bps");
-  const double gaps_high = number("high_bps");
+  const double gaps = gap_check_number(gc, "capacity_bps");
+  const double gaps_high = gap_check_number(gc, "high_bps");
   // The gaps refused as too fast for the trains (the interval widened), or
   // read as agreeing with them though over 5% above (their interval reached
   // down to the trains': benchmark path 6 at b93126c, the narrow link our
