@@ -117,6 +117,7 @@ PacedSample evaluate_paced_train(const TrainTiming& t) {
     }
     const double rise = static_cast<double>((t.reply[b] - sent[b]) - (t.reply[a] - sent[a]));
     s.pdt = total > 0 ? rise / total : 0;
+    s.pdt_valid = true;
   }
   s.usable = s.ratio > 0;
   if (s.stalled) s.usable = false;
@@ -185,9 +186,19 @@ NoiseModel calibrate_noise(const std::vector<double>& r, double k, double floor)
   return m;
 }
 
-TrainVerdict classify_train(double ratio, bool lost, const NoiseModel& n) {
+TrainVerdict classify_train(double ratio, bool lost, const NoiseModel& n, const TrainTrend& t) {
   if (lost) return TrainVerdict::kAbove;
-  if (ratio > n.baseline + n.threshold) return TrainVerdict::kAbove;
+  if (t.valid) {
+    if (ratio > n.baseline + n.threshold) {
+      return t.pdt > kTrendAbove ? TrainVerdict::kAbove : TrainVerdict::kUnclear;
+    }
+    const double steady = std::max(kTrendSteadyShare * n.threshold, kNoiseFloor);
+    if (ratio > n.baseline + steady && t.pdt > kTrendSteady) {
+      return TrainVerdict::kAbove;
+    }
+  } else if (ratio > n.baseline + n.threshold) {
+    return TrainVerdict::kAbove;
+  }
   if (ratio <= n.baseline + n.threshold / 2) return TrainVerdict::kBelow;
   return TrainVerdict::kUnclear;
 }

@@ -37,8 +37,9 @@ struct PacedSample {
   double ratio_head_tail = 0;  // the paper's R_m / R_o, head to tail
   // pathload's PDT over the round-trip times (reply - send) of the markers the
   // ratio uses: +1 for a steadily increasing delay, about 0 for a flat one;
-  // 0 with fewer than 3 such markers.
+  // 0 with fewer than 3 such markers (pdt_valid false).
   double pdt = 0;
+  bool pdt_valid = false;
   // Our own pacing: the spread of (sent - planned) over the train's packets
   // (a uniform delay is harmless; a stall followed by a catch-up burst is
   // not). Above max(kStallFloor, kStallShare of the planned span) the train
@@ -132,8 +133,9 @@ struct NoiseModel {
 // Baseline = median, threshold = max(k × 1.4826 × MAD, floor): k = 4 keeps
 // a calibration-like train "below" with very high probability; the floor
 // covers a calibration set that happens to be too quiet.
+constexpr double kNoiseFloor = 0.002;
 NoiseModel calibrate_noise(const std::vector<double>& calibration_ratios, double k = 4.0,
-                           double floor = 0.002);
+                           double floor = kNoiseFloor);
 
 // Replies the way back brought closer together than any forward path could
 // carry the trains (capacity_run.cpp's replies_compressed, for a phase
@@ -158,9 +160,36 @@ bool replies_faster_than_path(const std::vector<double>& received_bps, double ca
 // How many of them came back faster than kFasterThanPath x C.
 int trains_faster_than_path(const std::vector<double>& received_bps, double capacity_bps);
 
-// One train: lost packets or a ratio clearly above the noise band is "above";
-// within half the threshold of the baseline "below"; between them unclear.
-TrainVerdict classify_train(double ratio, bool lost, const NoiseModel& noise);
+// A train's delay trend: PacedSample::pdt, `valid` when it had at least 3
+// markers in the ratio's span (2 steps of delay), as PacedSample::pdt_valid.
+struct TrainTrend {
+  bool valid = false;
+  double pdt = 0;
+};
+
+// One train: lost packets are "above"; without a trend, a ratio clearly above
+// the noise band (baseline + threshold) is "above", within half the
+// threshold of the baseline "below", between them unclear.
+// With a trend (issue 11), the ratio and the way the delay got there both
+// count (pathload's PCT/PDT idea on the markers' round trips): above the
+// noise band a train is "above" only if its delay rose through the train
+// (PDT > kTrendAbove), and unclear if it did not (one marker met a burst of
+// cross traffic, a clump of our own packets, a timing spike); and a train
+// whose delay rose steadily (PDT > kTrendSteady) is "above" from
+// kTrendSteadyShare of the threshold on, and kNoiseFloor at least (a noisy
+// path's threshold, set by bursts in the calibration trains, hides a steady
+// rise).
+// Replayed on the 1379 path runs of the random-path benchmark committed up
+// to 1cc9219 (scripts/train_trend_history.py), fleets at 0.3-0.7 A read
+// "above" in 16.5% of cases with the ratio alone, 8.2% with the trend; at
+// 1.3-3 A in 54.1% and 67.2% (on noisy paths, calibration threshold > 0.03:
+// 27.4% and 55.4%); at 0.7-0.95 A 19.6% and 12.0%; at 1.05-1.3 A 59.6% and
+// 55.9%.
+constexpr double kTrendAbove = 0.2;
+constexpr double kTrendSteady = 0.6;
+constexpr double kTrendSteadyShare = 0.25;
+TrainVerdict classify_train(double ratio, bool lost, const NoiseModel& noise,
+                            const TrainTrend& trend = {});
 
 // A fleet is above (below) if at least a fraction eta of its trains say so,
 // else grey (pathload §IV, PRC-MT §II-D).

@@ -495,6 +495,54 @@ TEST_CASE("paced train: ratio 1 below the avail-bw, (O + X)/C above", "[availbw]
   CHECK(above.received_bps == Approx(100e6 * 80.0 / 120.0).epsilon(0.03));
 }
 
+TEST_CASE("train verdicts weigh the delay trend", "[availbw][paced]") {
+  // 100 Mbit/s bottleneck with 40 of cross traffic (A = 60), 6 markers.
+  const PacedSample above = evaluate_paced_train(fluid_train(100e6, 40e6, 40, 1500, gap_ns(80e6), 8));
+  REQUIRE(above.pdt_valid);
+  // Below the avail-bw, but bursts of cross traffic met the markers: the
+  // delay swung up and down by 500 us and ended 250 us up, a ratio past the
+  // noise band from a net rise that the swings dwarf (PDT 250/1750).
+  TrainTiming burst = fluid_train(100e6, 40e6, 40, 1500, gap_ns(50e6), 8);
+  const Nanos swing[] = {0, 500 * kUs, 0, 500 * kUs, 250 * kUs};
+  for (std::size_t i = 1, m = 0; i < burst.reply.size(); ++i) {
+    if (burst.marker[i]) burst.reply[i] += swing[m++];
+  }
+  const PacedSample b = evaluate_paced_train(burst);
+  REQUIRE(b.pdt_valid);
+  const NoiseModel quiet{1.0, 0.02};
+  CHECK(b.ratio > 1.0 + quiet.threshold);
+  CHECK(b.pdt < kTrendAbove);
+  CHECK(classify_train(b.ratio, false, quiet) == TrainVerdict::kAbove);  // the ratio alone
+  CHECK(classify_train(b.ratio, false, quiet, {b.pdt_valid, b.pdt}) == TrainVerdict::kUnclear);
+  CHECK(classify_train(above.ratio, false, quiet, {above.pdt_valid, above.pdt}) ==
+        TrainVerdict::kAbove);
+  // A noisy path (threshold 0.4, set by bursts in the calibration): a train
+  // at 66 (10% above A) rises steadily by 6%, within the band.
+  const PacedSample near = evaluate_paced_train(fluid_train(100e6, 40e6, 40, 1500, gap_ns(66e6), 8));
+  const NoiseModel noisy{1.0, 0.4};
+  CHECK(near.ratio == Approx(1.06).epsilon(0.02));
+  CHECK(near.pdt > kTrendSteady);
+  CHECK(classify_train(near.ratio, false, noisy) == TrainVerdict::kBelow);  // the ratio alone
+  CHECK(classify_train(near.ratio, false, noisy, {near.pdt_valid, near.pdt}) == TrainVerdict::kBelow);
+  const NoiseModel noisy_less{1.0, 0.2};  // a quarter of it: 0.05
+  CHECK(classify_train(near.ratio, false, noisy_less, {near.pdt_valid, near.pdt}) ==
+        TrainVerdict::kAbove);
+  // Never from a rise within the noise floor (an idle path whose markers
+  // drift by a microsecond or two), nor on a wobbly rise.
+  const NoiseModel floor{1.0, kNoiseFloor};
+  CHECK(classify_train(1.0018, false, floor, {true, 0.95}) == TrainVerdict::kUnclear);
+  CHECK(classify_train(1.0025, false, floor, {true, 0.95}) == TrainVerdict::kAbove);
+  CHECK(classify_train(1.06, false, noisy_less, {true, 0.5}) == TrainVerdict::kBelow);
+  // Without a trend (fewer than 3 markers in the span): the ratio alone.
+  TrainTiming two = fluid_train(100e6, 40e6, 40, 1500, gap_ns(80e6), 40);
+  const PacedSample t2 = evaluate_paced_train(two);
+  CHECK(t2.markers == 2);
+  CHECK_FALSE(t2.pdt_valid);
+  CHECK(classify_train(t2.ratio, false, quiet, {t2.pdt_valid, t2.pdt}) == TrainVerdict::kAbove);
+  // Loss is above whatever the trend.
+  CHECK(classify_train(0.99, true, quiet, {true, -1.0}) == TrainVerdict::kAbove);
+}
+
 TEST_CASE("paced train: a delayed head biases only the paper's ratio", "[availbw][paced]") {
   TrainTiming t = fluid_train(100e6, 0, 40, 1500, gap_ns(50e6), 8);
   t.reply.front() += 500 * kUs;  // drain packets queued ahead of the head

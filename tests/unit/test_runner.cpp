@@ -492,9 +492,10 @@ TEST_CASE("a response rate that reads flat moves up, so the response curve has a
           "[runner]") {
   // A tight link of 150 Mbit/s carrying 90 of steady cross traffic behind
   // a narrow link of 100 (idle; the trains are never offered faster than
-  // it): A = 60. The search's first fleets read "above" at every rate (the
-  // trains met bursts of cross traffic), its bracket ends far below the
-  // knee, and the response trains halfway from it to C read flat. Left
+  // it): A = 60. The search's first fleets read "above" or grey at every
+  // rate (the trains met bursts of cross traffic: 20 of them, all in the
+  // search's fleets), its bracket ends far below the knee, and the response
+  // trains halfway from it to C read flat. Left
   // there, the only point above the knee is at C, the crossing has no slope
   // and uses the narrow link's 100 for the tight link's 150: 73 for 60.
   // Moved up, the halfway rate lies on the line, the slope gives 150, the
@@ -502,7 +503,7 @@ TEST_CASE("a response rate that reads flat moves up, so the response curve has a
   const Config c = availbw_config();
   FakeRunner fake(150e6);
   fake.steady_cross(90e6);
-  fake.cross_in_trains(c.calibration_trains, c.calibration_trains + 24, 20 * 1500);
+  fake.cross_in_trains(c.calibration_trains, c.calibration_trains + 20, 20 * 1500);
   const AvailbwResult res = search_fake(fake, c);
   REQUIRE(res.valid);
   std::vector<double> response_rates;

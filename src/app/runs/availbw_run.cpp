@@ -593,7 +593,7 @@ class FleetRun {
         } else if (!s.usable) {
           v = "unusable";
         } else {
-          verdicts.push_back(classify_train(s.ratio, false, noise));
+          verdicts.push_back(classify_train(s.ratio, false, noise, {s.pdt_valid, s.pdt}));
           v = train_verdict_name(verdicts.back());
           fleet_points.push_back({s.offered_bps, s.ratio});  // issue 11
         }
@@ -800,7 +800,7 @@ class FleetRun {
                                           : "";
         if (v.empty()) {
           response.push_back({s.offered_bps, s.ratio, group[j]});
-          v = train_verdict_name(classify_train(s.ratio, false, noise));
+          v = train_verdict_name(classify_train(s.ratio, false, noise, {s.pdt_valid, s.pdt}));
         }
         lost += s.lost && !s.stalled ? 1 : 0;
         rec[j].trains.push_back(record_of(t, s, L, v));
