@@ -189,6 +189,44 @@ TEST_CASE("measure: our own narrow interface's counters bound the avail-bw", "[o
   }
 }
 
+TEST_CASE("measure: our own narrow interface's shaper rate is its capacity", "[own_traffic]") {
+  // Benchmark path 54 at 999e704: an htb of 112.39 Mbit/s on our own
+  // interface (111.35 at the IP layer), 91.9 Mbit/s of on/off from this host
+  // through it; the capacity trains read 120.1 (+8%).
+  const double rate = 112.39e6;
+  const double ip = rate * 1500 / 1514;
+  const double other = 91.9e6 * 1514 / 1500;  // on the wire
+  const double C = 120.1e6;
+  MeasureResult m = local_narrow(C);
+  AvailbwResult a = searched(C, 29.0e6, other);
+  a.low_bps = 1e6;
+  a.high_bps = 55e6;
+  a.own_traffic.qdisc_kind = "htb";
+  a.own_traffic.qdisc_rate_bps = rate;
+  add_availbw(m, a, 0);
+  CHECK(m.availbw.own_traffic.applied);
+  CHECK(m.availbw.basis == "own_interface_counters");
+  CHECK(m.availbw.availbw_bps == Approx(ip - 91.9e6).epsilon(0.001));  // not C - 91.9
+  // The range: the shaper's rate less the busiest and quietest bins.
+  CHECK(m.availbw.low_bps == Approx(ip - 1.2 * 91.9e6).epsilon(0.001));
+  CHECK(m.availbw.high_bps == Approx(ip - 0.8 * 91.9e6).epsilon(0.001));
+  bool named = false;
+  for (const Warning& w : m.availbw.warnings) {
+    named = named || (w.code == "own_traffic" && w.message.find("htb shaper") != std::string::npos);
+  }
+  CHECK(named);
+  SECTION("a shaper faster than the trains read: the trains' capacity (a slower NIC)") {
+    MeasureResult m2 = local_narrow(100e6);
+    AvailbwResult b = searched(100e6, 10e6, other);
+    b.high_bps = 15e6;
+    b.own_traffic.qdisc_kind = "htb";
+    b.own_traffic.qdisc_rate_bps = rate;
+    add_availbw(m2, b, 0);
+    CHECK(m2.availbw.own_traffic.applied);
+    CHECK(m2.availbw.availbw_bps == Approx(100e6 - 91.9e6).epsilon(0.001));
+  }
+}
+
 TEST_CASE("own qdisc: the rate our probes and the host's traffic share", "[own_traffic]") {
   QdiscConfig tbf;
   tbf.root_kind = "tbf";
