@@ -217,8 +217,14 @@ def test_ordinary_paths_have_no_shaper(links):
             # The routine check: one stream, paced under the trains' rate
             # and 1 MB by default (2 allowed here), finds no bucket (sent
             # once more only after a stall); no_replies is allowed too.
+            # One more stream when the first showed a shift in its timing
+            # noise: a routine finding is always confirmed, a shift near the
+            # end followed up (run_shaper_probe), and on this path the second
+            # stream refutes it (the fresh-clone CI at d56df14, 100M then
+            # 1G: 2 streams, 1.7 MB, no shaper; not seen in 20 reruns).
+            # Never a shaper, never a third stream.
             assert chk is not None and chk["trigger"] == "routine", chk
-            assert chk["streams"] == 1 + chk.get("stalled_streams", 0), chk
+            assert 1 <= chk["streams"] <= 2 + chk.get("stalled_streams", 0), chk
             assert chk.get("stalled_streams", 0) <= 1, chk
             assert chk["verdict"] in ("none", "no_replies"), chk
             assert chk["stream_bytes"] <= 2.1e6 * chk["streams"], chk

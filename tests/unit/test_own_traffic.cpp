@@ -172,6 +172,30 @@ TEST_CASE("measure: our own narrow interface's counters bound the avail-bw", "[o
     CHECK_FALSE(m2.availbw.own_traffic.applied);
     CHECK_FALSE(warned(m2.availbw, "own_traffic"));
   }
+  SECTION("just past the search's range, within its resolution: the counters") {
+    // Benchmark path 46 at 999e704: our 25.3 Mbit/s interface, 4.97 of
+    // on/off of this host; a fleet at 19.1 read "above" and the search said
+    // 12.74 in [5.22, 19.87] (resolution 0.76): truth 20.39.
+    const double c46 = 25.34e6;
+    const double other46 = 4.97e6 * 1514 / 1500;
+    MeasureResult m5 = local_narrow(c46);
+    AvailbwResult a5 = searched(c46, 12.74e6, other46);
+    a5.low_bps = 5.22e6;
+    a5.high_bps = 19.87e6;
+    a5.resolution_bps = 0.03 * c46;
+    MeasureResult m6 = m5;
+    AvailbwResult a6 = a5;
+    add_availbw(m5, a5, 0);
+    CHECK(m5.availbw.own_traffic.applied);
+    CHECK(m5.availbw.availbw_bps == Approx(c46 - 4.97e6).epsilon(0.001));
+    CHECK(m5.availbw.low_bps == Approx(5.22e6));
+    CHECK(m5.availbw.high_bps >= m5.availbw.availbw_bps);
+    // By more than the resolution: a tighter link after ours.
+    a6.resolution_bps = 0.3e6;
+    add_availbw(m6, a6, 0);
+    CHECK_FALSE(m6.availbw.own_traffic.applied);
+    CHECK(m6.availbw.availbw_bps == 12.74e6);
+  }
   SECTION("the narrow link is not our own interface, no qdisc rate: the counters say nothing "
           "of it") {
     MeasureResult m3 = local_narrow(C);
