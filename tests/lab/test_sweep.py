@@ -99,9 +99,13 @@ def test_interrupted_then_resumed(sweep_lab, tmp_path):
     L = sweep_lab
     targets, names = target_list(L, tmp_path)
     out = str(tmp_path / "out.jsonl")
-    # --precision 0.0001: each capacity run lasts its whole --max-time (2 s),
-    # so the signal lands in the middle of the second target.
-    proc = L.popen("prober", sweep_cmd(targets, out, "--precision", "0.0001"),
+    # 1000 trains at least: each capacity run lasts its whole --max-time (2 s),
+    # so the signal lands in the middle of the second target. (--precision
+    # 0.0001 alone did not: the fresh-clone CI at 3aba1a2 saw the second
+    # target's trains agree that closely within half a second, stop_reason
+    # "precision", as test_target_over_budget_is_stopped did at 2da0399.)
+    proc = L.popen("prober", sweep_cmd(targets, out, "--precision", "0.0001", "--trains", "1000",
+                                       "--min-trains", "1000"),
                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 30
