@@ -9,8 +9,8 @@ wrong ones. No lab run: every input is in the committed documents.
 """
 import argparse
 import collections
-import json
-import subprocess
+
+from committed_runs import committed_revs, path_runs
 
 LAST_FASTER = 1.05  # kLastFaster
 
@@ -29,35 +29,27 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repo", default=".")
     a = ap.parse_args()
-    git = ["git", "-C", a.repo]
-    revs = subprocess.run(git + ["log", "--format=%h", "--", "results/paths_runs/path000.json"],
-                          capture_output=True, text=True, check=True).stdout.split()
+    revs = committed_revs(a.repo)
     counts = collections.Counter()
     taken = []
-    for rev in revs:
-        for i in range(200):
-            p = subprocess.run(git + ["show", f"{rev}:results/paths_runs/path{i:03d}.json"],
-                               capture_output=True, text=True)
-            if p.returncode != 0:
-                break
-            d = json.loads(p.stdout)
-            doc = d.get("doc") or {}
-            gc = doc.get("gap_check") or {}
-            if gc.get("verdict") not in ("squeezed_after_narrow", "trains_too_slow"):
-                continue
-            truth = (d.get("truth") or {}).get("capacity_bps")
-            if not truth or not doc.get("capacity_bps"):
-                continue
-            hops = doc.get("hops") or []
-            last_is_target = bool(hops) and hops[-1].get("addr") == doc.get("target_addr")
-            gaps_high = max(gc.get("high_bps") or 0, doc.get("capacity_high_bps") or 0)
-            rule = last_is_target and narrow_link_is_last(hops, gaps_high) and \
-                gc.get("capacity_bps", 0) > doc["capacity_bps"]
-            gaps_err = gc["capacity_bps"] / truth - 1
-            rep_err = doc["capacity_bps"] / truth - 1
-            counts[(rule, abs(gaps_err) <= 0.03)] += 1
-            if rule:
-                taken.append((rev, i, gaps_err, rep_err))
+    for rev, i, d in path_runs(a.repo, revs):
+        doc = d.get("doc") or {}
+        gc = doc.get("gap_check") or {}
+        if gc.get("verdict") not in ("squeezed_after_narrow", "trains_too_slow"):
+            continue
+        truth = (d.get("truth") or {}).get("capacity_bps")
+        if not truth or not doc.get("capacity_bps"):
+            continue
+        hops = doc.get("hops") or []
+        last_is_target = bool(hops) and hops[-1].get("addr") == doc.get("target_addr")
+        gaps_high = max(gc.get("high_bps") or 0, doc.get("capacity_high_bps") or 0)
+        rule = last_is_target and narrow_link_is_last(hops, gaps_high) and \
+            gc.get("capacity_bps", 0) > doc["capacity_bps"]
+        gaps_err = gc["capacity_bps"] / truth - 1
+        rep_err = doc["capacity_bps"] / truth - 1
+        counts[(rule, abs(gaps_err) <= 0.03)] += 1
+        if rule:
+            taken.append((rev, i, gaps_err, rep_err))
     n = sum(counts.values())
     print(f"{len(revs)} committed runs; {n} paths whose gaps were refused as squeezed after "
           "the narrow link (or trains_too_slow)")

@@ -12,8 +12,8 @@ the verdicts at the rates it chose, not a search.)
 """
 import argparse
 import collections
-import json
-import subprocess
+
+from committed_runs import committed_revs, path_runs
 
 TREND_ABOVE = 0.2          # kTrendAbove
 TREND_STEADY = 0.6         # kTrendSteady
@@ -55,43 +55,34 @@ def main():
     ap.add_argument("--repo", default=".")
     ap.add_argument("--rev", default="HEAD", help="the newest commit whose runs count")
     a = ap.parse_args()
-    git = ["git", "-C", a.repo]
-    revs = subprocess.run(git + ["log", "--format=%h", a.rev, "--",
-                                 "results/paths_runs/path000.json"],
-                          capture_output=True, text=True, check=True).stdout.split()
+    revs = committed_revs(a.repo, a.rev)
     # (noisy, band, rule) -> Counter of fleet verdicts
     tally = collections.defaultdict(collections.Counter)
     runs = 0
-    for rev in revs:
-        for i in range(200):
-            p = subprocess.run(git + ["show", f"{rev}:results/paths_runs/path{i:03d}.json"],
-                               capture_output=True, text=True)
-            if p.returncode != 0:
-                break
-            d = json.loads(p.stdout)
-            doc = d.get("doc") or {}
-            truth = d.get("truth_availbw_phase") or d.get("truth") or {}
-            A = truth.get("availbw_bps")
-            noise = doc.get("noise")
-            if not A or not noise or not doc.get("rates"):
+    for _, _, d in path_runs(a.repo, revs):
+        doc = d.get("doc") or {}
+        truth = d.get("truth_availbw_phase") or d.get("truth") or {}
+        A = truth.get("availbw_bps")
+        noise = doc.get("noise")
+        if not A or not noise or not doc.get("rates"):
+            continue
+        runs += 1
+        base, thr = noise["baseline"], noise["threshold"]
+        noisy = thr > NOISY
+        for r in doc["rates"]:
+            if r["phase"] not in ("search", "response"):
                 continue
-            runs += 1
-            base, thr = noise["baseline"], noise["threshold"]
-            noisy = thr > NOISY
-            for r in doc["rates"]:
-                if r["phase"] not in ("search", "response"):
-                    continue
-                band = next((b for b in BANDS if b[0] * A <= r["offered_bps"] < b[1] * A), None)
-                if band is None:
-                    continue
-                trains = [(t["ratio"], t.get("pdt") or 0.0) for t in r["trains"]
-                          if t.get("ratio") is not None and t.get("verdict") not in SKIP]
-                if not trains:
-                    continue
-                for name, rule in (("ratio alone", ratio_alone), ("with trend", with_trend)):
-                    v = fleet([rule(x, p_, base, thr) for x, p_ in trains])
-                    for cls in ("all", "noisy" if noisy else "quiet"):
-                        tally[(cls, band, name)][v] += 1
+            band = next((b for b in BANDS if b[0] * A <= r["offered_bps"] < b[1] * A), None)
+            if band is None:
+                continue
+            trains = [(t["ratio"], t.get("pdt") or 0.0) for t in r["trains"]
+                      if t.get("ratio") is not None and t.get("verdict") not in SKIP]
+            if not trains:
+                continue
+            for name, rule in (("ratio alone", ratio_alone), ("with trend", with_trend)):
+                v = fleet([rule(x, p_, base, thr) for x, p_ in trains])
+                for cls in ("all", "noisy" if noisy else "quiet"):
+                    tally[(cls, band, name)][v] += 1
     print(f"{runs} path runs in {len(revs)} committed runs (newest {revs[0] if revs else '-'})")
     print("share of fleets that read \"above\", by offered rate / true avail-bw")
     for cls in ("all", "quiet", "noisy"):
