@@ -190,6 +190,8 @@ constexpr double kTrendSteady = 0.6;
 constexpr double kTrendSteadyShare = 0.25;
 TrainVerdict classify_train(double ratio, bool lost, const NoiseModel& noise,
                             const TrainTrend& trend = {});
+// A paced train's trend, as classify_train takes it.
+inline TrainTrend trend_of(const PacedSample& s) { return {s.pdt_valid, s.pdt}; }
 
 // A fleet is above (below) if at least a fraction eta of its trains say so,
 // else grey (pathload §IV, PRC-MT §II-D).

@@ -593,7 +593,7 @@ class FleetRun {
         } else if (!s.usable) {
           v = "unusable";
         } else {
-          verdicts.push_back(classify_train(s.ratio, false, noise, {s.pdt_valid, s.pdt}));
+          verdicts.push_back(classify_train(s.ratio, false, noise, trend_of(s)));
           v = train_verdict_name(verdicts.back());
           fleet_points.push_back({s.offered_bps, s.ratio});  // issue 11
         }
@@ -800,7 +800,7 @@ class FleetRun {
                                           : "";
         if (v.empty()) {
           response.push_back({s.offered_bps, s.ratio, group[j]});
-          v = train_verdict_name(classify_train(s.ratio, false, noise, {s.pdt_valid, s.pdt}));
+          v = train_verdict_name(classify_train(s.ratio, false, noise, trend_of(s)));
         }
         lost += s.lost && !s.stalled ? 1 : 0;
         rec[j].trains.push_back(record_of(t, s, L, v));
@@ -1050,6 +1050,12 @@ bool warned_of(const std::vector<Warning>& ws, WarningCode code) {
   return std::any_of(ws.begin(), ws.end(), [&](const Warning& w) { return w.code == name; });
 }
 
+// The IP-layer capacity of our interface's root shaper, as read into the
+// record (estimate/own_qdisc.hpp); 0 when none was read.
+double own_shaper_capacity(const OwnTrafficRecord& o) {
+  return qdisc_ip_capacity(o.qdisc_rate_bps, o.qdisc_overhead, o.packet_size, o.l2_header);
+}
+
 // The narrow link is this host's own interface (the capacity trains were
 // already spread to their rate when they left it: local_bottleneck) and its
 // counters were read over the search: that link's avail-bw is C less the
@@ -1072,7 +1078,7 @@ bool warned_of(const std::vector<Warning>& ws, WarningCode code) {
 // search's reading stands: a tighter link after ours.
 void apply_own_qdisc(AvailbwResult& a) {
   OwnTrafficRecord& o = a.own_traffic;
-  const double C = qdisc_ip_capacity(o.qdisc_rate_bps, o.qdisc_overhead, o.packet_size, o.l2_header);
+  const double C = own_shaper_capacity(o);
   if (!(C > 0)) return;
   const double own = link_availbw(C, o.link_bps, o.packet_size, o.l2_header);
   const double search_bps = a.availbw_bps;
@@ -1110,8 +1116,7 @@ void apply_own_traffic(const CapacityResult& cap, AvailbwResult& a) {
   // an htb of 111.4 at the IP layer, 82% on/off through it, and the
   // avail-bw read +43%). Never above what the trains read: a slower NIC
   // under the shaper limits the link, and the trains see that.
-  const double shaper =
-      qdisc_ip_capacity(o.qdisc_rate_bps, o.qdisc_overhead, o.packet_size, o.l2_header);
+  const double shaper = own_shaper_capacity(o);
   const bool by_shaper = shaper > 0 && shaper < C;
   if (by_shaper) C = c_low = c_high = shaper;
   const double own = link_availbw(C, o.link_bps, o.packet_size, o.l2_header);
