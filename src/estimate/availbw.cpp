@@ -527,6 +527,28 @@ bool apply_fleet_hinge(AvailbwEstimate& e, const std::vector<RatePoint>& fleets,
   return true;
 }
 
+void widen_to_fleets(AvailbwEstimate& e, const std::vector<RatePoint>& fleets,
+                     double flat_response_bps) {
+  double lowest_not_below = -1, fastest_below = std::max(0.0, flat_response_bps);
+  for (const auto& f : fleets) {
+    if (f.verdict == FleetVerdict::kBelow) {
+      fastest_below = std::max(fastest_below, f.offered_bps);
+    } else if (lowest_not_below < 0 || f.offered_bps < lowest_not_below) {
+      lowest_not_below = f.offered_bps;
+    }
+  }
+  if (lowest_not_below >= 0) {
+    double below_under = 0;
+    for (const auto& f : fleets) {
+      if (f.verdict == FleetVerdict::kBelow && f.offered_bps < lowest_not_below) {
+        below_under = std::max(below_under, f.offered_bps);
+      }
+    }
+    e.low_bps = std::min(e.low_bps, below_under);
+  }
+  e.high_bps = std::max(e.high_bps, fastest_below);
+}
+
 AvailbwEstimate estimate_availbw(const std::vector<ResponseSample>& all_resp,
                                  const NoiseModel& noise, double low, double high, double C,
                                  const std::vector<ResponseSample>& extra, double resolution_bps) {

@@ -1151,3 +1151,55 @@ TEST_CASE("response trains on the fluid line of C outweigh a bracket above them"
   CHECK(curve_basis >= 16);
   CHECK(err[err.size() / 2] <= 0.06);
 }
+
+TEST_CASE("the range holds every rate the fleets did not rule out", "[availbw]") {
+  using V = FleetVerdict;
+  // Benchmark path 31 at 999e704: A 34.0 on a 278 Mbit/s tight link before
+  // a 62 Mbit/s narrow one; grey fleets at 30.8 and 38.6, then a "below" at
+  // 40.7 moved the bracket to [40.7, 42.5] over them.
+  const std::vector<RatePoint> fleets = {
+      {30.8e6, 1.032, V::kGrey},  {15.5e6, 1.001, V::kBelow}, {46.3e6, 1.05, V::kAbove},
+      {38.6e6, 1.03, V::kGrey},   {23.2e6, 1.0, V::kBelow},   {42.5e6, 1.048, V::kAbove},
+      {27.1e6, 1.014, V::kBelow}, {40.7e6, 0.982, V::kBelow}};
+  AvailbwEstimate e;
+  e.availbw_bps = 44.6e6;
+  e.low_bps = 39.2e6;
+  e.high_bps = 48.3e6;
+  SECTION("low: the highest below under the lowest grey or above fleet") {
+    widen_to_fleets(e, fleets, 0);
+    CHECK(e.low_bps == Approx(27.1e6));
+    CHECK(e.high_bps == Approx(48.3e6));  // no below over it
+    CHECK(e.availbw_bps == Approx(44.6e6));  // the estimate is not moved
+  }
+  SECTION("high: the fastest below fleet or flat response rate") {
+    auto f = fleets;
+    f.push_back({50e6, 1.0, V::kBelow});
+    widen_to_fleets(e, f, 0);
+    CHECK(e.high_bps == Approx(50e6));
+    AvailbwEstimate e2 = e;
+    widen_to_fleets(e2, fleets, 55e6);
+    CHECK(e2.high_bps == Approx(55e6));
+  }
+  SECTION("an above fleet with nothing below it: the low end is 0") {
+    auto f = fleets;
+    f.push_back({10e6, 1.2, V::kAbove});
+    widen_to_fleets(e, f, 0);
+    CHECK(e.low_bps == 0);
+  }
+  SECTION("consistent fleets leave the range alone") {
+    const std::vector<RatePoint> ok = {{20e6, 1.0, V::kBelow},
+                                       {40e6, 1.1, V::kAbove},
+                                       {30e6, 1.0, V::kBelow},
+                                       {35e6, 1.03, V::kGrey}};
+    AvailbwEstimate c;
+    c.low_bps = 28e6;
+    c.high_bps = 41e6;
+    widen_to_fleets(c, ok, 0);
+    CHECK(c.low_bps == Approx(28e6));
+    CHECK(c.high_bps == Approx(41e6));
+    // Never narrows.
+    c.low_bps = 35e6;
+    widen_to_fleets(c, ok, 0);
+    CHECK(c.low_bps == Approx(30e6));
+  }
+}

@@ -317,6 +317,11 @@ void report_fleet_estimate(const FleetSearch& search, const std::vector<Response
   if (response.empty()) {
     apply_fleet_hinge(est, search.history(), noise, search.low(), search.high(), C);
   }
+  double flat_response = 0;
+  for (const auto& r : res.rates) {
+    if (r.phase == "response" && r.verdict == "below") flat_response = std::max(flat_response, r.rate_bps);
+  }
+  widen_to_fleets(est, search.history(), flat_response);
   // The reported range adds the search's resolution ω on each side: the
   // estimate's error in the lab is of that order (benchmark median 3% of the
   // avail-bw, a few % of C), and a range narrower than the typical error would
