@@ -239,6 +239,23 @@ TEST_CASE("measure: our own narrow interface's shaper rate is its capacity", "[o
     named = named || (w.code == "own_traffic" && w.message.find("htb shaper") != std::string::npos);
   }
   CHECK(named);
+  // The capacity too: the shaper's IP-layer rate, not the trains' 120.1.
+  CHECK(m.capacity.capacity_bps == Approx(ip));
+  CHECK(m.capacity.capacity_source == "own_shaper");
+  CHECK(m.capacity.high_bps == Approx(ip));
+  CHECK(m.capacity.low_bps == Approx(0.99 * ip));
+  CHECK(m.capacity.warnings.back().code == "capacity_from_own_shaper");
+  CHECK(m.availbw.high_bps <= m.capacity.high_bps);
+  SECTION("not our own narrow link: the capacity stays the trains'") {
+    MeasureResult m3 = local_narrow(C);
+    m3.capacity.warnings.clear();
+    AvailbwResult b = searched(C, 29.0e6, other);
+    b.own_traffic.qdisc_kind = "htb";
+    b.own_traffic.qdisc_rate_bps = rate;
+    add_availbw(m3, b, 0);
+    CHECK(m3.capacity.capacity_bps == C);
+    CHECK(m3.capacity.capacity_source != "own_shaper");
+  }
   SECTION("a shaper faster than the trains read: the trains' capacity (a slower NIC)") {
     MeasureResult m2 = local_narrow(100e6);
     AvailbwResult b = searched(100e6, 10e6, other);
@@ -248,6 +265,8 @@ TEST_CASE("measure: our own narrow interface's shaper rate is its capacity", "[o
     add_availbw(m2, b, 0);
     CHECK(m2.availbw.own_traffic.applied);
     CHECK(m2.availbw.availbw_bps == Approx(100e6 - 91.9e6).epsilon(0.001));
+    CHECK(m2.capacity.capacity_bps == 100e6);
+    CHECK(m2.capacity.capacity_source != "own_shaper");
   }
 }
 
