@@ -153,6 +153,12 @@ struct PacedTrainRecord {
   double ratio_head_tail = 0;  // the paper's, head to tail
   double pdt = 0;
   double pacing_error_s = 0;  // spread of our own send lateness over the train
+  // What our own interface did to the train (PacedSample::local_ratio: left
+  // span / sent span over the ratio's markers; 0 = not captured), and
+  // whether it counted as shaped there. ratio / local_ratio is the rest of
+  // the path's share.
+  double local_ratio = 0;
+  bool shaped_locally = false;
   int markers = 0;
   int replies = 0;
   std::string verdict;  // above / below / unclear / lost / unusable / send_stall

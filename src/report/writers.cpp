@@ -330,6 +330,8 @@ nlohmann::json to_json(const MeasureResult& m) {
                         {"ratio_head_tail", t.ratio_head_tail},
                         {"pdt", t.pdt},
                         {"pacing_error_s", t.pacing_error_s},
+                        {"local_ratio", nullable(t.local_ratio > 0, t.local_ratio)},
+                        {"shaped_locally", t.shaped_locally},
                         {"markers", t.markers},
                         {"replies", t.replies},
                         {"verdict", t.verdict}});

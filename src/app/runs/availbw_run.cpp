@@ -216,6 +216,8 @@ PacedTrainRecord record_of(const Train& t, const PacedSample& s, int packet_size
   r.ratio_head_tail = s.ratio_head_tail;
   r.pdt = s.pdt;
   r.pacing_error_s = s.pacing_error_s;
+  r.local_ratio = s.local_ratio;
+  r.shaped_locally = s.shaped_locally;
   r.markers = s.markers;
   r.replies = s.replies;
   r.verdict = verdict;
