@@ -158,6 +158,7 @@ struct PacedTrainRecord {
   // whether it counted as shaped there. ratio / local_ratio is the rest of
   // the path's share.
   double local_ratio = 0;
+  double local_queue_s = 0;  // spread of (left - sent) over its packets (0: not captured)
   bool shaped_locally = false;
   int markers = 0;
   int replies = 0;

@@ -331,6 +331,7 @@ nlohmann::json to_json(const MeasureResult& m) {
                         {"pdt", t.pdt},
                         {"pacing_error_s", t.pacing_error_s},
                         {"local_ratio", nullable(t.local_ratio > 0, t.local_ratio)},
+                        {"local_queue_s", nullable(t.local_ratio > 0, t.local_queue_s)},
                         {"shaped_locally", t.shaped_locally},
                         {"markers", t.markers},
                         {"replies", t.replies},

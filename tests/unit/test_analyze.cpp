@@ -91,7 +91,7 @@ void check_same_document(const nlohmann::json& offline, const nlohmann::json& li
       if (!lt.is_array() || !rt.is_array() || lt.size() != rt.size()) continue;
       for (std::size_t k = 0; k < lt.size(); ++k) {
         if (lt[k].contains("local_ratio")) continue;
-        for (const char* f : {"local_ratio", "shaped_locally"}) {
+        for (const char* f : {"local_ratio", "local_queue_s", "shaped_locally"}) {
           CHECK(rt[k].contains(f));
           rt[k].erase(f);
         }

@@ -217,6 +217,7 @@ PacedTrainRecord record_of(const Train& t, const PacedSample& s, int packet_size
   r.pdt = s.pdt;
   r.pacing_error_s = s.pacing_error_s;
   r.local_ratio = s.local_ratio;
+  r.local_queue_s = s.local_queue_s;
   r.shaped_locally = s.shaped_locally;
   r.markers = s.markers;
   r.replies = s.replies;
