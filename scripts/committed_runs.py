@@ -1,8 +1,12 @@
 """The paths benchmark's committed runs (git history of results/paths_runs/),
 for the scripts that replay them without a lab run
-(gaps_refusal_history.py, train_trend_history.py)."""
+(gaps_refusal_history.py, train_trend_history.py, range_history.py,
+local_disturbance_replay.py)."""
+import argparse
 import json
 import subprocess
+
+FLEET_FRACTION = 0.66  # --fleet-fraction
 
 
 def committed_revs(repo=".", rev="HEAD"):
@@ -23,3 +27,27 @@ def path_runs(repo, revs):
             if p.returncode != 0:
                 break
             yield r, i, json.loads(p.stdout)
+
+
+def history_args(doc):
+    """The command line of a script that replays the committed runs up to
+    --rev: (parsed arguments, the commits whose runs count, newest first)."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--repo", default=".")
+    ap.add_argument("--rev", default="HEAD", help="the newest commit whose runs count")
+    a = ap.parse_args()
+    return a, committed_revs(a.repo, a.rev)
+
+
+def fleet_verdict(verdicts, fraction=FLEET_FRACTION):
+    """decide_fleet (estimate/availbw.cpp) on train verdict names: "above" or
+    "below" when that share of the trains agree, else "grey"; None without
+    trains."""
+    if not verdicts:
+        return None
+    n = len(verdicts)
+    if verdicts.count("above") >= fraction * n:
+        return "above"
+    if verdicts.count("below") >= fraction * n:
+        return "below"
+    return "grey"

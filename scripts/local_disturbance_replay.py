@@ -21,22 +21,12 @@ import glob
 import json
 import os
 
-FLEET_FRACTION = 0.66   # --fleet-fraction
+from committed_runs import fleet_verdict as decide
+
 QUEUE_FLOOR_S = 50e-6   # kLocalQueueFloor
 QUEUE_SHARE = 0.01      # kLocalQueueShare
 BANDS = ((0.0, 0.7), (0.7, 0.95), (1.05, 1.3), (1.3, 10.0))
 COUNTED = ("above", "below", "unclear")
-
-
-def decide(verdicts):
-    if not verdicts:
-        return None
-    n = len(verdicts)
-    if verdicts.count("above") >= FLEET_FRACTION * n:
-        return "above"
-    if verdicts.count("below") >= FLEET_FRACTION * n:
-        return "below"
-    return "grey"
 
 
 def disturbed(t):

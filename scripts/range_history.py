@@ -14,11 +14,10 @@ omega added on each side):
 
     python3 scripts/range_history.py [--repo .] [--rev d56df14]
 """
-import argparse
 import collections
 import statistics
 
-from committed_runs import committed_revs, path_runs
+from committed_runs import history_args, path_runs
 
 
 def widened(doc):
@@ -40,11 +39,7 @@ def widened(doc):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repo", default=".")
-    ap.add_argument("--rev", default="HEAD", help="the newest commit whose runs count")
-    a = ap.parse_args()
-    revs = committed_revs(a.repo, a.rev)
+    a, revs = history_args(__doc__)
     tally = collections.defaultdict(lambda: {"n": 0, "held": [0, 0], "width": ([], [])})
     newest = revs[0] if revs else None
     for rev, _, d in path_runs(a.repo, revs):

@@ -10,16 +10,14 @@ the verdicts at the rates it chose, not a search.)
 
     python3 scripts/train_trend_history.py [--repo .] [--rev 1cc9219]
 """
-import argparse
 import collections
 
-from committed_runs import committed_revs, path_runs
+from committed_runs import fleet_verdict as fleet, history_args, path_runs
 
 TREND_ABOVE = 0.2          # kTrendAbove
 TREND_STEADY = 0.6         # kTrendSteady
 TREND_STEADY_SHARE = 0.25  # kTrendSteadyShare
 NOISE_FLOOR = 0.002        # kNoiseFloor
-FLEET_FRACTION = 0.66      # --fleet-fraction
 NOISY = 0.03               # kNoisyThreshold
 BANDS = ((0.3, 0.7), (0.7, 0.95), (1.05, 1.3), (1.3, 3.0))
 SKIP = ("send_stall", "unusable", "lost", "lost_load")
@@ -41,21 +39,8 @@ def with_trend(ratio, pdt, base, thr):
     return "below" if ratio <= base + thr / 2 else "unclear"
 
 
-def fleet(verdicts):
-    n = len(verdicts)
-    if verdicts.count("above") >= FLEET_FRACTION * n:
-        return "above"
-    if verdicts.count("below") >= FLEET_FRACTION * n:
-        return "below"
-    return "grey"
-
-
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repo", default=".")
-    ap.add_argument("--rev", default="HEAD", help="the newest commit whose runs count")
-    a = ap.parse_args()
-    revs = committed_revs(a.repo, a.rev)
+    a, revs = history_args(__doc__)
     # (noisy, band, rule) -> Counter of fleet verdicts
     tally = collections.defaultdict(collections.Counter)
     runs = 0
