@@ -1058,8 +1058,6 @@ bool warned_of(const std::vector<Warning>& ws, WarningCode code) {
   return std::any_of(ws.begin(), ws.end(), [&](const Warning& w) { return w.code == name; });
 }
 
-// The IP-layer capacity of our interface's root shaper, as read into the
-// record (estimate/own_qdisc.hpp); 0 when none was read.
 // How far under its configured rate a shaper may run (the lab's tbf and htb:
 // within 0.1%), and how far over the rate read back it may be configured: the
 // kernel keeps whole bytes per second, so the rate read is up to 7 bit/s
@@ -1069,6 +1067,8 @@ bool warned_of(const std::vector<Warning>& ws, WarningCode code) {
 constexpr double kOwnShaperSlack = 0.01;
 constexpr double kOwnShaperRounding = 0.001;
 
+// The IP-layer capacity of our interface's root shaper, as read into the
+// record (estimate/own_qdisc.hpp); 0 when none was read.
 double own_shaper_capacity(const OwnTrafficRecord& o) {
   return qdisc_ip_capacity(o.qdisc_rate_bps, o.qdisc_overhead, o.packet_size, o.l2_header);
 }
@@ -1182,10 +1182,6 @@ void apply_own_traffic(const CapacityResult& cap, AvailbwResult& a) {
                         format_rate(search_bps) +
                         "), which cannot tell it from a tighter link after ours")});
 }
-
-}  // namespace
-
-namespace {
 
 // The narrow link is our own interface (local_bottleneck) and its root
 // shaper's IP-layer rate, read over the avail-bw search, lies below what the
