@@ -9,9 +9,12 @@ the train's send span)), everywhere, and only at rates under 0.9 x our own
 link's avail-bw from its counters (root shaper's rate less this host's other
 traffic; runs without a shaper rate keep every train): there our own link is
 not the tight one, and a train it disturbed met a burst of this host's
-traffic, not the path's limit. Needs runs that record each train's local_queue_s
-(718edb8 on). No lab run: this replays verdicts at the rates the search
-chose, not a search.
+traffic, not the path's limit. And the rule the tool took instead (kOwnLinkFree in
+estimate/availbw.hpp): such a train judged on the lower of its two ratios,
+as sent and as it left our interface (the verdict "above" only if it read
+above before, as the trend test cannot be redone offline). Needs runs that record each train's local_queue_s (718edb8 on).
+No lab run: this replays verdicts at the rates the search chose, not a
+search.
 
     python3 scripts/local_disturbance_replay.py [--dir results/paths_runs]
 """
@@ -35,6 +38,25 @@ def disturbed(t):
         return False
     span = 8.0 * (t["load_packets"] + t["markers"]) * t["packet_size"] / t["offered_bps"]
     return q > max(QUEUE_FLOOR_S, QUEUE_SHARE * span)
+
+
+def lower_view_verdict(t, own, noise):
+    """The train's verdict on the lower of its two ratios (as sent, as it left
+    our interface) where the tool's rule applies: our queue moved it about
+    (local_queue_s over the tolerance) at under 0.9 x our link's avail-bw."""
+    v = t["verdict"]
+    lr = t.get("local_ratio")
+    if (own is None or not lr or not t.get("offered_bps") or not disturbed(t)
+            or t["offered_bps"] >= 0.9 * own or not noise):
+        return v
+    # The ratio recorded is the sent view on a train shaped locally, else
+    # the departures' view; sent = left x local_ratio over the same markers.
+    as_left = t["ratio"] / lr if t.get("shaped_locally") else t["ratio"]
+    r = min(as_left, as_left * lr)
+    base, thr = noise["baseline"], noise["threshold"]
+    if r > base + thr:
+        return "above" if v == "above" else "unclear"
+    return "below" if r <= base + thr / 2 else "unclear"
 
 
 def own_availbw(doc):
@@ -79,9 +101,12 @@ def main():
             if len(clean) < len(ts):
                 hit = True
             gated = clean if own is not None and r["rate_bps"] < 0.9 * own else ts
-            for key, use in (("every train", ts), ("undisturbed only", clean),
-                             ("undisturbed under 0.9 x own", gated)):
-                v = decide([t["verdict"] for t in use])
+            lower = [lower_view_verdict(t, own, doc.get("noise")) for t in ts]
+            for key, vs in (("every train", [t["verdict"] for t in ts]),
+                            ("undisturbed only", [t["verdict"] for t in clean]),
+                            ("undisturbed under 0.9 x own", [t["verdict"] for t in gated]),
+                            ("lower view under 0.9 x own", lower)):
+                v = decide(vs)
                 tally[(band, key)][v or "no trains"] += 1
                 if len(clean) < len(ts):
                     tally[(band, key + ", fleets with a disturbed train")][v or "no trains"] += 1

@@ -8,7 +8,66 @@
 
 namespace lw {
 
-PacedSample evaluate_paced_train(const TrainTiming& t) {
+namespace {
+
+// The path as the schedule `sent` (the send times, or the departures our
+// interface gave) saw it: offered rate, ratios, received rate, PDT; `idx`
+// the markers with a reply, in send order.
+void path_view(const TrainTiming& t, const std::vector<Nanos>& sent,
+               const std::vector<std::size_t>& idx, PacedSample& s) {
+  const std::size_t n = t.bits.size();
+  double bits_after_head = 0;
+  for (std::size_t i = 1; i < n; ++i) bits_after_head += t.bits[i];
+  const Nanos span = sent.back() - sent.front();
+  s.send_span_s = to_seconds(span);
+  if (span > 0) s.offered_bps = bits_after_head / s.send_span_s;
+  if (idx.size() < 2 || span <= 0) return;
+
+  auto ratio_between = [&](std::size_t a, std::size_t b) {
+    const Nanos so = sent[b] - sent[a];
+    const Nanos ro = t.reply[b] - t.reply[a];
+    return so > 0 ? static_cast<double>(ro) / static_cast<double>(so) : 0.0;
+  };
+  if (t.marker.front() && t.reply.front() != 0 && t.marker.back() && t.reply.back() != 0) {
+    s.ratio_head_tail = ratio_between(0, n - 1);
+  }
+  // The robust span: from the first replied marker after the head (or the
+  // head itself with only two replies) to the last replied marker.
+  const std::size_t a = idx.size() >= 3 && idx[0] == 0 ? idx[1] : idx[0];
+  const std::size_t b = idx.back();
+  if (sent[b] - sent[a] <= 0) return;
+  s.ratio = ratio_between(a, b);
+  double bits_ab = 0;
+  for (std::size_t i = a + 1; i <= b; ++i) bits_ab += t.bits[i];
+  // The offered rate over the ratio's own markers: a train our queue held
+  // part of left at two rates (the head before a burst of this host's
+  // traffic, the rest compressed behind it), and head to tail gave the
+  // random-path benchmark's path 23 points at 34-38 Mbit/s whose ratio was
+  // that of markers leaving at 49-52.
+  s.offered_bps = bits_ab / to_seconds(sent[b] - sent[a]);
+  const Nanos rspan = t.reply[b] - t.reply[a];
+  s.received_bps = rspan > 0 ? bits_ab / to_seconds(rspan) : 0;
+  // PDT over the same markers as the ratio (from `a` on).
+  const std::size_t first =
+      static_cast<std::size_t>(std::find(idx.begin(), idx.end(), a) - idx.begin());
+  if (idx.size() - first >= 3) {
+    double total = 0;
+    for (std::size_t k = first + 1; k < idx.size(); ++k) {
+      const double d0 = static_cast<double>(t.reply[idx[k - 1]] - sent[idx[k - 1]]);
+      const double d1 = static_cast<double>(t.reply[idx[k]] - sent[idx[k]]);
+      total += std::fabs(d1 - d0);
+    }
+    const double rise = static_cast<double>((t.reply[b] - sent[b]) - (t.reply[a] - sent[a]));
+    s.pdt = total > 0 ? rise / total : 0;
+    s.pdt_valid = true;
+  }
+  s.usable = s.ratio > 0;
+  if (s.stalled) s.usable = false;
+}
+
+}  // namespace
+
+PacedSample evaluate_paced_train(const TrainTiming& t, double own_link_availbw_bps) {
   PacedSample s;
   const std::size_t n = t.bits.size();
   if (n < 2 || t.sent.size() != n || t.reply.size() != n || t.marker.size() != n) return s;
@@ -31,6 +90,9 @@ PacedSample evaluate_paced_train(const TrainTiming& t) {
     const double limit = std::max(to_seconds(kStallFloor), kStallShare * to_seconds(planned_span));
     s.stalled = s.pacing_error_s > limit;
   }
+  double bits_after_head = 0;
+  for (std::size_t i = 1; i < n; ++i) bits_after_head += t.bits[i];
+  bool free_rate = false;
   std::vector<std::size_t> idx;  // markers with a reply, in send order
   for (std::size_t i = 0; i < n; ++i) {
     if (!t.marker[i]) continue;
@@ -78,49 +140,24 @@ PacedSample evaluate_paced_train(const TrainTiming& t) {
     s.shaped_locally = queued && (s.local_ratio > 1 + kLocalStretch || s.lost_load > 0);
     // (A departure the capture missed on an unshaped train: the send times.)
     s.offered_from_left = !s.shaped_locally && missing == 0;
+    // Our queue moved the train's packets about at a rate our link had room
+    // for (kOwnLinkFree): the lower of the two views (see the header).
+    const double sent_s = to_seconds(t.sent.back() - t.sent.front());
+    free_rate = queued && s.lost_load == 0 && missing == 0 && own_link_availbw_bps > 0 &&
+                sent_s > 0 && bits_after_head / sent_s < kOwnLinkFree * own_link_availbw_bps;
   }
-  const std::vector<Nanos>& sent = s.offered_from_left ? t.left : t.sent;
-  double bits_after_head = 0;
-  for (std::size_t i = 1; i < n; ++i) bits_after_head += t.bits[i];
-  const Nanos span = sent.back() - sent.front();
-  s.send_span_s = to_seconds(span);
-  if (span > 0) s.offered_bps = bits_after_head / s.send_span_s;
-  if (idx.size() < 2 || span <= 0) return s;
-
-  auto ratio_between = [&](std::size_t a, std::size_t b) {
-    const Nanos so = sent[b] - sent[a];
-    const Nanos ro = t.reply[b] - t.reply[a];
-    return so > 0 ? static_cast<double>(ro) / static_cast<double>(so) : 0.0;
-  };
-  if (t.marker.front() && t.reply.front() != 0 && t.marker.back() && t.reply.back() != 0) {
-    s.ratio_head_tail = ratio_between(0, n - 1);
+  if (free_rate) {
+    PacedSample as_sent = s, as_left = s;
+    as_sent.offered_from_left = false;
+    as_left.offered_from_left = true;
+    path_view(t, t.sent, idx, as_sent);
+    path_view(t, t.left, idx, as_left);
+    const bool left = as_left.usable && (!as_sent.usable || as_left.ratio < as_sent.ratio);
+    s = left ? as_left : as_sent;
+    s.own_queue_burst = true;
+    return s;
   }
-  // The robust span: from the first replied marker after the head (or the
-  // head itself with only two replies) to the last replied marker.
-  const std::size_t a = idx.size() >= 3 && idx[0] == 0 ? idx[1] : idx[0];
-  const std::size_t b = idx.back();
-  if (sent[b] - sent[a] <= 0) return s;
-  s.ratio = ratio_between(a, b);
-  double bits_ab = 0;
-  for (std::size_t i = a + 1; i <= b; ++i) bits_ab += t.bits[i];
-  const Nanos rspan = t.reply[b] - t.reply[a];
-  s.received_bps = rspan > 0 ? bits_ab / to_seconds(rspan) : 0;
-  // PDT over the same markers as the ratio (from `a` on).
-  const std::size_t first =
-      static_cast<std::size_t>(std::find(idx.begin(), idx.end(), a) - idx.begin());
-  if (idx.size() - first >= 3) {
-    double total = 0;
-    for (std::size_t k = first + 1; k < idx.size(); ++k) {
-      const double d0 = static_cast<double>(t.reply[idx[k - 1]] - sent[idx[k - 1]]);
-      const double d1 = static_cast<double>(t.reply[idx[k]] - sent[idx[k]]);
-      total += std::fabs(d1 - d0);
-    }
-    const double rise = static_cast<double>((t.reply[b] - sent[b]) - (t.reply[a] - sent[a]));
-    s.pdt = total > 0 ? rise / total : 0;
-    s.pdt_valid = true;
-  }
-  s.usable = s.ratio > 0;
-  if (s.stalled) s.usable = false;
+  path_view(t, s.offered_from_left ? t.left : t.sent, idx, s);
   return s;
 }
 

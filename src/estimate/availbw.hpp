@@ -26,7 +26,9 @@ struct PacedSample {
   bool reordered = false;  // marker replies out of send order
   int markers = 0;
   int replies = 0;
-  double offered_bps = 0;   // bits after the head / head-to-tail send span
+  // Bits after the first of the ratio's markers up to its last, over their
+  // send span (head to tail when fewer than two markers came back).
+  double offered_bps = 0;
   double received_bps = 0;  // the same bits / reply span (robust span, see ratio)
   double send_span_s = 0;
   // R_m / R_o between the first marker after the head and the tail (head and
@@ -60,6 +62,14 @@ struct PacedSample {
   bool shaped_locally = false;
   double local_queue_s = 0;  // spread of left - sent over the train (0: not captured)
   double local_ratio = 0;    // 0: not captured
+  // Our queue moved the train's packets about (their delay left - sent
+  // spread by more than the tolerance below) at a rate under kOwnLinkFree
+  // of our own link's avail-bw (its counters, when its shaper's rate is
+  // known): a burst of this host's traffic, not the tight link. The train
+  // is judged on the lower of its two views, as sent and as it left
+  // (`offered_from_left` says which; see kOwnLinkFree).
+  bool own_queue_burst = false;
+  double own_link_availbw_bps = 0;  // what the phase gave (0: not known)
   // Load packets our own queue dropped (shaped locally, every marker seen
   // leaving, these not): the train overflowed our queue, so it came faster
   // than our own link carried: above the avail-bw whatever the ratio says
@@ -85,10 +95,41 @@ constexpr double kLocalStretch = 0.005;
 // local_shaping on an unshaped link at d364570, none before).
 constexpr double kLostLoadStretch = 0.02;
 
+// A train our own queue moved about at a rate under this share of our own
+// link's avail-bw: that link was not the tight one for it (on average it
+// had 10% room to spare), so a burst of this host's traffic in the same
+// queue did it. Bursts of TCP (64 KB segments every few ms, the random-path
+// benchmark's path 23) delay our packets by 0-3.6 ms in a sawtooth: some
+// trains leave spread out (the tail held), others compressed (held, then
+// released at line rate behind the burst). Neither view is the path's
+// response to a smooth train at the rate sent:
+//   as sent (reply span / send span) = local_ratio x as left: a train held
+//   reads "above" from our own queue alone (path 23: 1.12-1.18 for trains
+//   whose reply span matched the span they left in, at 12-33 Mbit/s for an
+//   avail-bw of 45.5; the estimate read -23% to -35% in every run);
+//   as left (reply span / span it left in, at the rate it left) reads a
+//   compressed train's burst at the next link (path 22: trains released
+//   at 16-26 Mbit/s read 1.4 at an idle 19.6 Mbit/s link).
+// In a fluid model of the rest of the path the lower of the two is at most
+// the ratio a smooth train at the rate sent would read: held (local_ratio
+// > 1), as left is the response to a slower train; compressed, as sent is
+// local_ratio (< 1) x the response to a faster one, max(lr, (O + lr X)/C)
+// against max(1, (O + X)/C). So such a train is judged on the lower of the
+// two: our queue can make it read "below" near the avail-bw, never "above"
+// far under it. Replayed over the committed run at
+// a936981 (scripts/local_disturbance_replay.py), fleets at 0-0.7 A that read
+// "above" fell from 10.9% to 1.1% and at 0.7-0.95 A from 18.6% to 8.1%;
+// above A, 48.7% and 53.6% read "above" before, 48.7% and 50.0% after.
+constexpr double kOwnLinkFree = 0.9;
+
 // Offered schedule: the user-space send times, or the captured departures
 // (`left`) when every packet has one and they show the train left unshaped
-// (they are then the more precise stamps). Pure.
-PacedSample evaluate_paced_train(const TrainTiming& t);
+// (they are then the more precise stamps); or, when our queue moved the
+// train about at a rate our own link had room for (`own_link_availbw_bps`
+// > 0, its avail-bw from its counters, and the train sent at under
+// kOwnLinkFree of it), the one of the two that gives the lower ratio
+// (own_queue_burst). Pure.
+PacedSample evaluate_paced_train(const TrainTiming& t, double own_link_availbw_bps = 0);
 
 // ---- The paper's method, as published: LinkWidth §3.4 steps 1-6 ----------
 

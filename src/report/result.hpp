@@ -160,6 +160,11 @@ struct PacedTrainRecord {
   double local_ratio = 0;
   double local_queue_s = 0;  // spread of (left - sent) over its packets (0: not captured)
   bool shaped_locally = false;
+  // Shaped locally at under kOwnLinkFree of our link's avail-bw (that, from
+  // its counters, as the train was judged; 0: not known): taken at the rate
+  // it left (PacedSample::own_queue_burst).
+  bool own_queue_burst = false;
+  double own_link_availbw_bps = 0;
   int markers = 0;
   int replies = 0;
   std::string verdict;  // above / below / unclear / lost / unusable / send_stall
@@ -210,6 +215,7 @@ struct AvailbwResult {
   double crossing_bps = 0;       // mean response crossing (0 = none)
   double crossing_se_bps = 0;    // its standard error
   int locally_shaped_trains = 0;         // trains our own qdisc spread out (issue 11)
+  int own_queue_burst_trains = 0;        // ... at a rate our link had room for
   OwnTrafficRecord own_traffic;
   int response_points = 0;
   double resolution_bps = 0;

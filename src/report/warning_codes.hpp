@@ -87,6 +87,9 @@ namespace lw {
   X(kLocalShaping, "local_shaping",                                                               \
     "this host's own queue spread avail-bw trains out before they left: our interface may be "    \
     "the tight link")                                                                             \
+  X(kOwnQueueBursts, "own_queue_bursts",                                                         \
+    "bursts of this host's traffic in its own queue moved avail-bw trains about, at rates that "   \
+    "link had room for: each was judged on the lower of its ratios as sent and as it left")       \
   X(kLowConfidence, "low_confidence",                                                             \
     "the bottleneck hop was the last choke point in fewer than half of the trains")               \
   X(kMarkerKindSwitched, "marker_kind_switched",                                                  \

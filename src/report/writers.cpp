@@ -305,6 +305,7 @@ nlohmann::json to_json(const MeasureResult& m) {
                                       ? nlohmann::json(nullptr)
                                       : nlohmann::json(a.crossing_capacity_source);
   j["locally_shaped_trains"] = a.locally_shaped_trains;
+  j["own_queue_burst_trains"] = a.own_queue_burst_trains;
   j["own_traffic"] = own_traffic_json(a.own_traffic);
   j["resolution_bps"] = a.resolution_bps;
   j["noise"] = {{"baseline", a.noise_baseline}, {"threshold", a.noise_threshold}};
@@ -333,6 +334,9 @@ nlohmann::json to_json(const MeasureResult& m) {
                         {"local_ratio", nullable(t.local_ratio > 0, t.local_ratio)},
                         {"local_queue_s", nullable(t.local_ratio > 0, t.local_queue_s)},
                         {"shaped_locally", t.shaped_locally},
+                        {"own_queue_burst", t.own_queue_burst},
+                        {"own_link_availbw_bps",
+                         nullable(t.own_link_availbw_bps > 0, t.own_link_availbw_bps)},
                         {"markers", t.markers},
                         {"replies", t.replies},
                         {"verdict", t.verdict}});

@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import tempfile
+import time
 
 import pytest
 
@@ -131,4 +132,30 @@ def test_pipelined_trains_replay_as_recorded():
         doc = json.loads(m.stdout)
         assert doc["rtt_s"] >= 0.045, doc["rtt_s"]
         assert doc["availbw_trains_sent"] > 0
+        same_document(m.stdout, cap)
+
+
+def test_own_link_readings_replay_as_recorded():
+    """Our own interface shaped (tbf 100 Mbit/s) with this host's traffic
+    through it (75%, UDP from xs1): the avail-bw phase reads our link's
+    avail-bw from its counters after every train and judges the trains our
+    queue moved about at rates under 0.9 of it on the lower of two views
+    (own_queue_bursts). The replay reads those readings from the run's notes
+    and gives the same document."""
+    from test_availbw_paths import start_load
+    spec = lab.Spec(links=[lab.Link(rate=100e6, shaper="tbf"), lab.Link(rate=40e6)])
+    with lab.Lab(spec, name="anaown") as L, tempfile.TemporaryDirectory() as d:
+        os.chmod(d, 0o777)
+        gen = start_load(L, 1, 0.75)
+        try:
+            time.sleep(0.5)
+            cap = os.path.join(d, "own.pcap")
+            m = L.run_in_prober([BIN, "measure", L.target_ip, "--no-hops", "--max-time", "8",
+                                 "--json", "--save-pcap", cap], timeout=90)
+        finally:
+            gen.stop()
+        assert m.returncode in (0, 1), m.stderr
+        doc = json.loads(m.stdout)
+        readings = [t["own_link_availbw_bps"] for r in doc["rates"] for t in r["trains"]]
+        assert any(x is not None and x > 0 for x in readings), readings
         same_document(m.stdout, cap)

@@ -90,6 +90,14 @@ void check_same_document(const nlohmann::json& offline, const nlohmann::json& li
       auto& rt = replay["rates"][i]["trains"];
       if (!lt.is_array() || !rt.is_array() || lt.size() != rt.size()) continue;
       for (std::size_t k = 0; k < lt.size(); ++k) {
+        // (And before a train could be retimed where our link had room:
+        // never, the record holding no reading of that link.)
+        if (!lt[k].contains("own_queue_burst")) {
+          CHECK(rt[k].value("own_queue_burst", true) == false);
+          CHECK(rt[k].value("own_link_availbw_bps", nlohmann::json(0)).is_null());
+          rt[k].erase("own_queue_burst");
+          rt[k].erase("own_link_availbw_bps");
+        }
         if (lt[k].contains("local_ratio")) continue;
         for (const char* f : {"local_ratio", "local_queue_s", "shaped_locally"}) {
           CHECK(rt[k].contains(f));
@@ -133,6 +141,11 @@ void check_same_document(const nlohmann::json& offline, const nlohmann::json& li
   // Recordings made before this host's own traffic was read: none (null).
   if (!live.contains("own_traffic") && offline.contains("own_traffic")) {
     CHECK(offline["own_traffic"].is_null());
+    ++added;
+  }
+  // Recordings made before trains were retimed where our link had room: none.
+  if (!live.contains("own_queue_burst_trains") && offline.contains("own_queue_burst_trains")) {
+    CHECK(offline["own_queue_burst_trains"] == 0);
     ++added;
   }
   // Recordings made before the reply-gap check: it did not run (null).

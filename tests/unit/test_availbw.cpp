@@ -734,6 +734,123 @@ TEST_CASE("paced train: load our own queue dropped marks the train above",
   }
 }
 
+namespace {
+
+// A paced train of n load packets through our own c_own queue, where a
+// burst of this host's traffic (burst_bits) arrives just after packet `at`
+// (index) was sent, then a FIFO of c_next with no cross traffic; replies a
+// fixed rtt after that.
+TrainTiming burst_train(double rate, int n, double c_own, double burst_bits, std::size_t at,
+                        double c_next) {
+  TrainTiming t = fluid_train(1e9, 0, n, 1500, gap_ns(rate), 8);
+  const double burst_at = to_seconds(t.sent[at] - t.sent.front()) + 1e-5;
+  double busy = 0, next = 0;
+  bool burst_in = false;
+  for (std::size_t i = 0; i < t.bits.size(); ++i) {
+    const double sent = to_seconds(t.sent[i] - t.sent.front());
+    if (!burst_in && sent > burst_at) {
+      busy = std::max(busy, burst_at) + burst_bits / c_own;
+      burst_in = true;
+    }
+    busy = std::max(busy, sent) + t.bits[i] / c_own;
+    t.left.push_back(t.sent.front() + from_seconds(busy) + 5 * kUs);
+    next = std::max(next, busy) + t.bits[i] / c_next;
+    if (t.marker[i]) t.reply[i] = t.sent.front() + from_seconds(next) + 800 * kUs;
+  }
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("paced train: a burst of this host's traffic in a queue with room to spare",
+          "[availbw][paced][local][ownburst]") {
+  // 20 Mbit/s offered through our own 200 Mbit/s queue; a burst of this
+  // host's traffic (60 full-size packets, 3.6 ms at 200) holds the tail
+  // marker back; after our interface a fast idle path. The random-path
+  // benchmark's path 23 in small: whole-path ratio about 1.15, all of it
+  // our own queue's.
+  // (40 load packets, a marker after every 8: 46 packets, the tail last.)
+  const TrainTiming t = burst_train(20e6, 40, 200e6, 60 * 1514 * 8.0, 43, 1e9);
+  REQUIRE(t.bits.size() == 46);
+  const PacedSample as_sent = evaluate_paced_train(t);
+  REQUIRE(as_sent.usable);
+  REQUIRE(as_sent.shaped_locally);
+  CHECK_FALSE(as_sent.offered_from_left);
+  CHECK_FALSE(as_sent.own_queue_burst);
+  CHECK(as_sent.ratio > 1.1);  // "above", from our own queue alone
+  CHECK(as_sent.local_ratio == Approx(as_sent.ratio).epsilon(0.005));
+
+  SECTION("our link had room (its avail-bw 120): the lower view, as it left") {
+    const PacedSample s = evaluate_paced_train(t, 120e6);
+    CHECK(s.own_queue_burst);
+    CHECK(s.offered_from_left);
+    CHECK(s.shaped_locally);  // still what our queue did
+    CHECK(s.ratio == Approx(1.0).epsilon(0.005));
+    // At the rate the ratio's markers left (their span lengthened).
+    CHECK(s.offered_bps == Approx(as_sent.offered_bps / as_sent.local_ratio).epsilon(0.005));
+  }
+  SECTION("not when the train came near our link's avail-bw: it may be the tight link") {
+    // 20 Mbit/s is more than 0.9 x 21.
+    const PacedSample s = evaluate_paced_train(t, 21e6);
+    CHECK_FALSE(s.own_queue_burst);
+    CHECK_FALSE(s.offered_from_left);
+    CHECK(s.ratio == Approx(as_sent.ratio));
+  }
+  SECTION("not when our queue dropped load: it overflowed") {
+    TrainTiming d = t;
+    d.left[d.left.size() - 2] = 0;
+    REQUIRE_FALSE(d.marker[d.left.size() - 2]);
+    const PacedSample s = evaluate_paced_train(d, 120e6);
+    CHECK(s.lost_load == 1);
+    CHECK_FALSE(s.own_queue_burst);
+    CHECK_FALSE(s.offered_from_left);
+  }
+}
+
+TEST_CASE("paced train: a train our queue bunched meets the next link as a burst",
+          "[availbw][paced][local][ownburst]") {
+  // 10 Mbit/s, 16 load packets (markers: the head, after the 8th, the
+  // tail) through our own 200 Mbit/s queue, where a burst of 200 full-size
+  // packets (12 ms) arrives right before the first marker after the head
+  // (it rides right behind the 8th load packet, sent after the 7th):
+  // it and everything after it to the tail leave bunched at 200, and an
+  // idle 19.6 Mbit/s link after our interface spreads them out (the
+  // benchmark's path 22: trains released at 16-26 Mbit/s read 1.4). The
+  // avail-bw after our link is 19.6: a smooth train at 10 reads 1.
+  const TrainTiming t = burst_train(10e6, 16, 200e6, 200 * 1514 * 8.0, 7, 19.6e6);
+  REQUIRE(t.marker[9]);
+  const PacedSample plain = evaluate_paced_train(t);
+  REQUIRE(plain.usable);
+  // Bunched: not shaped by our measure (the markers left closer together),
+  // so taken as it left, and the next link's queue reads "above".
+  REQUIRE(plain.local_ratio < 1);
+  CHECK_FALSE(plain.shaped_locally);
+  CHECK(plain.offered_from_left);
+  CHECK(plain.ratio > 1.05);
+  const PacedSample s = evaluate_paced_train(t, 50e6);
+  CHECK(s.own_queue_burst);
+  CHECK_FALSE(s.offered_from_left);  // as sent: the lower ratio
+  CHECK(s.ratio < plain.ratio);
+  CHECK(s.ratio == Approx(plain.ratio * plain.local_ratio).epsilon(0.005));
+  CHECK(s.ratio < 1);
+  CHECK(s.offered_bps == Approx(10e6).epsilon(0.02));
+  NoiseModel noise;
+  noise.threshold = 0.01;
+  CHECK(classify_train(plain.ratio, false, noise) == TrainVerdict::kAbove);
+  CHECK(classify_train(s.ratio, false, noise) == TrainVerdict::kBelow);
+}
+
+TEST_CASE("paced train: our own tight link is never judged as it left",
+          "[availbw][paced][local][ownburst]") {
+  // 50 Mbit/s egress with 20 of this host's: the counters give 30; a train
+  // at 45 is above it and keeps its send times whatever it is told.
+  const TrainTiming t = local_train(50e6, 20e6, 40, 1500, gap_ns(45e6), 8);
+  const PacedSample s = evaluate_paced_train(t, 30e6);
+  CHECK(s.shaped_locally);
+  CHECK_FALSE(s.own_queue_burst);
+  CHECK(s.ratio == Approx((45.0 + 20.0) / 50.0).epsilon(0.03));
+}
+
 TEST_CASE("paced train: unshaped captured departures stay the offered schedule",
           "[availbw][paced][local]") {
   // An idle 100 Mbit/s path with an unshaped interface: left = sent + a few

@@ -190,11 +190,19 @@ TEST_CASE("measure: our own narrow interface's counters bound the avail-bw", "[o
     CHECK(m5.availbw.availbw_bps == Approx(c46 - 4.97e6).epsilon(0.001));
     CHECK(m5.availbw.low_bps == Approx(5.22e6));
     CHECK(m5.availbw.high_bps >= m5.availbw.availbw_bps);
-    // By more than the resolution: a tighter link after ours.
+    // By more than the resolution: a tighter link after ours...
     a6.resolution_bps = 0.3e6;
+    MeasureResult m7 = m6;
+    AvailbwResult a7 = a6;
     add_availbw(m6, a6, 0);
-    CHECK_FALSE(m6.availbw.own_traffic.applied);
-    CHECK(m6.availbw.availbw_bps == 12.74e6);
+    // ... unless the range reached 0.9 of the counters' 20.37 (19.87 does):
+    // from there up the trains are judged as sent, and our own queue's
+    // bursts read as the path (kOwnLinkFree).
+    CHECK(m6.availbw.own_traffic.applied);
+    a7.high_bps = 18.0e6;
+    add_availbw(m7, a7, 0);
+    CHECK_FALSE(m7.availbw.own_traffic.applied);
+    CHECK(m7.availbw.availbw_bps == 12.74e6);
   }
   SECTION("the narrow link is not our own interface, no qdisc rate: the counters say nothing "
           "of it") {
@@ -210,6 +218,46 @@ TEST_CASE("measure: our own narrow interface's counters bound the avail-bw", "[o
     a4.own_traffic.valid = false;
     add_availbw(m4, a4, 0);
     CHECK(m4.availbw.availbw_bps == 5.12e6);
+  }
+}
+
+TEST_CASE("measure: our own tight interface's counters where the search reached 0.9 of them",
+          "[own_traffic]") {
+  // The lab's local_tight_remote_narrow_tcp: our own tbf of 100 Mbit/s
+  // (99.08 at the IP layer), 75% of it TCP of this host, an idle 40 Mbit/s
+  // link after it (the narrow one). The search read 20.19 in [12.73, 23.68]
+  // for 24.75: under 0.9 x our link's avail-bw its trains are judged on the
+  // lower view, over it as sent, and the bursts of TCP in our queue read
+  // "above" there.
+  const double rate = 100e6, ip = rate * 1500 / 1514;
+  const double other_ip = 74.33e6, other = other_ip * 1514 / 1500;
+  MeasureResult m;
+  m.capacity.valid = true;
+  m.capacity.capacity_bps = 39.6e6;
+  m.capacity.low_bps = 39.2e6;
+  m.capacity.high_bps = 40.0e6;
+  AvailbwResult a = searched(39.6e6, 20.19e6, other);
+  a.low_bps = 12.73e6;
+  a.high_bps = 23.68e6;
+  a.own_traffic.qdisc_kind = "tbf";
+  a.own_traffic.qdisc_rate_bps = rate;
+  AvailbwResult far = a;
+  add_availbw(m, a, 0);
+  CHECK(m.availbw.own_traffic.applied);
+  CHECK(m.availbw.basis == "own_interface_counters");
+  CHECK(m.availbw.availbw_bps == Approx(ip - other_ip).epsilon(0.001));
+  // The range: both the search's and the bins' (here 0.8 to 1.2 x the mean,
+  // the upper end up to the capacity's interval: the search's ended at C).
+  CHECK(m.availbw.low_bps == Approx(ip - 1.2 * other_ip).epsilon(0.001));
+  CHECK(m.availbw.high_bps >= ip - 0.8 * other_ip);
+  CHECK(m.availbw.high_bps <= m.capacity.high_bps);
+  SECTION("a range that stops short of it: a tighter link after ours") {
+    far.high_bps = 21.0e6;  // under 0.9 x 24.75
+    MeasureResult m2 = m;
+    m2.availbw = AvailbwResult();
+    add_availbw(m2, far, 0);
+    CHECK_FALSE(m2.availbw.own_traffic.applied);
+    CHECK(m2.availbw.availbw_bps == 20.19e6);
   }
 }
 

@@ -146,7 +146,7 @@ RecordedFile collect(const RunRecords& recs, const std::string& name) {
         }
       }
     } else if (in && (kind == RecordKind::kClock || kind == RecordKind::kStopped ||
-                      kind == RecordKind::kBurst)) {
+                      kind == RecordKind::kBurst || kind == RecordKind::kOwnLink)) {
       train = nullptr;
       in->events.push_back({*kind, std::move(j), {}});
     }
@@ -364,6 +364,14 @@ class ReplayRunner : public ProbeRunner {
     if (!cur_.next_is(RecordKind::kBurst)) return ReplyGovernor::kNoBurstLimit;
     return read_note<BurstNote>(cur_.next(RecordKind::kBurst).note).max;
   }
+  // The live run notes our link's avail-bw only when it changed (older
+  // records have none: 0, not known).
+  double own_link_availbw() override {
+    if (cur_.next_is(RecordKind::kOwnLink)) {
+      own_ = read_note<OwnLinkNote>(cur_.next(RecordKind::kOwnLink).note).availbw_bps;
+    }
+    return own_;
+  }
   std::uint64_t bytes_sent() override { return bytes_; }
   std::uint64_t packets_sent() override { return packets_; }
   unsigned capture_drops() override {
@@ -396,6 +404,7 @@ class ReplayRunner : public ProbeRunner {
   int checks_ = 0;
   std::size_t trains_ = 0;
   std::uint64_t bytes_ = 0, packets_ = 0;
+  double own_ = 0;  // the last OwnLinkNote read
 };
 
 // The capacity phase's configuration, from the parameters its head records

@@ -22,6 +22,7 @@ bool OwnCounters::read(std::uint64_t& bytes, std::uint64_t& packets) const {
 
 bool OwnCounters::begin(const std::string& ifname) {
   on_ = false;
+  capacity_ = 0;
   samples_.clear();
   last_ = 0;
   if (ifname.empty() || ifname.find('/') != std::string::npos) return false;
@@ -40,6 +41,12 @@ bool OwnCounters::begin(const std::string& ifname) {
   if (!read(b, p)) return false;
   on_ = true;
   return true;
+}
+
+double OwnCounters::availbw(int packet_size) const {
+  if (!on_ || !(capacity_ > 0)) return 0;
+  const OwnTraffic t = own_traffic(samples_, l2_header_);
+  return t.valid ? link_availbw(capacity_, t.link_bps, packet_size, l2_header_) : 0;
 }
 
 void OwnCounters::sample(Nanos mono, std::uint64_t our_bytes, std::uint64_t our_packets,

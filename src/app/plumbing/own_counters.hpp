@@ -25,6 +25,13 @@ class OwnCounters {
   // regardless).
   void sample(Nanos mono, std::uint64_t our_bytes, std::uint64_t our_packets, bool force = false);
   void end() { on_ = false; }
+  // The link's IP-layer capacity from its root shaper (estimate/own_qdisc),
+  // for packets of the phase's size; 0: not known.
+  void set_capacity(double ip_bps) { capacity_ = ip_bps; }
+  // The link's avail-bw for packets of `packet_size` IP bytes over the
+  // samples so far (estimate/own_traffic: link_availbw); 0 when its
+  // capacity is not known or the samples do not yet span a window.
+  double availbw(int packet_size) const;
   bool on() const { return on_; }
   const std::string& interface() const { return ifname_; }
   int l2_header() const { return l2_header_; }
@@ -35,6 +42,7 @@ class OwnCounters {
   bool on_ = false;
   std::string ifname_;
   int l2_header_ = 14;
+  double capacity_ = 0;
   Nanos last_ = 0;
   Nanos t0_ = 0;
   std::vector<CounterSample> samples_;

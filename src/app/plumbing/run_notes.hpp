@@ -42,6 +42,7 @@ namespace lw {
   X(kStop, "stop")              \
   X(kStopped, "stopped")        \
   X(kBurst, "burst")            \
+  X(kOwnLink, "own_link")       \
   X(kDrops, "drops")            \
   X(kShaperStream, "shaper_stream")   \
   X(kShaperRefill, "shaper_refill")
@@ -101,6 +102,12 @@ struct BurstNote {
   static constexpr RecordKind kKind = RecordKind::kBurst;
   int max = 0;
 };
+// Our own link's avail-bw from its counters, as the avail-bw phase read it
+// after a train (noted only when it changed since the last note).
+struct OwnLinkNote {
+  static constexpr RecordKind kKind = RecordKind::kOwnLink;
+  double availbw_bps = 0;
+};
 // Packets the capture buffer dropped, read at the end of a phase.
 struct DropsNote {
   static constexpr RecordKind kKind = RecordKind::kDrops;
@@ -132,6 +139,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ClockNote, mono)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StopNote, check)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StoppedNote, reason)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(BurstNote, max)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(OwnLinkNote, availbw_bps)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DropsNote, phase, count)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ShaperStreamNote, train, bytes)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ShaperRefillStreamNote, train, bytes)

@@ -130,6 +130,14 @@ void LiveRunner::after_stall() {
   s_.start_jitter = std::uniform_int_distribution<Nanos>(0, 10 * kMs)(rng_);
 }
 
+double LiveRunner::own_link_availbw() {
+  const double v = s_.own.availbw(s_.packet_size);
+  // The replay reads it from the note (app/analyze.cpp).
+  if (v != own_noted_) s_.prober->note(note_json(OwnLinkNote{v}));
+  own_noted_ = v;
+  return v;
+}
+
 std::uint64_t LiveRunner::bytes_sent() { return s_.prober->bytes_sent(); }
 std::uint64_t LiveRunner::packets_sent() { return s_.prober->packets_sent(); }
 

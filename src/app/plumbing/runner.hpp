@@ -92,6 +92,11 @@ class ProbeRunner {
   // After a train our host sent off schedule: the next one starts at a
   // random phase of whatever preempted us.
   virtual void after_stall() {}
+  // Our own link's avail-bw from its counters so far (OwnCounters::availbw),
+  // read after each avail-bw train to judge whether our queue or the path
+  // spread it (evaluate_paced_train); 0: not known (no shaper rate, no
+  // counters, or a phase that does not read them).
+  virtual double own_link_availbw() { return 0; }
   virtual std::uint64_t bytes_sent() = 0;
   virtual std::uint64_t packets_sent() = 0;
   virtual unsigned capture_drops() = 0;
@@ -154,6 +159,7 @@ class LiveRunner : public ProbeRunner {
   bool stopped() override;
   int reply_burst() override;
   void after_stall() override;
+  double own_link_availbw() override;
   std::uint64_t bytes_sent() override;
   std::uint64_t packets_sent() override;
   unsigned capture_drops() override;
@@ -173,6 +179,7 @@ class LiveRunner : public ProbeRunner {
   Nanos reply_wait_;
   int checks_ = 0;
   bool stop_noted_ = false;
+  double own_noted_ = 0;  // the last OwnLinkNote's value
   std::vector<Train> flight_;  // sent, replies not yet collected
   std::mt19937_64 rng_{std::random_device{}()};
 };

@@ -40,7 +40,9 @@ struct TrainOutcome;
 void search_availbw(ProbeRunner& runner, PhasePath& path, const Config& c, double capacity_bps,
                     Nanos t_cap, AvailbwResult& res);
 // One paced train's sample (counted in res.trains_sent).
-PacedSample paced_train_sample(const Train& train, const TrainOutcome& outcome, AvailbwResult& res);
+// `own_link_availbw_bps`: ProbeRunner::own_link_availbw after the train.
+PacedSample paced_train_sample(const Train& train, const TrainOutcome& outcome,
+                               double own_link_availbw_bps, AvailbwResult& res);
 
 // The configuration recorded with --save-pcap (config_json), read back and
 // checked against the ranges the CLI allows for the search (exit-2 error).
