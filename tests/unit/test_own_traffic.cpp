@@ -96,12 +96,18 @@ TEST_CASE("own traffic: too few or inconsistent samples say nothing", "[own_traf
 
 namespace {
 
-MeasureResult local_narrow(double C) {
+// A capacity phase that read C in [low, high], the narrow link not ours.
+MeasureResult measured_capacity(double C, double low, double high) {
   MeasureResult m;
   m.capacity.valid = true;
   m.capacity.capacity_bps = C;
-  m.capacity.low_bps = 0.99 * C;
-  m.capacity.high_bps = 1.01 * C;
+  m.capacity.low_bps = low;
+  m.capacity.high_bps = high;
+  return m;
+}
+
+MeasureResult local_narrow(double C) {
+  MeasureResult m = measured_capacity(C, 0.99 * C, 1.01 * C);
   m.capacity.warnings.push_back({WarningCode::kLocalBottleneck, "spread when they left"});
   return m;
 }
@@ -231,11 +237,7 @@ TEST_CASE("measure: our own tight interface's counters where the search reached 
   // "above" there.
   const double rate = 100e6, ip = rate * 1500 / 1514;
   const double other_ip = 74.33e6, other = other_ip * 1514 / 1500;
-  MeasureResult m;
-  m.capacity.valid = true;
-  m.capacity.capacity_bps = 39.6e6;
-  m.capacity.low_bps = 39.2e6;
-  m.capacity.high_bps = 40.0e6;
+  MeasureResult m = measured_capacity(39.6e6, 39.2e6, 40.0e6);
   AvailbwResult a = searched(39.6e6, 20.19e6, other);
   a.low_bps = 12.73e6;
   a.high_bps = 23.68e6;
@@ -401,11 +403,7 @@ TEST_CASE("measure: our interface's qdisc rate and counters bound the avail-bw w
   // CBR from this host through it; the capacity trains read 81, the search 59.4.
   const double rate = 147958496.0;
   const double other = 114.27e6;
-  MeasureResult m;
-  m.capacity.valid = true;
-  m.capacity.capacity_bps = 81e6;
-  m.capacity.low_bps = 66e6;
-  m.capacity.high_bps = 102e6;
+  MeasureResult m = measured_capacity(81e6, 66e6, 102e6);
   AvailbwResult a = searched(81e6, 59.4e6, other);
   a.own_traffic.qdisc_kind = "tbf";
   a.own_traffic.qdisc_rate_bps = rate;
