@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "estimate/capacity.hpp"
 #include "estimate/stats.hpp"
@@ -9,6 +10,13 @@
 namespace lw {
 
 namespace {
+
+// The robust span of a train with replied markers `idx` (at least one, in
+// send order): from the first replied marker after the head (or the head
+// itself with only two replies) to the last replied marker.
+std::pair<std::size_t, std::size_t> ratio_markers(const std::vector<std::size_t>& idx) {
+  return {idx.size() >= 3 && idx[0] == 0 ? idx[1] : idx[0], idx.back()};
+}
 
 // The path as the schedule `sent` (the send times, or the departures our
 // interface gave) saw it: offered rate, ratios, received rate, PDT; `idx`
@@ -31,10 +39,7 @@ void path_view(const TrainTiming& t, const std::vector<Nanos>& sent,
   if (t.marker.front() && t.reply.front() != 0 && t.marker.back() && t.reply.back() != 0) {
     s.ratio_head_tail = ratio_between(0, n - 1);
   }
-  // The robust span: from the first replied marker after the head (or the
-  // head itself with only two replies) to the last replied marker.
-  const std::size_t a = idx.size() >= 3 && idx[0] == 0 ? idx[1] : idx[0];
-  const std::size_t b = idx.back();
+  const auto [a, b] = ratio_markers(idx);
   if (sent[b] - sent[a] <= 0) return;
   s.ratio = ratio_between(a, b);
   double bits_ab = 0;
@@ -69,6 +74,7 @@ void path_view(const TrainTiming& t, const std::vector<Nanos>& sent,
 
 PacedSample evaluate_paced_train(const TrainTiming& t, double own_link_availbw_bps) {
   PacedSample s;
+  s.own_link_availbw_bps = own_link_availbw_bps;
   const std::size_t n = t.bits.size();
   if (n < 2 || t.sent.size() != n || t.reply.size() != n || t.marker.size() != n) return s;
   for (Nanos x : t.sent) {
@@ -123,9 +129,9 @@ PacedSample evaluate_paced_train(const TrainTiming& t, double own_link_availbw_b
       dhi = std::max(dhi, t.left[i] - t.sent[i]);
     }
     s.local_queue_s = to_seconds(dhi - dlo);
-    // The markers the ratio uses (see below): what our own link did to them.
-    const std::size_t a = idx.size() >= 3 && idx[0] == 0 ? idx[1] : idx.empty() ? 0 : idx[0];
-    const std::size_t b = idx.empty() ? n - 1 : idx.back();
+    // The markers the ratio uses (path_view): what our own link did to them.
+    const auto [a, b] = idx.empty() ? std::pair<std::size_t, std::size_t>{0, n - 1}
+                                    : ratio_markers(idx);
     if (t.sent[b] > t.sent[a]) {
       s.local_ratio =
           static_cast<double>(t.left[b] - t.left[a]) / static_cast<double>(t.sent[b] - t.sent[a]);

@@ -69,7 +69,7 @@ struct PacedSample {
   // is judged on the lower of its two views, as sent and as it left
   // (`offered_from_left` says which; see kOwnLinkFree).
   bool own_queue_burst = false;
-  double own_link_availbw_bps = 0;  // what the phase gave (0: not known)
+  double own_link_availbw_bps = 0;  // as given to evaluate_paced_train (0: not known)
   // Load packets our own queue dropped (shaped locally, every marker seen
   // leaving, these not): the train overflowed our queue, so it came faster
   // than our own link carried: above the avail-bw whatever the ratio says

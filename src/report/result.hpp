@@ -160,9 +160,10 @@ struct PacedTrainRecord {
   double local_ratio = 0;
   double local_queue_s = 0;  // spread of (left - sent) over its packets (0: not captured)
   bool shaped_locally = false;
-  // Shaped locally at under kOwnLinkFree of our link's avail-bw (that, from
-  // its counters, as the train was judged; 0: not known): taken at the rate
-  // it left (PacedSample::own_queue_burst).
+  // Moved about by our queue at under kOwnLinkFree of our link's avail-bw
+  // (that, from its counters, as the train was judged; 0: not known): judged
+  // on the lower of its ratios as sent and as it left
+  // (PacedSample::own_queue_burst).
   bool own_queue_burst = false;
   double own_link_availbw_bps = 0;
   int markers = 0;

@@ -50,6 +50,9 @@ void add_own_qdisc(const QdiscConfig& config, OwnTrafficRecord& r) {
   r.qdisc_not_used = q.known ? "" : q.why_not;
 }
 
+// kOwnLinkFree as the warnings print it ("90").
+std::string own_link_free_pct() { return std::to_string(std::lround(kOwnLinkFree * 100)); }
+
 constexpr int kMinCalibrationUsable = 3;
 constexpr int kLostFleetsToStop = 3;
 // How often the trains are lengthened while the calibration threshold stays
@@ -938,8 +941,7 @@ void run_linkwidth_method(PacedTrains& runner, PhasePath& path, const Config& c,
 PacedSample paced_train_sample(const Train& train, const TrainOutcome& outcome,
                                double own_link_availbw_bps, AvailbwResult& res) {
   ++res.trains_sent;
-  PacedSample s = evaluate_paced_train(timing_of(train, outcome), own_link_availbw_bps);
-  s.own_link_availbw_bps = own_link_availbw_bps;
+  const PacedSample s = evaluate_paced_train(timing_of(train, outcome), own_link_availbw_bps);
   // issue 11: our own qdisc spread the train out more than timing noise does
   // (own_queue_burst: at a rate our link had room for, a burst of this
   // host's traffic moved it about).
@@ -986,7 +988,7 @@ void search_availbw(ProbeRunner& probes, PhasePath& path, const Config& c, doubl
         {WarningCode::kOwnQueueBursts,
          std::to_string(res.own_queue_burst_trains) + " of " + std::to_string(res.trains_sent) +
              " trains were held or bunched by this host's own queue at rates under " +
-             std::to_string(static_cast<int>(kOwnLinkFree * 100)) +
+             own_link_free_pct() +
              "% of that link's avail-bw from its counters: bursts of this host's other "
              "traffic moved them about, not the tight link; each was judged on the lower of "
              "its ratios as sent and as it left our interface"});
@@ -1007,11 +1009,14 @@ AvailbwResult run_availbw_phase(Session& ss, const Config& c, const std::atomic<
                                                     : capacity_bps);
   PhasePath path{ss.flow, ss.packet_size, ss.disc.rtt_s, ss.seqs};
   // This host's own traffic through our interface while we search (the
-  // runner samples it between trains).
+  // runner samples it between trains), and its root qdisc, read once: its
+  // shaper's rate says how much room our link had for each train, and goes
+  // into the record.
+  QdiscConfig qdisc;
   if (ss.own.begin(ss.route.interface)) {
     ss.own.sample(mono_now(), ss.prober->bytes_sent(), ss.prober->packets_sent(), true);
-    // Its shaper's rate: how much room our link had for each train.
-    const OwnQdisc q = own_qdisc_rate(read_qdisc_config(ss.route.interface));
+    qdisc = read_qdisc_config(ss.route.interface);
+    const OwnQdisc q = own_qdisc_rate(qdisc);
     if (q.known) {
       ss.own.set_capacity(
           qdisc_ip_capacity(q.rate_bps, q.overhead, ss.packet_size, ss.own.l2_header()));
@@ -1022,7 +1027,7 @@ AvailbwResult run_availbw_phase(Session& ss, const Config& c, const std::atomic<
     ss.own.sample(mono_now(), ss.prober->bytes_sent(), ss.prober->packets_sent(), true);
     res.own_traffic = own_traffic_record(ss.own, ss.packet_size);
     ss.own.end();
-    if (res.own_traffic.valid) add_own_qdisc(read_qdisc_config(ss.route.interface), res.own_traffic);
+    if (res.own_traffic.valid) add_own_qdisc(qdisc, res.own_traffic);
   }
   // Not re-derived offline: noted for `linkwidth analyze`.
   const std::vector<Warning> reply =
@@ -1150,7 +1155,7 @@ void apply_own_qdisc(AvailbwResult& a) {
            (below ? ", below the trains' " + format_rate(search_bps) +
                         ": our own interface is the tight link"
                   : "; the trains' range reached " +
-                        std::to_string(static_cast<int>(kOwnLinkFree * 100)) +
+                        own_link_free_pct() +
                         "% of it, where this host's bursts in our queue read as the path: our "
                         "own interface is taken for the tight link")});
 }
