@@ -462,29 +462,51 @@ TEST_CASE("long trains that all meet cross traffic the short ones miss do not en
 TEST_CASE("a fleet a cap cuts short still bounds the avail-bw when half of its trains came back",
           "[runner]") {
   const Config c = availbw_config();
+  // 100 Mbit/s carrying 40 of steady cross traffic. The search's first fleet
+  // (at C) reads above and guesses the avail-bw; the guess's first fleet, just
+  // above it, is cut short by a cap. (The first fleet's verdict is settled
+  // after 4 of its 6 trains, fleet_settled.)
+  const int first = c.calibration_trains + 4;
   {
-    // Time for the calibration and 3 trains of the first fleet (K = 6): the
-    // bracket they give, not nothing.
-    FakeRunner fake(60e6);
-    fake.refuse_after(c.calibration_trains + 3, StopReason::kMaxTime);
+    // Time for 3 trains of it (K = 6): the bound they give, not nothing.
+    FakeRunner fake(100e6);
+    fake.steady_cross(40e6);
+    fake.refuse_after(first + 3, StopReason::kMaxTime);
     const AvailbwResult res = search_fake(fake, c);
     REQUIRE(res.valid);
     CHECK(res.stop_reason == StopReason::kMaxTime);
-    REQUIRE(res.rates.size() == 2);
+    REQUIRE(res.rates.size() == 3);
     CHECK(res.rates.back().phase == "search");
     CHECK(res.rates.back().trains.size() == 3);
+    CHECK(res.rates.back().verdict == "above");
     CHECK(res.low_bps <= 60e6);
     CHECK(res.high_bps >= 60e6);
-    CHECK(res.high_bps - res.low_bps > 0.2 * 100e6);  // wide, and said so
-    CHECK(warned(res, "search_cut_short"));
+    CHECK(res.high_bps < 0.65 * 100e6);  // the cut fleet's bound
   }
   {
-    // 2 trains of 6: too few to say anything; no estimate, as before.
-    FakeRunner fake(60e6);
-    fake.refuse_after(c.calibration_trains + 2, StopReason::kMaxTime);
+    // 2 trains of 6: too few to say anything; the bracket stays where the
+    // first fleet left it ([0, C]), the estimate is the crossing of its
+    // trains at C.
+    FakeRunner fake(100e6);
+    fake.steady_cross(40e6);
+    fake.refuse_after(first + 2, StopReason::kMaxTime);
     const AvailbwResult res = search_fake(fake, c);
-    CHECK_FALSE(res.valid);
+    REQUIRE(res.valid);
     CHECK(res.stop_reason == StopReason::kMaxTime);
+    CHECK(res.rates.back().trains.size() == 2);
+    CHECK(res.basis == "response_curve");
+    CHECK(res.availbw_bps == Approx(60e6).epsilon(0.03));
+    CHECK(res.high_bps >= 0.65 * 100e6);
+  }
+  {
+    // A cap within the first fleet leaves half of it: on an idle path its
+    // trains at C (the markers' bytes offer a little more) give the crossing.
+    FakeRunner fake(100e6);
+    fake.refuse_after(c.calibration_trains + 3, StopReason::kMaxTime);
+    const AvailbwResult res = search_fake(fake, c);
+    REQUIRE(res.valid);
+    CHECK(res.rates.back().trains.size() == 3);
+    CHECK(res.availbw_bps == Approx(100e6).epsilon(0.03));
   }
 }
 
@@ -503,7 +525,9 @@ TEST_CASE("a response rate that reads flat moves up, so the response curve has a
   const Config c = availbw_config();
   FakeRunner fake(150e6);
   fake.steady_cross(90e6);
-  fake.cross_in_trains(c.calibration_trains, c.calibration_trains + 20, 20 * 1500);
+  // (The bursts start after the search's first fleet, at C.)
+  const int first = c.calibration_trains + c.fleet_trains;
+  fake.cross_in_trains(first, first + 20, 20 * 1500);
   const AvailbwResult res = search_fake(fake, c);
   REQUIRE(res.valid);
   std::vector<double> response_rates;

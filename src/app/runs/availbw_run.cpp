@@ -556,12 +556,21 @@ class FleetRun {
     return 0;
   }
 
+  // The search's first fleet goes at C, not C/2. Above the knee, the fluid
+  // line through it guesses the avail-bw (FleetSearch::suggest), and the two
+  // fleets that check the guess narrow the bracket to ω where bisection from
+  // C/2 takes five or six; on an idle path it reads "below" and the search is
+  // over. Its trains cost nothing extra: they are response trains at C, which
+  // the response phase sends anyway (they count among them, fleet()).
   static FleetSearchParams search_params(double C, double omega) {
     FleetSearchParams fp;
     fp.capacity_bps = C;
     fp.resolution_bps = omega;
+    fp.start_fraction = 1.0;
     return fp;
   }
+
+  bool at_capacity(double rate) const { return rate >= C; }
 
   // One fleet at `rate`: K trains, stopped early once the verdict is settled.
   // Returns false when a cap ended the run.
@@ -629,9 +638,15 @@ class FleetRun {
     // Cut short by a cap, or unusable trains: decide on what came back.
     if (!settled) *fv = decide_fleet(verdicts, c.fleet_fraction);
     rr.verdict = fleet_verdict_name(*fv);
-    // issue 11: an above fleet well past the noise band lies on the response
-    // curve's second segment; its trains help the slope (PRC-MT §II-D).
-    if (*fv == FleetVerdict::kAbove && rr.ratio > noise.baseline + 2 * noise.threshold) {
+    if (at_capacity(rate)) {
+      // A fleet at C (the search's first, see run_search): its trains are
+      // response trains at C as much as the response phase's own are, and
+      // count among them (group 1, the response phase's rate C), not twice
+      // in the slope.
+      for (const auto& p : fleet_points) response.push_back({p.offered_bps, p.ratio, 1});
+    } else if (*fv == FleetVerdict::kAbove && rr.ratio > noise.baseline + 2 * noise.threshold) {
+      // issue 11: an above fleet well past the noise band lies on the response
+      // curve's second segment; its trains help the slope (PRC-MT §II-D).
       slope_points.insert(slope_points.end(), fleet_points.begin(), fleet_points.end());
     }
     const bool whole_fleet_lost = !rr.trains.empty() && *lost == static_cast<int>(rr.trains.size());
@@ -788,20 +803,28 @@ class FleetRun {
     const int min_n = 2 * c.fleet_trains, max_n = 5 * c.fleet_trains;
     auto limit = [&] { return max_n + std::min(stalled, max_n); };
     bool enough = false;
+    // Trains sent at each rate: the rate with fewer goes next (the halfway
+    // one on a tie), so that they alternate once the halfway rate has caught
+    // up with the trains at C the search's first fleet left (fleet()).
+    int sent_at[2] = {0, static_cast<int>(response.size())};
     // Stalled trains are replaced, at most max_n of them (see the fleets).
-    // Pipelined (a long round trip): the first min_n at once, then K at a time.
+    // Pipelined (a long round trip): up to min_n points at once, then K at a time.
     for (int i = 0; i < limit() && !enough;) {
-      const int n = !runner.pipelined()                         ? 1
-                    : static_cast<int>(response.size()) < min_n ? std::max(1, min_n - i)
-                                                                : c.fleet_trains;
+      const int have = static_cast<int>(response.size());
+      const int n = !runner.pipelined() ? 1
+                    : have < min_n      ? std::max(1, min_n - have)
+                                        : c.fleet_trains;
       std::vector<Train> ts;
+      std::vector<int> js;
       for (int k = 0; k < std::min(n, limit() - i); ++k) {
-        ts.push_back(make_capacity_train(tp[(i + k) % 2], res.trains_sent + k, path.seqs));
+        js.push_back(sent_at[0] <= sent_at[1] ? 0 : 1);
+        ++sent_at[js.back()];
+        ts.push_back(make_capacity_train(tp[js.back()], res.trains_sent + k, path.seqs));
       }
       std::vector<PacedSample> samples;
       bool whole = runner.run_trains(ts, &samples);
       for (std::size_t k = 0; k < samples.size(); ++k, ++i) {
-        const int j = i % 2;
+        const int j = js[k];
         const Train& t = ts[k];
         const PacedSample& s = samples[k];
         stalled += s.stalled ? 1 : 0;
@@ -855,6 +878,8 @@ class FleetRun {
         rates[0] = next;
         group[0] = 1 + moves;
         start_rate(0);
+        sent_at[0] = 0;  // the new halfway rate catches up first
+        sent_at[1] = std::min(sent_at[1], c.fleet_trains);
         if (c.verbose) std::fprintf(stderr, "response: halfway rate flat, now %.4g\n", next);
       }
     }
