@@ -29,6 +29,10 @@ struct PacedSample {
   // Bits after the first of the ratio's markers up to its last, over their
   // send span (head to tail when fewer than two markers came back).
   double offered_bps = 0;
+  // The same over the send times, whichever schedule offered_bps is over:
+  // the rate our host sent at (a train our own queue bunched is offered as
+  // it left, up to our link's rate).
+  double sent_offered_bps = 0;
   double received_bps = 0;  // the same bits / reply span (robust span, see ratio)
   double send_span_s = 0;
   // R_m / R_o between the first marker after the head and the tail (head and
@@ -272,7 +276,10 @@ class FleetSearch {
   // takes about five). A guess that either fleet contradicts, or a grey
   // fleet, is dropped and the bisection goes on from the bracket the fleets
   // left, so a wrong guess costs at most two fleets and never the result.
-  void suggest(double availbw_bps);
+  // A guess made before the first fleet goes first. `half_width` (above
+  // 0.45·ω) places its fleets further out, for a guess known only that well.
+  void suggest(double availbw_bps, double half_width_bps = 0);
+  bool guess_pending() const { return guess_ > 0; }  // its fleets not yet done
   double low() const { return low_; }
   double high() const { return high_; }
   const std::vector<RatePoint>& history() const { return history_; }
@@ -288,6 +295,7 @@ class FleetSearch {
   double grey_lo_ = -1;  // grey band seen so far, -1 = none
   double grey_hi_ = -1;
   double guess_ = 0;     // 0 = none (or used up)
+  double guess_half_ = 0;  // its fleets' distance from it
   int guess_stage_ = 0;
   std::vector<RatePoint> history_;
 };

@@ -102,4 +102,19 @@ Interval bootstrap_mode_interval(const std::vector<double>& v, double confidence
   return out;
 }
 
+double truncated_normal_mean(double mu, double sigma, double lo, double hi) {
+  if (!(sigma > 0) || !std::isfinite(sigma) || !(hi > lo)) return std::clamp(mu, lo, hi);
+  const double a = (lo - mu) / sigma, b = (hi - mu) / sigma;
+  const double pdf_a = std::exp(-0.5 * a * a), pdf_b = std::exp(-0.5 * b * b);
+  // Mass between a and b from the side where it is not a difference of two
+  // numbers near 1 (upper tail for a > 0, lower tail for b < 0).
+  const double mass = a > 0    ? std::erfc(a / std::sqrt(2.0)) - std::erfc(b / std::sqrt(2.0))
+                      : b < 0  ? std::erfc(-b / std::sqrt(2.0)) - std::erfc(-a / std::sqrt(2.0))
+                               : 2.0 - std::erfc(b / std::sqrt(2.0)) - std::erfc(-a / std::sqrt(2.0));
+  // (mass is twice Phi(b) - Phi(a); the pdfs lack 1/sqrt(2 pi): together sqrt(2/pi).)
+  if (!(mass > 1e-300)) return a > 0 ? lo : hi;  // all of it far past one bound
+  const double m = mu + sigma * std::sqrt(2.0 / M_PI) * (pdf_a - pdf_b) / mass;
+  return std::clamp(m, lo, hi);
+}
+
 }  // namespace lw

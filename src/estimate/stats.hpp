@@ -9,6 +9,12 @@ double median(std::vector<double> v);
 // Linear-interpolated quantile, q in [0,1]; v non-empty.
 double quantile(std::vector<double> v, double q);
 
+// Mean of a normal N(mu, sigma²) truncated to [lo, hi] (lo < hi): the
+// estimate under a flat prior on [lo, hi] of a quantity measured as mu with
+// standard error sigma. Clamping mu instead puts it on a bound whenever mu
+// lies past it, however wide sigma makes the evidence. sigma <= 0: mu clamped.
+double truncated_normal_mean(double mu, double sigma, double lo, double hi);
+
 struct KdeMode {
   double mode = 0;       // location of the highest density
   double bandwidth = 0;  // kernel half-width h actually used

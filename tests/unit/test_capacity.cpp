@@ -1,4 +1,5 @@
 // The capacity estimators on synthetic timestamp vectors with known answers.
+#include <cmath>
 #include <catch2/catch.hpp>
 #include <random>
 
@@ -184,6 +185,29 @@ TEST_CASE("replies back closer together than the train left: compressed on the w
       }
     }
   }
+}
+
+TEST_CASE("the mean of a normal truncated to a range", "[stats]") {
+  // Half-normal: sqrt(2/pi).
+  CHECK(truncated_normal_mean(0, 1, 0, 1e9) == Approx(std::sqrt(2 / M_PI)).epsilon(1e-6));
+  CHECK(truncated_normal_mean(0, 1, -1e9, 0) == Approx(-std::sqrt(2 / M_PI)).epsilon(1e-6));
+  CHECK(truncated_normal_mean(3, 2, 1, 5) == Approx(3).margin(1e-9));  // symmetric
+  // Far inside: mu itself.
+  CHECK(truncated_normal_mean(5e6, 1e3, 0, 100e6) == Approx(5e6).epsilon(1e-9));
+  // A crossing of -9.5 +- 6.7 Mbit/s on an 8.01 Mbit/s path (the random-path
+  // benchmark's path 51 at f20f70a, truth 2.32): not 0 but about 2.6.
+  CHECK(truncated_normal_mean(-9.5e6, 6.7e6, 0, 8.01e6) == Approx(2.592e6).epsilon(0.002));
+  CHECK(truncated_normal_mean(-5, 1, 0, 10) == Approx(0.1865).epsilon(0.002));
+  // Far past a bound: the bound (no 0/0); beyond the other side likewise.
+  CHECK(truncated_normal_mean(-1e3, 1, 0, 10) == Approx(0).margin(0.01));
+  CHECK(truncated_normal_mean(1e3, 1, 0, 10) == Approx(10).margin(0.01));
+  const double m = truncated_normal_mean(-40, 1, 0, 10);
+  CHECK(m >= 0);
+  CHECK(m < 0.05);
+  // No spread: clamped.
+  CHECK(truncated_normal_mean(-3, 0, 0, 10) == 0);
+  CHECK(truncated_normal_mean(12, 0, 0, 10) == 10);
+  CHECK(truncated_normal_mean(4, 0, 0, 10) == 4);
 }
 
 TEST_CASE("KDE mode ignores a minority of low samples (cross traffic)", "[capacity][kde]") {

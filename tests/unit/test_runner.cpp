@@ -64,6 +64,15 @@ class FakeRunner : public ProbeRunner {
     cross_bytes_ = bytes;
   }
 
+  // Our own queue bunches every train: held behind a burst of this host's
+  // traffic as long as the train took to send, then let out back to back at
+  // `bps` (the departures, `left`, show it; the path serves them from there),
+  // from the train `from` on (0 = the first).
+  void own_queue_bunches(double bps, int from) {
+    own_bunch_bps_ = bps;
+    own_bunch_from_ = from;
+  }
+
   StopReason admit(const Train&, const std::function<Nanos()>& start_at, Nanos) override {
     if (refuse_at_ >= 0 && admitted_ >= refuse_at_) return why_;
     clock_ = std::max(clock_, start_at());
@@ -108,6 +117,8 @@ class FakeRunner : public ProbeRunner {
     for (const Probe& p : train.probes) load += p.role == Role::kLoad;
     int load_seen = 0;
     r.outcome.probes.resize(train.probes.size());
+    const Nanos train_span = train.probes.back().offset - train.probes.front().offset;
+    Nanos released = 0;  // own_queue_bunches: when the last packet left our queue
     for (std::size_t i = 0; i < train.probes.size(); ++i) {
       const Probe& p = train.probes[i];
       const bool in_range = cross_from_ < 0 || (runs_ >= cross_from_ && runs_ < cross_until_);
@@ -118,6 +129,11 @@ class FakeRunner : public ProbeRunner {
       ProbeOutcome& out = r.outcome.probes[i];
       out.sent = t0 + p.offset;
       out.left = out.sent;
+      if (own_bunch_bps_ > 0 && runs_ >= own_bunch_from_) {
+        released = std::max(released, t0 + train.probes.front().offset + train_span) +
+                   static_cast<Nanos>(std::llround(8.0 * p.ip_len / own_bunch_bps_ * 1e9));
+        out.left = released;
+      }
       bytes_ += p.ip_len;
       ++packets_;
       const double backlog = to_seconds(std::max<Nanos>(0, served - out.sent)) * c_bps_ / 8;
@@ -127,7 +143,7 @@ class FakeRunner : public ProbeRunner {
           served += static_cast<Nanos>(std::llround(
               steady_bps_ * to_seconds(p.offset - train.probes[i - 1].offset) / c_bps_ * 1e9));
         }
-        served = std::max(served, out.sent) +
+        served = std::max(served, out.left) +
                  static_cast<Nanos>(std::llround(8.0 * p.ip_len / c_bps_ * 1e9));
       }
       if (p.role != Role::kMarker) continue;
@@ -158,6 +174,10 @@ class FakeRunner : public ProbeRunner {
     return r;
   }
 
+  // What our own link's counters say of its avail-bw (0: not known).
+  void own_link_reads(double bps) { own_link_bps_ = bps; }
+  double own_link_availbw() override { return own_link_bps_; }
+
   Nanos now() override { return clock_; }
   void wait_until(Nanos t) override { clock_ = std::max(clock_, t); }
   bool stopped() override { return false; }
@@ -181,6 +201,9 @@ class FakeRunner : public ProbeRunner {
   int cross_min_load_ = 0;
   int cross_from_ = -1, cross_until_ = -1;
   double steady_bps_ = 0;
+  double own_bunch_bps_ = 0;
+  double own_link_bps_ = 0;
+  int own_bunch_from_ = 0;
   double cross_bytes_ = 0;
   Nanos clock_ = 0;
   Nanos return_gap_ = 0;
@@ -507,6 +530,96 @@ TEST_CASE("a fleet a cap cuts short still bounds the avail-bw when half of its t
     REQUIRE(res.valid);
     CHECK(res.rates.back().trains.size() == 3);
     CHECK(res.availbw_bps == Approx(100e6).epsilon(0.03));
+  }
+}
+
+TEST_CASE("fleets our own queue bunched still lower the bracket: it holds the rates we sent at",
+          "[runner]") {
+  // Every train is held in our queue behind a burst of this host's traffic
+  // and leaves back to back at our link's 100 Mbit/s into a link carrying
+  // 40 of steady cross traffic: each is offered, as it left, at 100 and
+  // reads "above" whatever rate it was sent at. The bracket used to take
+  // the fleets' offered rates (100) and never came down: the search asked
+  // for the same rate until its fleets ran out (the random-path benchmark's
+  // path 22 at f20f70a, 26 fleets).
+  const Config c = availbw_config();
+  FakeRunner fake(100e6);
+  fake.steady_cross(40e6);
+  fake.own_queue_bunches(100e6, c.calibration_trains);  // the calibration went unhindered
+  const AvailbwResult res = search_fake(fake, c);
+  std::vector<double> search_rates;
+  for (const auto& rr : res.rates) {
+    if (rr.phase == "search") search_rates.push_back(rr.rate_bps);
+  }
+  INFO(search_rates.size() << " search fleets");
+  REQUIRE(search_rates.size() >= 2);
+  CHECK(static_cast<int>(search_rates.size()) < c.max_fleets / 2);
+  for (std::size_t i = 1; i < search_rates.size(); ++i) {
+    CHECK(search_rates[i] < search_rates[i - 1]);  // every "above" lowered the top
+  }
+  for (const auto& rr : res.rates) {
+    if (rr.phase != "search") continue;
+    CHECK(rr.verdict == "above");
+    CHECK(rr.offered_bps > 0.9 * 100e6);  // as they left: the record keeps the view
+  }
+}
+
+TEST_CASE("our own link's counters guess the avail-bw: two fleets check it", "[runner]") {
+  // 100 Mbit/s with 40 of steady cross traffic: A = 60.
+  const Config c = availbw_config();
+  auto search_rates = [](const AvailbwResult& res) {
+    std::vector<double> v;
+    for (const auto& rr : res.rates) {
+      if (rr.phase == "search") v.push_back(rr.rate_bps);
+    }
+    return v;
+  };
+  {
+    // Our link is the tight one and its counters say so: the first two
+    // fleets go 5% above and below 60, and bisection between them ends the
+    // search two fleets later.
+    FakeRunner fake(100e6);
+    fake.steady_cross(40e6);
+    fake.own_link_reads(60e6);
+    const AvailbwResult res = search_fake(fake, c);
+    REQUIRE(res.valid);
+    const std::vector<double> r = search_rates(res);
+    REQUIRE(r.size() >= 2);
+    CHECK(r.size() <= 4);
+    CHECK(r[0] == Approx(63e6));
+    CHECK(r[1] == Approx(57e6));
+    for (std::size_t i = 2; i < r.size(); ++i) {
+      CHECK(r[i] > 57e6);
+      CHECK(r[i] < 63e6);
+    }
+    CHECK(res.low_bps <= 60e6);
+    CHECK(res.high_bps >= 60e6);
+    CHECK(res.availbw_bps == Approx(60e6).epsilon(0.03));
+  }
+  {
+    // A link after ours is tighter than the counters say (80): both of the
+    // guess's fleets read above, and the search finds 60 all the same.
+    FakeRunner fake(100e6);
+    fake.steady_cross(40e6);
+    fake.own_link_reads(80e6);
+    const AvailbwResult res = search_fake(fake, c);
+    REQUIRE(res.valid);
+    const std::vector<double> r = search_rates(res);
+    REQUIRE(r.size() >= 3);
+    CHECK(r[0] > 80e6);
+    CHECK(r[1] < 80e6);
+    CHECK(res.low_bps <= 60e6);
+    CHECK(res.high_bps >= 60e6);
+    CHECK(res.availbw_bps == Approx(60e6).epsilon(0.03));
+  }
+  {
+    // Counters above C say nothing of the path: no guess.
+    FakeRunner fake(100e6);
+    fake.steady_cross(40e6);
+    fake.own_link_reads(150e6);
+    const AvailbwResult res = search_fake(fake, c);
+    REQUIRE(!search_rates(res).empty());
+    CHECK(search_rates(res)[0] == Approx(100e6));  // the first fleet at C
   }
 }
 

@@ -60,6 +60,10 @@ constexpr int kLostFleetsToStop = 3;
 // avail-bw step of 3% of C).
 constexpr int kMaxLengthening = 2;
 
+// How far either side of our own link's avail-bw from its counters the
+// search's first two fleets go (run_search).
+constexpr double kOwnGuessSpread = 0.05;
+
 // Paced trains through the runner: the gate (caps, time, wait), the reply
 // wait, the avail-bw idle rule, the sample of each train. run() returns false
 // (stop_reason set) when a cap, the time budget or a signal ends the run
@@ -74,6 +78,7 @@ class PacedTrains {
 
   Nanos now() { return r_.now(); }
   int reply_burst() { return r_.reply_burst(); }
+  double own_link_availbw() { return r_.own_link_availbw(); }
 
   // Trains whose replies come back after a long round trip go out one after
   // the other on the idle rule, their replies waited for once the last is
@@ -581,6 +586,7 @@ class FleetRun {
     rr.at_s = to_seconds(runner.now() - t0);
     std::vector<TrainVerdict> verdicts;
     std::vector<ResponseSample> fleet_points;
+    std::vector<double> sent_offered;
     *lost = 0;
     bool settled = false;
     CapacityTrainParams tp;
@@ -626,6 +632,9 @@ class FleetRun {
                                                        : std::numeric_limits<double>::infinity());
         }
         rr.trains.push_back(record_of(t, s, L, v));
+        if (counts(rr.trains.back()) && s.sent_offered_bps > 0) {
+          sent_offered.push_back(s.sent_offered_bps);
+        }
         settled = fleet_settled(verdicts, c.fleet_trains, c.fleet_fraction, fv);
         if (c.verbose) {
           std::fprintf(stderr, "%s %.4g N=%d: ratio %.5f ht %.5f pdt %.2f %s\n", phase, rate,
@@ -635,6 +644,7 @@ class FleetRun {
       if (!whole) break;
     }
     summarize(rr);
+    fleet_sent_bps = sent_offered.empty() ? 0 : median(sent_offered);
     // Cut short by a cap, or unusable trains: decide on what came back.
     if (!settled) *fv = decide_fleet(verdicts, c.fleet_fraction);
     rr.verdict = fleet_verdict_name(*fv);
@@ -673,6 +683,21 @@ class FleetRun {
         std::max(now + (t_cap - now) / 2,
                  t_cap - from_seconds(2.0 * 2 * c.fleet_trains * top_span / c.max_load));
     bool search_cut = false;
+    // Our own link's avail-bw from its counters (its shaper's rate less this
+    // host's other traffic since the phase began), when it is below C: where
+    // our link is the tight one the avail-bw is that, and the guess's two
+    // fleets find it so instead of a bisection of five or more (the
+    // random-path benchmark's local tight links at f20f70a: 7-12 fleets);
+    // where a link after ours is tighter, a guess's fleet contradicts it and
+    // the bisection goes on from the bracket they left (FleetSearch::suggest).
+    // Its fleets go 5% of it either side: the counters' first reading comes
+    // from the calibration's half second (the lab's 50 Mbit/s htb under 20
+    // of CBR: 28.2 for an avail-bw of 29.7, 29.5 a few seconds later).
+    if (search.history().empty()) {
+      if (const double own = runner.own_link_availbw(); own > 0 && own < C) {
+        search.suggest(own, kOwnGuessSpread * own);
+      }
+    }
     for (int f = 0; f < c.max_fleets && !search.done(); ++f) {
       if (runner.now() > search_deadline) {
         search_cut = true;
@@ -705,9 +730,15 @@ class FleetRun {
         if (!go_on) break;
         continue;
       }
-      // The bracket holds the rates we really offered (the markers add a little
-      // to the rate asked for).
-      const double offered = rr.offered_bps > 0 ? rr.offered_bps : rate;
+      // The bracket holds the rates we really sent at (the markers add a
+      // little to the rate asked for). Not the fleet's offered rate: a train
+      // our own queue bunched is offered as it left, and where most of a
+      // fleet was (this host's TCP through a 39 Mbit/s uplink of ours, the
+      // fleets at 9 Mbit/s offered at 24-38), an "above" never lowered the
+      // bracket's top and the search asked for the same rate until it ran
+      // out of time (the random-path benchmark's path 22 at f20f70a: 26
+      // fleets, 9 of them at 10.08 Mbit/s).
+      const double offered = fleet_sent_bps > 0 ? fleet_sent_bps : rate;
       if (!go_on) {
         // A cap cut this fleet short: what at least half of its K trains
         // said still bounds the avail-bw (its verdict is the share of the
@@ -718,12 +749,14 @@ class FleetRun {
         break;
       }
       search.observe(offered, rr.ratio, fv);
-      if (!guessed && fv == FleetVerdict::kAbove &&
+      if (!guessed && !search.guess_pending() && fv == FleetVerdict::kAbove &&
           rr.ratio > noise.baseline + 2 * noise.threshold) {
         // Well above the knee: the fluid line through this fleet guesses the
         // avail-bw, and the next two fleets check it (FleetSearch::suggest).
         guessed = true;
-        search.suggest(offered - C * (rr.ratio - noise.baseline));
+        // (On the line of the trains' own views: their offered rate.)
+        search.suggest((rr.offered_bps > 0 ? rr.offered_bps : offered) -
+                       C * (rr.ratio - noise.baseline));
       }
       // Repeated loss: shorten the trains; if that does not help, give up.
       if (lost > 0) {
@@ -897,6 +930,7 @@ class FleetRun {
   double scale = 1.0;
   NoiseModel noise;
   FleetSearch search;
+  double fleet_sent_bps = 0;  // the last fleet's median rate as sent (fleet())
   // The received rate of every search train that came back whole.
   std::vector<double> search_received;
   std::vector<ResponseSample> slope_points;  // issue 11: search trains above the knee
