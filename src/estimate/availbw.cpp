@@ -287,15 +287,16 @@ bool fleet_settled(const std::vector<TrainVerdict>& t, int k, double eta, FleetV
 FleetSearch::FleetSearch(const FleetSearchParams& p) : p_(p), high_(p.capacity_bps) {}
 
 bool FleetSearch::done() const {
-  if (high_ - low_ <= p_.resolution_bps) return true;
+  if (confirmed_ || high_ - low_ <= p_.resolution_bps) return true;
   if (grey_lo_ < 0) return false;
   // Grey band known: done when neither gap beside it is wider than ω.
   return high_ - grey_hi_ <= p_.resolution_bps && grey_lo_ - low_ <= p_.resolution_bps;
 }
 
-void FleetSearch::suggest(double availbw_bps, double half_width_bps) {
+void FleetSearch::suggest(double availbw_bps, double half_width_bps, bool ends_search) {
   guess_ = std::isfinite(availbw_bps) && availbw_bps > 0 ? availbw_bps : 0;
   guess_half_ = std::max(0.45 * p_.resolution_bps, half_width_bps);
+  guess_ends_ = ends_search;
   guess_stage_ = 0;
 }
 
@@ -323,9 +324,13 @@ void FleetSearch::observe(double rate, double ratio, FleetVerdict v) {
     // bracket before this fleet). The one above it must read above for the
     // one below it to follow; after that one, agreeing or not, it is used up.
     const bool was_above = guess_stage_ == 0 && guess_rate(0) > 0;
+    // The one below it (next_rate's choice: the one above it was done, or
+    // lay outside the bracket).
+    const bool was_below = !was_above && guess_rate(1) > 0;
     if (was_above && v == FleetVerdict::kAbove) {
       guess_stage_ = 1;
     } else {
+      if (was_below && v == FleetVerdict::kBelow && guess_ends_) confirmed_ = true;
       guess_ = 0;
     }
   }

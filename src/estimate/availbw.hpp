@@ -278,7 +278,10 @@ class FleetSearch {
   // left, so a wrong guess costs at most two fleets and never the result.
   // A guess made before the first fleet goes first. `half_width` (above
   // 0.45·ω) places its fleets further out, for a guess known only that well.
-  void suggest(double availbw_bps, double half_width_bps = 0);
+  // `ends_search`: when both of its fleets agree, the search is done however
+  // wide the bracket they leave (a guess from elsewhere that only needs
+  // checking: our own link's counters, app/runs/availbw_run).
+  void suggest(double availbw_bps, double half_width_bps = 0, bool ends_search = false);
   bool guess_pending() const { return guess_ > 0; }  // its fleets not yet done
   double low() const { return low_; }
   double high() const { return high_; }
@@ -296,6 +299,8 @@ class FleetSearch {
   double grey_hi_ = -1;
   double guess_ = 0;     // 0 = none (or used up)
   double guess_half_ = 0;  // its fleets' distance from it
+  bool guess_ends_ = false;
+  bool confirmed_ = false;  // a guess_ends_ guess that both its fleets confirmed
   int guess_stage_ = 0;
   std::vector<RatePoint> history_;
 };

@@ -12,7 +12,12 @@ bool other_bits(const CounterSample& a, const CounterSample& b, int l2_header, d
       b.our_packets < a.our_packets) {
     return false;
   }
-  const double all = static_cast<double>(b.tx_bytes - a.tx_bytes);
+  double all = static_cast<double>(b.tx_bytes - a.tx_bytes);
+  // What arrived at the queue: what left, plus what was queued at the end,
+  // less what was at the start (CounterSample).
+  if (a.backlog_bytes >= 0 && b.backlog_bytes >= 0) {
+    all += static_cast<double>(b.backlog_bytes - a.backlog_bytes);
+  }
   const double ours = static_cast<double>(b.our_bytes - a.our_bytes) +
                       static_cast<double>(l2_header) * static_cast<double>(b.our_packets - a.our_packets);
   bits = 8.0 * std::max(0.0, all - ours);

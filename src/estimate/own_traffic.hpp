@@ -16,13 +16,25 @@
 namespace lw {
 
 // One reading: the interface's transmit counters (bytes include its link
-// header) and what we had sent by then (IP bytes, packets), at t_s seconds.
+// header) and what we had sent by then (IP bytes, packets), at t_s seconds,
+// with the bytes queued in its root qdisc then (as the counters count them;
+// -1: not read).
+//
+// The counters count what *left* the queue. Between two readings the other
+// traffic that *arrived* is what left, plus what was queued at the second,
+// less what was queued at the first: a queue our own earlier trains made
+// this host's traffic build up drains at the link's rate (the lab's 50
+// Mbit/s htb under 40 of this host's CBR: the first half second after the
+// capacity phase read 49 of other traffic, an avail-bw of 0.6 for 9.9, and
+// the whole phase's mean 8.7). Our own packets are counted as sent, so ours
+// still queued at a reading count right too.
 struct CounterSample {
   double t_s = 0;
   std::uint64_t tx_bytes = 0;
   std::uint64_t tx_packets = 0;
   std::uint64_t our_bytes = 0;
   std::uint64_t our_packets = 0;
+  std::int64_t backlog_bytes = -1;
 };
 
 struct OwnTraffic {

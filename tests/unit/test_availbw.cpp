@@ -449,6 +449,57 @@ TEST_CASE("a guess from the fluid line ends the search sooner, and a wrong one c
   CHECK(outside.next_rate() == Approx(25e6));
 }
 
+TEST_CASE("fleet search: a guess that ends the search once both its fleets agree",
+          "[availbw][fleet]") {
+  FleetSearchParams p;
+  p.capacity_bps = 100e6;
+  p.resolution_bps = 3e6;
+  {
+    FleetSearch s(p);
+    s.suggest(60e6, 6e6, true);
+    CHECK(s.guess_pending());
+    CHECK(s.next_rate() == Approx(66e6));  // before any fleet
+    s.observe(66e6, 1.1, FleetVerdict::kAbove);
+    CHECK_FALSE(s.done());
+    CHECK(s.next_rate() == Approx(54e6));
+    s.observe(54e6, 1.0, FleetVerdict::kBelow);
+    CHECK(s.done());  // a bracket of 12 > ω, but confirmed
+    CHECK(s.low() == Approx(54e6));
+    CHECK(s.high() == Approx(66e6));
+  }
+  {
+    // Not asked to end it: the bisection goes on inside the bracket.
+    FleetSearch s(p);
+    s.suggest(60e6, 6e6);
+    s.observe(s.next_rate(), 1.1, FleetVerdict::kAbove);
+    s.observe(s.next_rate(), 1.0, FleetVerdict::kBelow);
+    CHECK_FALSE(s.done());
+    CHECK(s.next_rate() == Approx(60e6));
+  }
+  {
+    // The fleet above it reads below: dropped, and a later "below" of the
+    // bisection confirms nothing.
+    FleetSearch s(p);
+    s.suggest(60e6, 6e6, true);
+    s.observe(s.next_rate(), 1.0, FleetVerdict::kBelow);
+    CHECK_FALSE(s.guess_pending());
+    CHECK_FALSE(s.done());
+    const double r = s.next_rate();
+    CHECK(r == Approx(83e6));  // bisection of [66, 100]
+    s.observe(r, 1.0, FleetVerdict::kBelow);
+    CHECK_FALSE(s.done());
+  }
+  {
+    // Its upper fleet outside the bracket (above C): the lower one alone
+    // confirms it.
+    FleetSearch s(p);
+    s.suggest(95e6, 9.5e6, true);
+    CHECK(s.next_rate() == Approx(85.5e6));
+    s.observe(85.5e6, 1.0, FleetVerdict::kBelow);
+    CHECK(s.done());
+  }
+}
+
 TEST_CASE("fleet search with a fluctuating avail-bw reports a grey range", "[availbw][fleet]") {
   // A varies uniformly in 50..70 Mbit/s from train to train.
   FakeLink link{100e6, 60e6, 10e6, 0.0005, 0};

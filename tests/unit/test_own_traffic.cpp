@@ -3,6 +3,8 @@
 // interface (app/runs/availbw_run: add_availbw).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "app/runs/availbw_run.hpp"
 #include "estimate/own_qdisc.hpp"
 #include "estimate/own_traffic.hpp"
@@ -52,6 +54,48 @@ TEST_CASE("own traffic: the other traffic's rate on the link, our probes taken o
   // The link's avail-bw for 1500-byte packets: C less 20 Mbit/s.
   CHECK(link_availbw(50e6 * 1500 / 1514, o.link_bps, 1500, 14) ==
         Approx(50e6 * 1500 / 1514 - 20e6).epsilon(0.005));
+}
+
+TEST_CASE("own traffic: a queue draining at the start counts what arrived, not what left",
+          "[own_traffic]") {
+  // A 50 Mbit/s link (with headers) whose other traffic arrives at 40. Our
+  // earlier trains left 250 KB of it queued: it drains at 10 Mbit/s over
+  // the link's 50 for the first 0.2 s, all of it leaving at 50 then. Counted
+  // by what left, the first half second reads 44; by what arrived, 40.
+  const double link = 50e6, arrive = 40e6, queued0 = 250e3 * 8;
+  std::vector<CounterSample> v;
+  double left_bits = 0, backlog = queued0;
+  for (int i = 0; i <= 40; ++i) {
+    const double t = 0.1 * i;
+    CounterSample s;
+    s.t_s = t;
+    s.tx_bytes = static_cast<std::uint64_t>(left_bits / 8);
+    s.tx_packets = static_cast<std::uint64_t>(left_bits / 8 / 1514);
+    s.backlog_bytes = static_cast<std::int64_t>(backlog / 8);
+    v.push_back(s);
+    // Over the next 0.1 s: arrivals at 40; the queue drains at 50 while it
+    // holds anything.
+    const double in = arrive * 0.1;
+    const double out = std::min(link * 0.1, backlog + in);
+    left_bits += out;
+    backlog += in - out;
+  }
+  const std::vector<CounterSample> first(v.begin(), v.begin() + 6);  // 0.5 s
+  const OwnTraffic o = own_traffic(first, 14);
+  REQUIRE(o.valid);
+  CHECK(o.link_bps == Approx(arrive).epsilon(0.01));
+  // The same samples without the backlog read what left.
+  std::vector<CounterSample> blind = first;
+  for (auto& s : blind) s.backlog_bytes = -1;
+  const OwnTraffic b = own_traffic(blind, 14);
+  REQUIRE(b.valid);
+  CHECK(b.link_bps == Approx(arrive + queued0 / 0.5).epsilon(0.01));
+  // One reading without it: what left (the correction needs both ends).
+  blind = first;
+  blind.back().backlog_bytes = -1;
+  CHECK(own_traffic(blind, 14).link_bps == Approx(b.link_bps));
+  // Over the whole 4 s (the first queue was 2 Mbit of 160 that left): 40.
+  CHECK(own_traffic(v, 14).link_bps == Approx(arrive).epsilon(0.01));
 }
 
 TEST_CASE("own traffic: bins show how it varied, the mean over the window is exact",

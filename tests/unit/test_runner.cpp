@@ -576,22 +576,32 @@ TEST_CASE("our own link's counters guess the avail-bw: two fleets check it", "[r
   };
   {
     // Our link is the tight one and its counters say so: the first two
-    // fleets go 5% above and below 60, and bisection between them ends the
-    // search two fleets later.
+    // fleets go 10% above and below 60, both agree, and the search is over
+    // (the counters are the estimate: apply_own_traffic).
     FakeRunner fake(100e6);
     fake.steady_cross(40e6);
     fake.own_link_reads(60e6);
     const AvailbwResult res = search_fake(fake, c);
     REQUIRE(res.valid);
     const std::vector<double> r = search_rates(res);
-    REQUIRE(r.size() >= 2);
-    CHECK(r.size() <= 4);
-    CHECK(r[0] == Approx(63e6));
-    CHECK(r[1] == Approx(57e6));
-    for (std::size_t i = 2; i < r.size(); ++i) {
-      CHECK(r[i] > 57e6);
-      CHECK(r[i] < 63e6);
-    }
+    REQUIRE(r.size() == 2);
+    CHECK(r[0] == Approx(66e6));
+    CHECK(r[1] == Approx(54e6));
+    CHECK(res.stop_reason == StopReason::kResolution);
+    CHECK(res.low_bps <= 60e6);
+    CHECK(res.high_bps >= 60e6);
+    CHECK(res.availbw_bps == Approx(60e6).epsilon(0.03));
+  }
+  {
+    // Counters 10% low of a path whose tight link is ours: the fleet below
+    // them reads below, the one above them grey or below: no confirmation,
+    // the bisection finds 60.
+    FakeRunner fake(100e6);
+    fake.steady_cross(40e6);
+    fake.own_link_reads(50e6);
+    const AvailbwResult res = search_fake(fake, c);
+    REQUIRE(res.valid);
+    CHECK(search_rates(res).size() > 2);
     CHECK(res.low_bps <= 60e6);
     CHECK(res.high_bps >= 60e6);
     CHECK(res.availbw_bps == Approx(60e6).epsilon(0.03));

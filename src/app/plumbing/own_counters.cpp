@@ -4,6 +4,8 @@
 
 #include <fstream>
 
+#include "app/plumbing/own_qdisc.hpp"
+
 namespace lw {
 
 namespace {
@@ -34,6 +36,7 @@ bool OwnCounters::begin(const std::string& ifname) {
       index != if_nametoindex(ifname.c_str())) {
     return false;
   }
+  ifindex_ = static_cast<int>(index);
   // ARPHRD_ETHER (1): a 14-byte header counted with every packet; a tunnel
   // or a point-to-point device has none.
   l2_header_ = read_number("/sys/class/net/" + ifname + "/type", type) && type == 1 ? 14 : 0;
@@ -57,6 +60,7 @@ void OwnCounters::sample(Nanos mono, std::uint64_t our_bytes, std::uint64_t our_
     on_ = false;
     return;
   }
+  s.backlog_bytes = read_root_backlog(ifindex_);
   if (samples_.empty()) t0_ = mono;
   s.t_s = to_seconds(mono - t0_);
   s.our_bytes = our_bytes;

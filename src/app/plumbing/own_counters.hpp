@@ -3,7 +3,8 @@
 // (/sys/class/net/IF/statistics, 64-bit), with what we had sent at that
 // moment, for estimate/own_traffic. Sampled between trains by the phase's
 // runner (LiveRunner::admit), at most every kOwnSampleEvery, in the sending
-// thread: no lock, no thread of its own.
+// thread: no lock, no thread of its own. Each sample also reads the root
+// qdisc's backlog (app/own_qdisc, rtnetlink).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -41,6 +42,7 @@ class OwnCounters {
   bool read(std::uint64_t& bytes, std::uint64_t& packets) const;
   bool on_ = false;
   std::string ifname_;
+  int ifindex_ = 0;
   int l2_header_ = 14;
   double capacity_ = 0;
   Nanos last_ = 0;

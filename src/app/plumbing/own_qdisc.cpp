@@ -1,5 +1,6 @@
 #include "app/plumbing/own_qdisc.hpp"
 
+#include <linux/gen_stats.h>
 #include <linux/netlink.h>
 #include <linux/pkt_sched.h>
 #include <linux/rtnetlink.h>
@@ -196,6 +197,33 @@ QdiscConfig read_qdisc_config(const std::string& ifname) {
     }
   }
   return q;
+}
+
+std::int64_t read_root_backlog(int ifindex) {
+  if (ifindex <= 0) return -1;
+  Netlink nl;
+  if (!nl.ok()) return -1;
+  std::int64_t backlog = -1;
+  bool root_seen = false;
+  const bool dumped = nl.dump(RTM_GETQDISC, ifindex, 0, [&](const tcmsg& t, const unsigned char* p,
+                                                            std::size_t len) {
+    if (t.tcm_parent != TC_H_ROOT || root_seen) return;
+    root_seen = true;
+    std::int64_t legacy = -1;
+    each_attr(p, len, [&](unsigned short type, Attr a) {
+      if (type == TCA_STATS2) {
+        each_attr(a.data, a.len, [&](unsigned short s, Attr v) {
+          gnet_stats_queue q{};
+          if (s == TCA_STATS_QUEUE && attr_as(v, q)) backlog = q.backlog;
+        });
+      } else if (type == TCA_STATS) {
+        tc_stats st{};
+        if (attr_as(a, st)) legacy = st.backlog;
+      }
+    });
+    if (backlog < 0) backlog = legacy;
+  });
+  return dumped ? backlog : -1;
 }
 
 }  // namespace lw

@@ -60,10 +60,6 @@ constexpr int kLostFleetsToStop = 3;
 // avail-bw step of 3% of C).
 constexpr int kMaxLengthening = 2;
 
-// How far either side of our own link's avail-bw from its counters the
-// search's first two fleets go (run_search).
-constexpr double kOwnGuessSpread = 0.05;
-
 // Paced trains through the runner: the gate (caps, time, wait), the reply
 // wait, the avail-bw idle rule, the sample of each train. run() returns false
 // (stop_reason set) when a cap, the time budget or a signal ends the run
@@ -690,12 +686,14 @@ class FleetRun {
     // random-path benchmark's local tight links at f20f70a: 7-12 fleets);
     // where a link after ours is tighter, a guess's fleet contradicts it and
     // the bisection goes on from the bracket they left (FleetSearch::suggest).
-    // Its fleets go 5% of it either side: the counters' first reading comes
-    // from the calibration's half second (the lab's 50 Mbit/s htb under 20
-    // of CBR: 28.2 for an avail-bw of 29.7, 29.5 a few seconds later).
+    // Its fleets go (1 - kOwnLinkFree) of it either side, where they read
+    // clearly (5% above it, fleets in our own queue under CBR read grey: the
+    // lab's 50 Mbit/s htb, 11 fleets), and when both agree the search is
+    // over: the counters are the estimate wherever the search's range reaches
+    // kOwnLinkFree of them (apply_own_traffic), and the one below it does.
     if (search.history().empty()) {
       if (const double own = runner.own_link_availbw(); own > 0 && own < C) {
-        search.suggest(own, kOwnGuessSpread * own);
+        search.suggest(own, (1 - kOwnLinkFree) * own, true);
       }
     }
     for (int f = 0; f < c.max_fleets && !search.done(); ++f) {
