@@ -565,8 +565,15 @@ TEST_CASE("fleets our own queue bunched still lower the bracket: it holds the ra
 }
 
 TEST_CASE("our own link's counters guess the avail-bw: two fleets check it", "[runner]") {
-  // 100 Mbit/s with 40 of steady cross traffic: A = 60.
+  // 100 Mbit/s with 40 of steady cross traffic: A = 60; our link's counters
+  // read `own` (0: none).
   const Config c = availbw_config();
+  auto run = [&](double own) {
+    FakeRunner fake(100e6);
+    fake.steady_cross(40e6);
+    fake.own_link_reads(own);
+    return search_fake(fake, c);
+  };
   auto search_rates = [](const AvailbwResult& res) {
     std::vector<double> v;
     for (const auto& rr : res.rates) {
@@ -574,62 +581,46 @@ TEST_CASE("our own link's counters guess the avail-bw: two fleets check it", "[r
     }
     return v;
   };
+  auto finds_60 = [](const AvailbwResult& res) {
+    CHECK(res.valid);
+    CHECK(res.low_bps <= 60e6);
+    CHECK(res.high_bps >= 60e6);
+    CHECK(res.availbw_bps == Approx(60e6).epsilon(0.03));
+  };
   {
     // Our link is the tight one and its counters say so: the first two
     // fleets go 10% above and below 60, both agree, and the search is over
     // (the counters are the estimate: apply_own_traffic).
-    FakeRunner fake(100e6);
-    fake.steady_cross(40e6);
-    fake.own_link_reads(60e6);
-    const AvailbwResult res = search_fake(fake, c);
-    REQUIRE(res.valid);
+    const AvailbwResult res = run(60e6);
     const std::vector<double> r = search_rates(res);
     REQUIRE(r.size() == 2);
     CHECK(r[0] == Approx(66e6));
     CHECK(r[1] == Approx(54e6));
     CHECK(res.stop_reason == StopReason::kResolution);
-    CHECK(res.low_bps <= 60e6);
-    CHECK(res.high_bps >= 60e6);
-    CHECK(res.availbw_bps == Approx(60e6).epsilon(0.03));
+    finds_60(res);
   }
   {
-    // Counters 10% low of a path whose tight link is ours: the fleet below
-    // them reads below, the one above them grey or below: no confirmation,
-    // the bisection finds 60.
-    FakeRunner fake(100e6);
-    fake.steady_cross(40e6);
-    fake.own_link_reads(50e6);
-    const AvailbwResult res = search_fake(fake, c);
-    REQUIRE(res.valid);
+    // Counters 10% low (50): the fleet 10% above them (55) reads below, the
+    // guess is dropped, and the bisection finds 60.
+    const AvailbwResult res = run(50e6);
     CHECK(search_rates(res).size() > 2);
-    CHECK(res.low_bps <= 60e6);
-    CHECK(res.high_bps >= 60e6);
-    CHECK(res.availbw_bps == Approx(60e6).epsilon(0.03));
+    finds_60(res);
   }
   {
     // A link after ours is tighter than the counters say (80): both of the
     // guess's fleets read above, and the search finds 60 all the same.
-    FakeRunner fake(100e6);
-    fake.steady_cross(40e6);
-    fake.own_link_reads(80e6);
-    const AvailbwResult res = search_fake(fake, c);
-    REQUIRE(res.valid);
+    const AvailbwResult res = run(80e6);
     const std::vector<double> r = search_rates(res);
     REQUIRE(r.size() >= 3);
     CHECK(r[0] > 80e6);
     CHECK(r[1] < 80e6);
-    CHECK(res.low_bps <= 60e6);
-    CHECK(res.high_bps >= 60e6);
-    CHECK(res.availbw_bps == Approx(60e6).epsilon(0.03));
+    finds_60(res);
   }
   {
-    // Counters above C say nothing of the path: no guess.
-    FakeRunner fake(100e6);
-    fake.steady_cross(40e6);
-    fake.own_link_reads(150e6);
-    const AvailbwResult res = search_fake(fake, c);
-    REQUIRE(!search_rates(res).empty());
-    CHECK(search_rates(res)[0] == Approx(100e6));  // the first fleet at C
+    // Counters above C say nothing of the path: no guess, the first fleet at C.
+    const std::vector<double> r = search_rates(run(150e6));
+    REQUIRE(!r.empty());
+    CHECK(r[0] == Approx(100e6));
   }
 }
 
