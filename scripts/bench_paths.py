@@ -282,15 +282,19 @@ def truth_over(links, samples, t0, t1):
     return truth_from(links, window)
 
 
-def truth_from(links, window):
-    """Ground truth from configured capacities and the counter window.
+def held_ip_capacity(rate_bps):
+    """The IP-layer capacity of a link configured at rate_bps, at the rate the
+    kernel holds: tbf and htb keep whole bytes per second (115544323 bit/s is
+    enforced as 115544320), the rate `linkwidth` reads from its own qdisc.
+    (With the configured one an exact estimate of our own shaper's rate, its
+    range ending at it, missed the truth by 3 bit/s: path 48 at f20f70a.)"""
+    return lab.ip_capacity(8 * (int(round(rate_bps)) // 8))
 
-    The rate is the one the kernel holds: tbf and htb keep whole bytes per
-    second (115544323 bit/s is enforced as 115544320), the rate `linkwidth`
-    reads from its own qdisc. (With the configured one an exact estimate of
-    our own shaper's rate, its range ending at it, missed the truth by 3 bit/s:
-    path 48 at f20f70a.)"""
-    caps = [lab.ip_capacity(8 * (int(round(l["rate_bps"])) // 8)) for l in links]
+
+def truth_from(links, window):
+    """Ground truth from configured capacities (held_ip_capacity) and the
+    counter window."""
+    caps = [held_ip_capacity(l["rate_bps"]) for l in links]
     xs = [w["cross_bps"] for w in window["links"]]
     avail = [c - x for c, x in zip(caps, xs)]
     narrow = min(range(len(caps)), key=lambda i: caps[i]) + 1

@@ -118,7 +118,7 @@ def test_quick_run_writes_reports_with_truth_from_counters(tmp_path):
     for i, row in enumerate(rows):
         rec = json.loads((out / f"paths_runs/path{i:03d}.json").read_text())
         links, window = rec["path"]["links"], rec["window"]["links"]
-        caps = [lab.ip_capacity(l["rate_bps"]) for l in links]
+        caps = [bench_paths.held_ip_capacity(l["rate_bps"]) for l in links]
         planned = {c["link"]: c["planned_bps"] for c in rec["path"]["cross"]}
         assert planned, "every --quick path has cross traffic on its tight link"
         for w in window:
