@@ -103,7 +103,9 @@ Interval bootstrap_mode_interval(const std::vector<double>& v, double confidence
 }
 
 double truncated_normal_mean(double mu, double sigma, double lo, double hi) {
-  if (!(sigma > 0) || !std::isfinite(sigma) || !(hi > lo)) return std::clamp(mu, lo, hi);
+  if (!(sigma > 0) || !std::isfinite(sigma) || !std::isfinite(mu) || !(hi > lo)) {
+    return std::clamp(mu, lo, hi);  // (a NaN stays one, as the clamp it replaced left it)
+  }
   const double a = (lo - mu) / sigma, b = (hi - mu) / sigma;
   const double pdf_a = std::exp(-0.5 * a * a), pdf_b = std::exp(-0.5 * b * b);
   // Mass between a and b from the side where it is not a difference of two

@@ -208,6 +208,8 @@ TEST_CASE("the mean of a normal truncated to a range", "[stats]") {
   CHECK(truncated_normal_mean(-3, 0, 0, 10) == 0);
   CHECK(truncated_normal_mean(12, 0, 0, 10) == 10);
   CHECK(truncated_normal_mean(4, 0, 0, 10) == 4);
+  CHECK(std::isnan(truncated_normal_mean(std::nan(""), 1, 0, 10)));  // no crossing: none
+  CHECK(truncated_normal_mean(-INFINITY, 1, 0, 10) == 0);
 }
 
 TEST_CASE("KDE mode ignores a minority of low samples (cross traffic)", "[capacity][kde]") {

@@ -560,8 +560,9 @@ class FleetRun {
   // The search's first fleet goes at C, not C/2. Above the knee, the fluid
   // line through it guesses the avail-bw (FleetSearch::suggest), and the two
   // fleets that check the guess narrow the bracket to ω where bisection from
-  // C/2 takes five or six; on an idle path it reads "below" and the search is
-  // over. Its trains cost nothing extra: they are response trains at C, which
+  // C/2 takes five or six; on an idle path (the markers' bytes offer a little
+  // over C) the guess lies at C and the one fleet just below it ends the
+  // search. Its trains cost nothing extra: they are response trains at C, which
   // the response phase sends anyway (they count among them, fleet()).
   static FleetSearchParams search_params(double C, double omega) {
     FleetSearchParams fp;
