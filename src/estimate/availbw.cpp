@@ -152,25 +152,24 @@ PacedSample evaluate_paced_train(const TrainTiming& t, double own_link_availbw_b
     free_rate = queued && s.lost_load == 0 && missing == 0 && own_link_availbw_bps > 0 &&
                 sent_s > 0 && bits_after_head / sent_s < kOwnLinkFree * own_link_availbw_bps;
   }
+  // The view as sent always (sent_offered_bps is its offered rate); as it
+  // left where that is the offered schedule, or the lower of the two.
+  PacedSample as_sent = s;
+  as_sent.offered_from_left = false;
+  path_view(t, t.sent, idx, as_sent);
   if (free_rate) {
-    PacedSample as_sent = s, as_left = s;
-    as_sent.offered_from_left = false;
+    PacedSample as_left = s;
     as_left.offered_from_left = true;
-    path_view(t, t.sent, idx, as_sent);
     path_view(t, t.left, idx, as_left);
     const bool left = as_left.usable && (!as_sent.usable || as_left.ratio < as_sent.ratio);
     s = left ? as_left : as_sent;
     s.own_queue_burst = true;
-    s.sent_offered_bps = as_sent.offered_bps;
-    return s;
+  } else if (s.offered_from_left) {
+    path_view(t, t.left, idx, s);
+  } else {
+    s = as_sent;
   }
-  if (s.offered_from_left) {
-    PacedSample as_sent = s;
-    path_view(t, t.sent, idx, as_sent);
-    s.sent_offered_bps = as_sent.offered_bps;
-  }
-  path_view(t, s.offered_from_left ? t.left : t.sent, idx, s);
-  if (!s.offered_from_left) s.sent_offered_bps = s.offered_bps;
+  s.sent_offered_bps = as_sent.offered_bps;
   return s;
 }
 
