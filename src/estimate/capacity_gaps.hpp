@@ -52,8 +52,9 @@ GapEstimate estimate_capacity_from_gaps(const std::vector<TrainTiming>& trains, 
 // or an estimate extrapolated over two offered rates, which overshoots) and
 // the least-delayed spans agree within kGapSqueezeRatio either way:
 // "adopted_below"; "agrees" (within the trains' interval, unless over 2%
-// higher with a narrower interval: cross traffic biases trains low, never
-// high); "not_compressed" (within 10% of our sending `send_bps`, 0 = not
+// higher with a narrower interval, or with the least-delayed spans agreeing
+// with the gaps and over 2% above the trains: cross traffic biases trains
+// low, never high); "not_compressed" (within 10% of our sending `send_bps`, 0 = not
 // known); "trains_too_slow" (the trains under kGapTrainRatio of the gaps:
 // beyond what cross traffic on the narrow link does to a train reaching it at
 // R >= C, T = C·R/(R + X) >= 0.6 C for X <= 2/3 R; a loaded link after the

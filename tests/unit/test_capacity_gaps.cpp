@@ -348,7 +348,22 @@ TEST_CASE("gaps: when they replace the trains' estimate", "[capacity_gaps]") {
   CHECK(judge_gaps(g, est(96e6, 90e6, 102e6), 1e9, false) == "adopted");
   GapEstimate wide = g;
   wide.capacity = est(100e6, 95e6, 105e6);
+  wide.min_delay_bps = 98e6;
   CHECK(judge_gaps(wide, est(97e6, 96e6, 99.5e6), 1e9, false) == "agrees");
+  // ... unless the least-delayed spans, agreeing with the gaps, read over 2%
+  // above the trains too: the trains were slowed. The random-path
+  // benchmark's path 49 at 86b52ad (truth 17.31 Mbit/s, on/off at 87%):
+  // trains 13.83 [11.82, 13.88], gaps 17.62 [11.72, 17.62], least-delayed
+  // 17.22.
+  wide.min_delay_bps = 99.5e6;
+  CHECK(judge_gaps(wide, est(97e6, 96e6, 99.5e6), 1e9, false) == "adopted");
+  GapEstimate p49;
+  p49.capacity = est(17.62e6, 11.72e6, 17.62e6);
+  p49.min_delay_bps = 17.22e6;
+  CHECK(judge_gaps(p49, est(13.83e6, 11.82e6, 13.88e6), 1e9, false) == "adopted");
+  // Not when the least-delayed spans are no higher than the trains.
+  p49.min_delay_bps = 14.0e6;
+  CHECK(judge_gaps(p49, est(13.83e6, 11.82e6, 13.88e6), 1e9, false) != "adopted");
   // Lower, inside a wide interval of the trains (a two-length fit under heavy
   // cross traffic extrapolated above every train): adopted when much sharper,
   // clearly apart and CapProbe agrees.
