@@ -371,6 +371,13 @@ bool refill_left_tokens(const RefillSample& s, double rate_bps, double peak_bps,
   return leftover || (tail_free && !s.saturated);
 }
 
+bool refill_contradicts_bucket(const RefillSample& s, const ShaperFinding& read, double rate_bps,
+                               bool not_emptied, const ShaperOptions& opt) {
+  if (not_emptied || s.saturated) return true;
+  return !s.ok && !read.found && rate_bps > 0 && read.points >= opt.min_sustained_points &&
+         read.stream_rate_bps >= 1.2 * rate_bps;
+}
+
 double bucket_hint_bytes(double fast_bytes, double largest_fast_bytes, double span_s,
                          double slow_bps) {
   // (0: not known, as the sum.)

@@ -175,6 +175,19 @@ RefillSample refill_sample(const ShaperFinding& f, double rate_bps, double bucke
 bool refill_left_tokens(const RefillSample& s, double rate_bps, double peak_bps, double tau_s,
                         double tail_wait_s, double excess_bytes, double packet_bytes);
 
+// Whether a refill pair contradicts the bucket it was sized for: its
+// emptying stream did not empty it (`not_emptied`: refill_left_tokens), its
+// reading stream found the bucket (nearly) full after an idle sized to refill
+// 60% of it (`s.saturated`: R is too low), or came back as one line well
+// above the sustained rate (`read`: no shift, at least 1.2·R over enough
+// replies: the path carries more than that). A token bucket is a mechanism:
+// its refill shows on every pair sized from its rate and depth. A level shift
+// that cross traffic made in the shaper streams (an on/off source, a TCP
+// flow's windows: the random-path benchmark's paths 7 and 38 at 86b52ad, a
+// "bucket" of 22-28 KB whose refill no pair ever read) shows none.
+bool refill_contradicts_bucket(const RefillSample& s, const ShaperFinding& read, double rate_bps,
+                               bool not_emptied, const ShaperOptions& opt = {});
+
 // How large a bucket the capacity trains that came back fast suggest: the
 // bytes they put through it (`fast_bytes`, every such train's) less what the
 // bucket refilled at `slow_bps` over the `span_s` from the first of them to

@@ -130,6 +130,9 @@ struct CapacityResult {
   // The reply-gap check (app/plumbing/path_checks.hpp, check_capacity_gaps):
   // null when it did not run.
   nlohmann::json gap_check;
+  // The estimate a token bucket's sustained rate replaced (apply_shaper), for
+  // when the refill pairs refute the bucket (unapply_shaper): null when none.
+  nlohmann::json before_shaper;
 
   int trains_sent = 0;
   int trains_used = 0;

@@ -506,6 +506,55 @@ TEST_CASE("shaper: a refill pair on a bucket its emptying stream did not empty",
   CHECK_FALSE(refill_left_tokens(s, R, R, tau, 0.0, excess, L));
 }
 
+TEST_CASE("shaper: a refill pair that contradicts the bucket it was sized for", "[shaper]") {
+  // A real bucket (10 Mbit/s, 30 KB, 2.5 Mbit/s of cross traffic through it):
+  // the reading stream after tau shows the refill; no contradiction.
+  const double R = 10e6, B = 30e3, X = 2.5e6;
+  const double tau = 0.6 * 8 * B / R;
+  ShaperOptions opt;
+  opt.min_bucket_bytes = std::max(0.1 * B, 3000.0);
+  const double b_max = R * tau / 8;
+  const int n = static_cast<int>((1.15 * b_max * 1.03 + 24.0 * 1500) / 1500);
+  for (unsigned seed = 1; seed <= 5; ++seed) {
+    Path p;
+    p.rate_bps = R;
+    p.bucket_bytes = B;
+    p.cross_bps = X;
+    p.initial_bytes = (R - X) * tau / 8;
+    const ShaperFinding f = detect_shaper(simulate(p, n, 24, seed).points, p.offered_bps, opt);
+    const RefillSample r = refill_sample(f, R, B, tau, opt);
+    INFO("seed " << seed << ": " << f.reason);
+    CHECK_FALSE(refill_contradicts_bucket(r, f, R, false, opt));
+    // ... unless its emptying stream did not empty it.
+    CHECK(refill_contradicts_bucket(r, f, R, true, opt));
+  }
+  // No bucket: a 9.9 Mbit/s link whose streams had read a "sustained" 4.7
+  // behind an on/off source that was on. With the source off, the reading
+  // stream is one line at 9.9: the path carries twice the rate claimed.
+  for (unsigned seed = 1; seed <= 5; ++seed) {
+    Path p;
+    p.rate_bps = 9.9e6;
+    const ShaperFinding f = detect_shaper(simulate(p, n, 24, seed).points, p.offered_bps, opt);
+    const RefillSample r = refill_sample(f, 4.7e6, B, tau, opt);
+    INFO("seed " << seed << ": " << f.reason << " at " << f.stream_rate_bps);
+    CHECK_FALSE(r.ok);
+    CHECK(refill_contradicts_bucket(r, f, 4.7e6, false, opt));
+    // Read against the link's own rate, the same stream is a refill of nothing.
+    CHECK_FALSE(refill_contradicts_bucket(refill_sample(f, 9.9e6, B, tau, opt), f, 9.9e6, false,
+                                          opt));
+  }
+  // The bucket full again after tau (R too low): contradicts.
+  RefillSample sat;
+  sat.saturated = true;
+  CHECK(refill_contradicts_bucket(sat, ShaperFinding{}, R, false, opt));
+  // A fast stream with too few replies to say so: no verdict.
+  ShaperFinding few;
+  few.points = opt.min_sustained_points - 1;
+  few.stream_rate_bps = 5 * R;
+  few.reason = "no level shift";
+  CHECK_FALSE(refill_contradicts_bucket(RefillSample{}, few, R, false, opt));
+}
+
 TEST_CASE("the bucket the fast capacity trains suggest counts their refill", "[shaper]") {
   // 14 MB in trains over 0.9 s, the slow train at 100 Mbit/s: the bucket
   // refilled 11.25 MB of it; 2.75 MB were bucket.
@@ -708,4 +757,92 @@ TEST_CASE("a shift inside an earlier stream that came back whole is no bucket", 
   CHECK_FALSE(shift_refuted_by_whole_stream(364e3, 641e6, 0, 971e6));
   CHECK_FALSE(shift_refuted_by_whole_stream(364e3, 0, 4.1e6, 971e6));
   CHECK_FALSE(shift_refuted_by_whole_stream(0, 641e6, 4.1e6, 971e6));
+}
+
+TEST_CASE("a refuted bucket gives the capacity back to the trains", "[shaper]") {
+  // The random-path benchmark's path 7 at 86b52ad: trains 9.90 Mbit/s, the
+  // streams a "bucket" of 28 KB sustained at 4.70 behind this host's on/off
+  // traffic in our own queue.
+  CapacityResult res;
+  res.valid = true;
+  res.capacity_bps = 9.90e6;
+  res.low_bps = 9.88e6;
+  res.high_bps = 9.92e6;
+  res.kde_bandwidth_bps = 1e4;
+  res.warnings.push_back({WarningCode::kSlopeTooNoisy, "noisy"});
+  ShaperRecord rec;
+  rec.probed = true;
+  rec.found = true;
+  rec.verdict = "found";
+  rec.rate_bps = 4.70e6;
+  rec.rate_low_bps = 4.28e6;
+  rec.rate_high_bps = 5.22e6;
+  rec.peak_bps = 9.91e6;
+  rec.bucket_bytes = 28e3;
+  rec.streams = 4;
+  auto has = [&](WarningCode code) {
+    return std::any_of(res.warnings.begin(), res.warnings.end(),
+                       [&](const Warning& w) { return w.code == warning_name(code); });
+  };
+  // Without a snapshot (nothing applied) there is nothing to undo.
+  CHECK_FALSE(unapply_shaper(res, 2));
+  apply_shaper(rec, res);
+  REQUIRE(res.capacity_bps == 4.70e6);
+  REQUIRE(res.capacity_source == "shaper_stream");
+  CHECK_FALSE(has(WarningCode::kSlopeTooNoisy));
+  // A warning added after the shaper (a check's) stays.
+  res.warnings.push_back({WarningCode::kSendStalls, "stalls"});
+  res.shaper.refill_pairs = 0;
+  res.shaper.refill_bytes = 800e3;
+  REQUIRE(unapply_shaper(res, 2));
+  CHECK(res.capacity_bps == 9.90e6);
+  CHECK(res.capacity_source == "rst_trains");
+  CHECK(res.kde_bandwidth_bps == 1e4);
+  // The interval, with the systematic margin every estimate gets.
+  CHECK(res.low_bps <= 9.88e6);
+  CHECK(res.high_bps >= 9.92e6);
+  CHECK(res.low_bps < res.capacity_bps);
+  CHECK(res.valid);
+  CHECK_FALSE(res.lower_bound);
+  CHECK(has(WarningCode::kSlopeTooNoisy));
+  CHECK(has(WarningCode::kSendStalls));
+  CHECK(has(WarningCode::kShaperRefuted));
+  CHECK_FALSE(has(WarningCode::kTokenBucket));
+  CHECK_FALSE(res.shaper.found);
+  CHECK(res.shaper.verdict == kShaperRefutedVerdict);
+  CHECK(res.shaper.streams == 4);
+  CHECK(res.shaper.refill_bytes == 800e3);
+  // Once: the snapshot is spent.
+  CHECK_FALSE(unapply_shaper(res, 2));
+}
+
+TEST_CASE("the search after a refuted refill carries the refill's pairs and costs", "[shaper]") {
+  AvailbwResult refill;
+  refill.rates.resize(2);
+  refill.rates[0].phase = refill.rates[1].phase = "shaper_refill";
+  refill.trains_sent = 4;
+  refill.elapsed_s = 3.0;
+  refill.probe_bytes = 800000;
+  refill.probe_packets = 560;
+  refill.warnings.push_back({WarningCode::kTokenBucket, "bucket"});
+  refill.warnings.push_back({WarningCode::kSendStalls, "stalls"});
+  AvailbwResult search;
+  search.valid = true;
+  search.availbw_bps = 3.7e6;
+  search.rates.resize(5);
+  search.trains_sent = 30;
+  search.elapsed_s = 4.0;
+  search.probe_bytes = 500000;
+  search.probe_packets = 400;
+  merge_refill(search, refill);
+  CHECK(search.valid);
+  CHECK(search.availbw_bps == 3.7e6);
+  REQUIRE(search.rates.size() == 7);
+  CHECK(search.rates[0].phase == "shaper_refill");
+  CHECK(search.trains_sent == 34);
+  CHECK(search.elapsed_s == Approx(7.0));
+  CHECK(search.probe_bytes == 1300000);
+  CHECK(search.probe_packets == 960);
+  REQUIRE(search.warnings.size() == 1);
+  CHECK(search.warnings[0].code == "send_stalls");
 }

@@ -60,6 +60,8 @@ struct RecordedFile {
   unsigned availbw_drops = 0;  // the measure's "drops" note
   RecordedPhase capacity{"capacity", {}, {}, {}}, availbw{"availbw", {}, {}, {}},
       hops{"hops", {}, {}, {}};
+  // The search after a refill that refuted its bucket (a second avail-bw phase).
+  RecordedPhase availbw_search{"availbw", {}, {}, {}};
 };
 
 // A phase's end note, or nullopt if the file stops before it.
@@ -106,6 +108,9 @@ RecordedFile collect(const RunRecords& recs, const std::string& name) {
       } else if (phase == "availbw" && out.availbw.run.is_null()) {
         out.availbw.run = std::move(j);
         in = &out.availbw;
+      } else if (phase == "availbw" && out.availbw_search.run.is_null()) {
+        out.availbw_search.run = std::move(j);
+        in = &out.availbw_search;
       } else if (phase == "hops" && out.hops.run.is_null()) {
         out.hops.run = std::move(j);
         in = &out.hops;
@@ -503,6 +508,9 @@ HopsResult replay_hops(const RecordedPhase& ph, const OfflineRead& r, const std:
   return out;
 }
 
+AvailbwResult replay_search(const RecordedPhase& ph, const OfflineRead& r, const MeasureResult& m,
+                            const Config& c, const std::string& name);
+
 MeasureResult replay_measure(const RecordedFile& f, const OfflineRead& r, const std::string& name,
                              bool verbose) {
   const auto run = read_phase_note<MeasureRunNote>(f.measure);
@@ -552,14 +560,34 @@ MeasureResult replay_measure(const RecordedFile& f, const OfflineRead& r, const 
     return m;
   }
   const auto a_run = read_phase_note<AvailbwRunNote>(ph.run);
-  const auto a_end = end_note<AvailbwEndNote>(ph.end);
   if (a_run.shaper_refill) {
     // A token bucket's refill streams are not replayed (as the shaper
-    // probe's are not): the live run's result, as it noted it.
-    add_availbw(m, shaper_availbw_from_note(a_end, m.capacity.shaper), f.availbw_drops);
+    // probe's are not): the live run's result, as it noted it; and the
+    // search after it when it refuted the bucket.
+    AvailbwResult refill =
+        shaper_availbw_from_note(end_note<AvailbwEndNote>(ph.end), m.capacity.shaper);
+    if (refill_refuted(m, refill, &C, run.hops)) {
+      if (f.availbw_search.run.is_null()) {
+        throw bad_file(name, "the capture holds no search after the refuted refill");
+      }
+      AvailbwResult a = replay_search(f.availbw_search, r, m, c, name);
+      merge_refill(a, refill);
+      refill = std::move(a);
+    }
+    add_availbw(m, std::move(refill), f.availbw_drops);
     finish();
     return m;
   }
+  add_availbw(m, replay_search(ph, r, m, c, name), f.availbw_drops);
+  finish();
+  return m;
+}
+
+// One avail-bw search phase of a recorded `measure`/`availbw`.
+AvailbwResult replay_search(const RecordedPhase& ph, const OfflineRead& r, const MeasureResult& m,
+                            const Config& c, const std::string& name) {
+  const auto a_run = read_phase_note<AvailbwRunNote>(ph.run);
+  const auto a_end = end_note<AvailbwEndNote>(ph.end);
   SeqAllocator seqs(0);
   PhasePath path{FlowId{self_of(m.capacity, name), parse_addr(m.capacity.target_addr),
                         static_cast<std::uint16_t>(m.capacity.source_port),
@@ -580,9 +608,7 @@ MeasureResult replay_measure(const RecordedFile& f, const OfflineRead& r, const 
     // Counters are not in the capture: as the live run read them.
     if (!a_end->own_traffic.is_null()) a.own_traffic = own_traffic_from_json(a_end->own_traffic);
   }
-  add_availbw(m, std::move(a), f.availbw_drops);
-  finish();
-  return m;
+  return a;
 }
 
 void require_records(const OfflineRead& r, const std::string& name) {

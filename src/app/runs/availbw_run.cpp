@@ -1529,6 +1529,20 @@ void narrow_capacity_from_hops(MeasureResult& m, double* capacity_bps) {
   bottleneck_at_capacity(m);
 }
 
+bool refill_refuted(MeasureResult& m, AvailbwResult& refill, double* capacity_bps,
+                    bool with_hops) {
+  if (m.capacity.shaper.verdict != kShaperRefutedVerdict ||
+      !unapply_shaper(m.capacity, static_cast<int>(refill.rates.size()))) {
+    return false;
+  }
+  if (!capacity_phase_done(m, capacity_bps, with_hops)) {
+    refill.stop_reason = m.availbw.stop_reason;
+    return false;
+  }
+  narrow_capacity_from_hops(m, capacity_bps);
+  return true;
+}
+
 MeasureResult run_measure(const Config& c, const std::atomic<bool>& stop) {
   MeasureResult m;
   m.command = c.command;
@@ -1587,6 +1601,12 @@ MeasureResult run_measure(const Config& c, const std::atomic<bool>& stop) {
       m.capacity.shaper.found
           ? run_shaper_availbw(*session, c, stop, m.capacity.shaper, t_end)
           : run_availbw_phase(*session, c, stop, C, t_end);
+  if (refill_refuted(m, a, &C, with_hops)) {
+    // The refill refuted the bucket: the search, in the time left.
+    AvailbwResult search = run_availbw_phase(*session, c, stop, C, t_end);
+    merge_refill(search, a);
+    a = std::move(search);
+  }
   const unsigned drops = session->prober->capture_stats().dropped - drops_before;
   session->prober->note(note_json(DropsNote{"availbw", drops}));
   add_availbw(m, std::move(a), drops);

@@ -65,6 +65,15 @@ bool capacity_phase_done(MeasureResult& m, double* capacity_bps, bool with_hops 
 // reads it (hop_at_capacity, warning bottleneck_at_capacity). The same live
 // and in `linkwidth analyze`.
 void narrow_capacity_from_hops(MeasureResult& m, double* capacity_bps);
+// After the refill phase of a token bucket (shaper_run.hpp): when its pairs
+// refuted the bucket (verdict "refuted"), the shaper is undone
+// (unapply_shaper: the trains' capacity, warning shaper_refuted), the hops
+// have their say on the capacity, and true: *capacity_bps is the upper end
+// of the paced-train search that follows in the time left (its result then
+// merged with the refill's: merge_refill). False when not refuted, or when
+// the trains' capacity cannot bound a search (the refill's result says why).
+// The same live and in `linkwidth analyze`.
+bool refill_refuted(MeasureResult& m, AvailbwResult& refill, double* capacity_bps, bool with_hops);
 // --capacity given: the capacity part of the result (its endpoints already set).
 void given_capacity(MeasureResult& m, double capacity_bps);
 // The avail-bw phase's result into the document, after the earlier warnings.

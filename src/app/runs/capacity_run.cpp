@@ -101,6 +101,9 @@ nlohmann::json capacity_checks_note(const std::vector<Warning>& before,
                       {"gap_check", res.gap_check},
                       {"shaper", shaper_json(res.shaper)},
                       {"shaper_check", shaper_check_json(res.shaper)}};
+  // The trains' estimate a bucket's sustained rate replaced: a refill that
+  // refutes the bucket restores it (shaper_run.hpp, unapply_shaper).
+  if (!res.before_shaper.is_null()) j["before_shaper"] = res.before_shaper;
   // Written when the checks replaced the estimate or widened its interval.
   const bool widened = res.gap_check.is_object() && res.gap_check.value("widened", false);
   if (res.capacity_source != "rst_trains" || widened) {
@@ -129,6 +132,7 @@ void apply_capacity_checks(CapacityResult& res, const nlohmann::json& j) {
   if (j.contains("shaper_check")) {
     res.shaper = shaper_from_json(j.at("shaper"), j.at("shaper_check"));
   }
+  if (j.contains("before_shaper")) res.before_shaper = j.at("before_shaper");
   if (j.contains("capacity")) {  // written only when the checks replaced or widened the estimate
     const auto& k = j.at("capacity");
     res.capacity_source = k.at("source").get<std::string>();

@@ -77,6 +77,22 @@ ShaperRecord run_shaper_probe(Session& s, const Config& c, const std::atomic<boo
 // came back at the rate it was sent.
 void apply_shaper(const ShaperRecord& rec, CapacityResult& res);
 
+// ShaperRecord::verdict when the refill pairs refuted the bucket
+// (run_shaper_availbw, estimate/shaper.hpp refill_contradicts_bucket).
+inline constexpr const char* kShaperRefutedVerdict = "refuted";
+
+// Undoes apply_shaper after the refill refuted the bucket: the capacity the
+// trains and the checks had (CapacityResult::before_shaper), its warnings,
+// `shaper_refuted` saying what the streams had claimed; the record keeps the
+// streams' and the refill's counts, verdict "refuted", no bucket. False (and
+// nothing changed) without a snapshot. `refill_pairs`: the pairs that refuted
+// it (for the warning).
+bool unapply_shaper(CapacityResult& res, int refill_pairs);
+
+// The avail-bw search that ran after a refuted refill, with the refill's
+// pairs, time, bytes and trains in it (they are the phase's too).
+void merge_refill(AvailbwResult& search, const AvailbwResult& refill);
+
 // `measure`/`availbw` on a path where the capacity phase found a bucket: the
 // avail-bw of the sustained regime, from the bucket's refill (estimate/
 // shaper.hpp, refill_sample): pairs of an emptying stream and, an idle tau
