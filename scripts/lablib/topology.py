@@ -61,7 +61,10 @@ from .util import (DEFAULT_BURST, ETH_HDR, MTU, PREFIX, STATE_DIR, LabError,
 SAME = "same"          # Link.rev_rate default: reverse shaped like forward
 MAX_LINKS = 99
 MAX_DELAY_MS = 1000.0
-SHAPERS = ("tbf", "htb")
+# "police": no queue at all; nftables drops what exceeds a token bucket of
+# ``rate`` (IP bytes) and ``burst`` bytes (a policer, as ISPs and cloud
+# firewalls run them: nothing is delayed, the excess is lost).
+SHAPERS = ("tbf", "htb", "police")
 _NAME_RE = re.compile(r"^[a-z0-9]{1,10}$")
 
 # Small TCP listener run inside a namespace by Lab.listen().
@@ -92,7 +95,9 @@ while True:
 class Link:
     """One hop.  ``rate``: forward bit/s (None = unshaped).  ``rev_rate``:
     reverse bit/s, ``SAME`` (default) = same as ``rate``, None = unshaped.
-    ``shaper``: "tbf" (default) or "htb".  ``limit``: queue limit in bytes
+    ``shaper``: "tbf" (default), "htb" or "police" (nftables drops beyond a
+    token bucket of ``rate`` counted in IP bytes and ``burst``: no queue; the
+    link runs at veth speed below it).  ``limit``: queue limit in bytes
     (None = max(2 MB, 100 ms x rate), per direction).  ``burst``: bucket bytes
     (a token-bucket shaper: e.g. 300_000 lets 300 KB pass at line rate, then
     ``rate``).  ``peakrate``: tbf only, a second bucket that limits the burst
@@ -464,6 +469,8 @@ class Lab:
         return l.fwd() if direction == "fwd" else l.rev()
 
     def link_capacity(self, i: int, ip_len: int = 1500, direction: str = "fwd") -> Optional[float]:
+        if self.spec.links[i - 1].shaper == "police":
+            return self.link_rate(i, direction)  # nftables counts IP bytes
         return ip_capacity(self.link_rate(i, direction), ip_len)
 
     def narrow_link(self, direction: str = "fwd") -> Optional[int]:
@@ -590,6 +597,18 @@ class Lab:
         if rate is None:
             return [f"tc qdisc del dev {dev} root 2>/dev/null || true"]
         r, lim, b = int(round(rate)), link.queue_limit(direction), int(link.burst)
+        if link.shaper == "police":
+            # postrouting sees forwarded and locally sent packets alike; one
+            # chain per device, replaced whole when the link is reshaped.
+            chain = f"po_{dev}"
+            return [f"tc qdisc del dev {dev} root 2>/dev/null || true",
+                    "nft add table inet lwpol",
+                    f"nft flush chain inet lwpol {chain} 2>/dev/null || true",
+                    f"nft delete chain inet lwpol {chain} 2>/dev/null || true",
+                    f"nft add chain inet lwpol {chain} "
+                    "'{ type filter hook postrouting priority 0; }'",
+                    f"nft add rule inet lwpol {chain} oifname {dev} "
+                    f"limit rate over {r // 8} bytes/second burst {b} bytes drop"]
         if link.shaper == "tbf":
             peak = ""
             if link.peakrate is not None and direction == "fwd":

@@ -130,6 +130,9 @@ struct CapacityResult {
   // The reply-gap check (app/plumbing/path_checks.hpp, check_capacity_gaps):
   // null when it did not run.
   nlohmann::json gap_check;
+  // The policer probe (app/runs/shaper_run.hpp, run_policer_probe): null when
+  // none was sent; else its verdict, the rate and the bucket it found.
+  nlohmann::json policer;
   // The estimate a token bucket's sustained rate replaced (apply_shaper), for
   // when the refill pairs refute the bucket (unapply_shaper): null when none.
   nlohmann::json before_shaper;

@@ -142,6 +142,9 @@ namespace lw {
     "too few trains of one of the two lengths: the estimate includes the head/tail offset")       \
   X(kShaperNotEmptied, "shaper_not_emptied",                                                      \
     "trains disagreed as a token bucket makes them, but the caps did not allow emptying it")      \
+  X(kPolicer, "policer",                                                                          \
+    "a policer: full-size packets past a bucket were dropped, not delayed; the capacity is its "  \
+    "rate, and no avail-bw is measured")                                                          \
   X(kShaperRefuted, "shaper_refuted",                                                              \
     "the shaper streams showed a level shift, but no refill pair saw a token bucket refill: no "  \
     "shaper; the capacity is the trains' and the avail-bw the search's")                          \

@@ -224,6 +224,7 @@ nlohmann::json to_json(const CapacityResult& r) {
             {"shaper", shaper_json(r.shaper)},
             {"peak_capacity_bps", nullable(r.shaper.found || r.shaper.not_emptied, r.shaper.peak_bps)},
             {"shaper_check", shaper_check_json(r.shaper)},
+            {"policer", r.policer},
             {"layer", "ip"},
             {"trains_sent", r.trains_sent},
             {"trains_used", r.trains_used},

@@ -228,6 +228,15 @@ def test_ordinary_paths_have_no_shaper(links):
             assert chk.get("stalled_streams", 0) <= 1, chk
             assert chk["verdict"] in ("none", "no_replies"), chk
             assert chk["stream_bytes"] <= 2.1e6 * chk["streams"], chk
+        # Nor a policer: where every train came back at our own rate the
+        # policer probe looks (its chirp's markers all pass), elsewhere it
+        # does not run.
+        pol = doc["policer"]
+        assert doc["capacity_source"] != "policer", pol
+        if doc["capacity_is_lower_bound"]:
+            assert pol is None or pol["verdict"] == "none", pol
+        else:
+            assert pol is None, pol
         # --no-shaper-stream: nothing is sent for it when the trains show no
         # bucket (a path the trains cannot tell from one still sends its stream).
         code, doc, _ = run_tool(L, "capacity", L.target_ip, "--no-shaper-stream")
@@ -235,3 +244,37 @@ def test_ordinary_paths_have_no_shaper(links):
         assert doc["shaper"] is None, doc["shaper"]
         chk = doc["shaper_check"]
         assert chk is None or chk["trigger"] == "capacity_lower_bound", chk
+
+
+# A policer (nftables `limit rate over R bytes/second burst 30000 bytes drop`
+# on the router's way out, no queue: its bucket holds R's second plus the
+# burst) on an unshaped path: every capacity train comes back at our own
+# rate, and only the loss of full-size packets shows it.
+# (At 20 Mbit/s the capacity trains lost replies in four of nine runs, and
+# the shaper streams that follow then leave no room for the policer stream:
+# README, "Policers".)
+@pytest.mark.parametrize("rate", [5e6, 10e6])
+def test_policer_found(rate):
+    spec = lab.Spec(links=[lab.Link(rate=None), lab.Link(rate=rate, burst=30_000, shaper="police")])
+    with lab.Lab(spec) as L:
+        truth = L.link_capacity(2)
+        code, doc, _ = run_tool(L, "measure", L.target_ip, "--no-hops")
+        # No avail-bw: measure exits 1 (a partial result).
+        assert code == 1, doc
+        pol = doc["policer"]
+        assert pol is not None and pol["verdict"] == "found", (pol, doc["warnings"])
+        assert doc["capacity_source"] == "policer"
+        assert not doc["capacity_is_lower_bound"]
+        assert abs(doc["capacity_bps"] / truth - 1) <= 0.10, (doc["capacity_bps"], truth)
+        assert doc["capacity_low_bps"] <= truth <= doc["capacity_high_bps"], pol
+        # The bucket: nftables holds a second of the rate and the burst; the
+        # stream sees its content, at most that (the trains before it may
+        # have left it part-empty), and never less than 20 packets' worth.
+        bucket = rate / 8 + 30_000
+        assert 30_000 <= pol["bucket_bytes_low"] <= bucket, pol
+        assert pol["bucket_bytes_high"] > pol["bucket_bytes_low"], pol
+        codes = [w["code"] for w in doc["warnings"]]
+        assert "policer" in codes and "availbw_not_run" in codes, codes
+        assert "capacity_lower_bound" not in codes, codes
+        assert doc["availbw_bps"] is None
+        assert doc["probe_bytes"] <= 50e6

@@ -1113,6 +1113,17 @@ bool capacity_phase_done(MeasureResult& m, double* capacity_bps, bool with_hops)
     return false;
   }
   *capacity_bps = m.capacity.capacity_bps;
+  if (m.capacity.capacity_source == "policer") {
+    // A policer drops, never queues: paced trains under its bucket (refilled
+    // between them) pass whole at any rate, and the search would read our
+    // own sending.
+    m.availbw.stop_reason = StopReason::kShaper;
+    m.availbw.warnings.push_back(
+        {WarningCode::kAvailbwNotRun,
+         "the avail-bw search did not run: the path is policed (warning policer), and paced "
+         "trains that fit its bucket pass whole at any rate"});
+    return false;
+  }
   if (m.capacity.load_check.dropped) {
     // Paced RST trains would meet no queue at all: nothing to search.
     m.availbw.stop_reason = StopReason::kLoadDropped;

@@ -104,6 +104,7 @@ nlohmann::json capacity_checks_note(const std::vector<Warning>& before,
   // The trains' estimate a bucket's sustained rate replaced: a refill that
   // refutes the bucket restores it (shaper_run.hpp, unapply_shaper).
   if (!res.before_shaper.is_null()) j["before_shaper"] = res.before_shaper;
+  if (!res.policer.is_null()) j["policer"] = res.policer;
   // Written when the checks replaced the estimate or widened its interval.
   const bool widened = res.gap_check.is_object() && res.gap_check.value("widened", false);
   if (res.capacity_source != "rst_trains" || widened) {
@@ -133,6 +134,7 @@ void apply_capacity_checks(CapacityResult& res, const nlohmann::json& j) {
     res.shaper = shaper_from_json(j.at("shaper"), j.at("shaper_check"));
   }
   if (j.contains("before_shaper")) res.before_shaper = j.at("before_shaper");
+  if (j.contains("policer")) res.policer = j.at("policer");
   if (j.contains("capacity")) {  // written only when the checks replaced or widened the estimate
     const auto& k = j.at("capacity");
     res.capacity_source = k.at("source").get<std::string>();
@@ -244,6 +246,15 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
   take_reply_warnings(ss, res.warnings);
   check_capacity_plausible(ss, c, stop, t_cap, trains.stamps, res);
   check_capacity_gaps(ss, c, stop, t_cap, res);
+  // Every train came back at our own rate: a policer (a token bucket that
+  // drops, with no queue) shows nothing else. One stream of full-size SYN
+  // markers, after load that empties a bucket three times the largest
+  // train and at least 4 MB, says (shaper_run.hpp, run_policer_probe).
+  if (res.valid && res.lower_bound && !res.shaper.found && !stop.load()) {
+    apply_policer(run_policer_probe(ss, c, stop, t_cap,
+                                    std::max(4e6, 3.0 * largest_train_bytes(res, trains.packet_size))),
+                  res);
+  }
   // The routine check, after the checks: it takes the time of one stream
   // (0.5 s in the paths benchmark), which, sent before them, the gap check
   // lacked on slow and loaded paths (4 capacities of the benchmark at

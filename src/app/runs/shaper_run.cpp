@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <initializer_list>
 #include <random>
 
 #include "app/plumbing/config.hpp"
@@ -10,8 +11,10 @@
 #include "app/plumbing/session.hpp"
 #include "app/runs/capacity_run.hpp"
 #include "estimate/stats.hpp"
+#include "estimate/policer.hpp"
 #include "estimate/shaper.hpp"
 #include "match/match.hpp"
+#include "plan/policer_plan.hpp"
 #include "plan/shaper_plan.hpp"
 #include "report/writers.hpp"
 
@@ -47,6 +50,25 @@ std::vector<ShaperPoint> points_of(const Train& t, const TrainOutcome& o) {
 // bucket that another run had just emptied, against 0.1 ms through it full).
 double path_rtt(const Session& s, const ShaperRecord& rec) {
   return rec.head_rtt_s > 0 ? std::min(s.disc.rtt_s, rec.head_rtt_s) : s.disc.rtt_s;
+}
+
+// A probe's capacity in place of the trains': valid, not a bound, no KDE
+// bandwidth; the trains' warnings in `dropped` no longer describe the path.
+void take_capacity(CapacityResult& res, double rate, double low, double high, const char* source,
+                   std::initializer_list<const char*> dropped) {
+  res.valid = true;
+  res.lower_bound = false;
+  res.capacity_bps = rate;
+  res.low_bps = low;
+  res.high_bps = high;
+  res.kde_bandwidth_bps = 0;
+  res.capacity_source = source;
+  res.warnings.erase(std::remove_if(res.warnings.begin(), res.warnings.end(),
+                                    [&](const Warning& w) {
+                                      return std::any_of(dropped.begin(), dropped.end(),
+                                                         [&](const char* d) { return w.code == d; });
+                                    }),
+                     res.warnings.end());
 }
 
 // A finding the confirming stream contradicted.
@@ -507,26 +529,13 @@ void apply_shaper(const ShaperRecord& rec, CapacityResult& res) {
                            {"source", res.capacity_source},
                            {"warnings", warnings_json(res.warnings)}};
     }
-    res.valid = true;
-    res.lower_bound = false;
-    res.capacity_bps = rec.rate_bps;
-    res.low_bps = rec.rate_low_bps;
-    res.high_bps = std::isfinite(rec.rate_high_bps) ? rec.rate_high_bps : rec.rate_bps;
-    res.kde_bandwidth_bps = 0;
-    res.capacity_source = "shaper_stream";
     // The trains' own verdicts described the burst, not the path.
-    res.warnings.erase(std::remove_if(res.warnings.begin(), res.warnings.end(),
-                                      [](const Warning& w) {
-                                        return w.code == "no_estimate" ||
-                                               w.code == "capacity_lower_bound" ||
-                                               w.code == "slope_too_noisy" ||
-                                               w.code == "load_loss_suspected" ||
-                                               w.code == "single_length_estimate" ||
-                                               w.code == "max_rate_limited" ||
-                                               w.code == "capacity_at_send_rate" ||
-                                               w.code == "trains_shortened";
-                                      }),
-                       res.warnings.end());
+    take_capacity(res, rec.rate_bps, rec.rate_low_bps,
+                  std::isfinite(rec.rate_high_bps) ? rec.rate_high_bps : rec.rate_bps,
+                  "shaper_stream",
+                  {"no_estimate", "capacity_lower_bound", "slope_too_noisy", "load_loss_suspected",
+                   "single_length_estimate", "max_rate_limited", "capacity_at_send_rate",
+                   "trains_shortened"});
     res.warnings.push_back(
         {WarningCode::kTokenBucket,
          "a token-bucket shaper: " + format_rate(rec.rate_bps) + " sustained after a burst of " +
@@ -541,6 +550,125 @@ void apply_shaper(const ShaperRecord& rec, CapacityResult& res) {
              " came back at the rate it was sent: a bucket of at least that much, larger than "
              "--max-bytes / --max-time allowed to empty; the capacity may be the burst's"});
   }
+}
+
+PolicerProbe run_policer_probe(Session& s, const Config& c, const std::atomic<bool>& stop,
+                               Nanos t_cap, double load_bytes) {
+  PolicerProbe out;
+  const Nanos t0 = mono_now();
+  const int L = s.packet_size;
+  PolicerStreamParams p;
+  p.flow = s.flow;
+  p.packet_size = static_cast<std::uint16_t>(L);
+  p.gap = min_gap_for_rate(c.max_rate_bps, L + 40);
+  PolicerFinding f;
+  int streams = 0, load_markers = 0, load_answered = 0;
+  std::uint64_t stream_bytes = 0;
+  // A stream whose every marker passed met no bucket it emptied: once more,
+  // 2.5 times the load. (A policer's bucket can hold a second of its rate:
+  // nftables' `limit rate over R bytes/second burst B bytes` holds R + B.)
+  // It leaves a fifth of --max-bytes to the phases after it (the avail-bw
+  // search of an unshaped gigabit lab path took 8 MB of the 14 left after a
+  // capacity phase of 35.5 MB: 2 streams of 14 MB left it 0.3 MB, and it
+  // stopped on max_bytes with no estimate).
+  for (int k = 0; k < 2 && !stop.load(); ++k, load_bytes *= 2.5) {
+    const double room = 0.8 * static_cast<double>(c.max_bytes) -
+                        static_cast<double>(s.prober->bytes_sent()) -
+                        static_cast<double>((p.bucket_markers + p.chirp_markers) * L);
+    p.load_packets = std::min(8000, static_cast<int>(std::min(load_bytes, room) / L));
+    if (p.load_packets < 100) break;
+    const Train t = make_policer_train(p, -800 - k, s.seqs);
+    const Nanos quiet = stream_quiet(s.disc.rtt_s);
+    const Nanos chirp_span = t.probes.back().offset;
+    const Nanos wait = std::min<Nanos>(2 * kSec, 4 * quiet);
+    // --max-load: the stream counts in the ledger like a train; not when that
+    // wait would pass the cap.
+    const Nanos ready = load_ready(s, c, t.total_bytes());
+    if (ready + chirp_span + wait > t_cap) break;
+    while (mono_now() < ready && !stop.load()) sleep_until(ready);
+    if (stop.load() || !wait_for_reply_budget(s, s.dst, static_cast<int>(t.markers.size()),
+                                              t_cap - chirp_span - wait)) {
+      break;
+    }
+    s.prober->note(note_json(ShaperStreamNote{t.id, t.total_bytes()}));
+    const TrainRun run = s.prober->run(t, t.markers, wait, false, 2 * kMs, 0, quiet);
+    ++streams;
+    stream_bytes += t.total_bytes();
+    std::vector<PolicerPoint> pts;
+    const int chirp_from = static_cast<int>(t.markers.size()) - p.chirp_markers;
+    load_markers = load_answered = 0;
+    for (std::size_t m = 0; m < t.markers.size(); ++m) {
+      const auto i = static_cast<std::size_t>(t.markers[m]);
+      const ProbeOutcome& o = run.outcome.probes[i];
+      PolicerPoint pt;
+      pt.bits_before = t.bits_from_head[m];
+      pt.sent = run.sent.size() > i && run.sent[i].sent ? run.sent[i].actual : o.sent;
+      pt.reply = o.reply > 0 ? o.reply - o.sent + pt.sent : 0;  // on the send clock
+      pt.chirp = static_cast<int>(m) >= chirp_from;
+      if (!pt.chirp) {
+        ++load_markers;
+        load_answered += o.reply > 0 ? 1 : 0;
+      }
+      pts.push_back(pt);
+    }
+    f = detect_policer(pts, 8.0 * L);
+    if (c.verbose) {
+      std::fprintf(stderr,
+                   "policer stream %d: %llu bytes, load markers %d of %d, chirp %d of %d "
+                   "answered: %s rate %.4g [%.4g, %.4g] bucket [%.0f, %.0f]\n",
+                   k, static_cast<unsigned long long>(t.total_bytes()), load_answered,
+                   load_markers, f.chirp_answered, f.chirp_markers,
+                   f.found ? "found" : f.reason.c_str(), f.rate_bps, f.rate_low_bps,
+                   f.rate_high_bps, f.burst_low_bytes, f.burst_high_bytes);
+    }
+    if (f.found || load_answered < load_markers || f.chirp_answered < f.chirp_markers) break;
+  }
+  if (streams == 0) return out;
+  out.ran = true;
+  out.finding = f;
+  auto nullable_pos = [](double v) { return v > 0 ? nlohmann::json(v) : nlohmann::json(); };
+  out.record = {{"verdict", f.found ? "found" : "none"},
+                 {"reason", f.found ? "" : f.reason},
+                 {"rate_bps", f.found ? nlohmann::json(f.rate_bps) : nlohmann::json()},
+                 {"rate_low_bps", f.found ? nlohmann::json(f.rate_low_bps) : nlohmann::json()},
+                 {"rate_high_bps", f.found ? nlohmann::json(f.rate_high_bps) : nlohmann::json()},
+                 {"rate_is_upper_bound", f.rate_is_upper_bound},
+                 {"bucket_bytes_low", f.found ? nullable_pos(f.burst_low_bytes) : nlohmann::json()},
+                 {"bucket_bytes_high", f.found ? nullable_pos(f.burst_high_bytes) : nlohmann::json()},
+                 {"load_markers", load_markers},
+                 {"load_answered", load_answered},
+                 {"chirp_markers", f.chirp_markers},
+                 {"chirp_answered", f.chirp_answered},
+                 {"streams", streams},
+                 {"stream_bytes", stream_bytes},
+                 {"elapsed_s", to_seconds(mono_now() - t0)}};
+  return out;
+}
+
+void apply_policer(const PolicerProbe& p, CapacityResult& res) {
+  if (!p.ran) return;
+  res.policer = p.record;
+  const PolicerFinding& f = p.finding;
+  if (!f.found) return;
+  take_capacity(res, f.rate_bps, f.rate_low_bps, f.rate_high_bps, "policer",
+                {"capacity_lower_bound", "max_rate_limited", "capacity_at_send_rate"});
+  std::string bucket = "a bucket";
+  if (f.burst_low_bytes > 0 && f.burst_high_bytes > 0) {
+    bucket = "a bucket of " + kb(f.burst_low_bytes) + " to " + kb(f.burst_high_bytes);
+  } else if (f.burst_low_bytes > 0) {
+    bucket = "a bucket of at least " + kb(f.burst_low_bytes);
+  } else if (f.burst_high_bytes > 0) {
+    bucket = "a bucket of at most " + kb(f.burst_high_bytes);
+  }
+  res.warnings.push_back(
+      {WarningCode::kPolicer,
+       "a policer: every train came back at our own rate, but full-size packets past " + bucket +
+           " were dropped, not delayed, and from about " +
+           (f.rate_is_upper_bound ? "below " : "") + format_rate(f.rate_bps) +
+           " down every one passed (" + std::to_string(f.chirp_answered) + " of " +
+           std::to_string(f.chirp_markers) +
+           " chirp markers answered): the capacity is the policed rate; the avail-bw is not "
+           "measured (paced trains pass inside its bucket, refilled between them)"});
 }
 
 bool unapply_shaper(CapacityResult& res, int refill_pairs) {

@@ -11,6 +11,7 @@
 
 #include "app/plumbing/config.hpp"
 #include "app/plumbing/run_notes.hpp"
+#include "estimate/policer.hpp"
 #include "estimate/shaper.hpp"
 #include "linkwidth/time.hpp"
 #include "nlohmann/json.hpp"
@@ -92,6 +93,27 @@ bool unapply_shaper(CapacityResult& res, int refill_pairs);
 // The avail-bw search that ran after a refuted refill, with the refill's
 // pairs, time, bytes and trains in it (they are the phase's too).
 void merge_refill(AvailbwResult& search, const AvailbwResult& refill);
+
+// The policer probe, after capacity trains that all came back at our own
+// rate (a lower bound): one stream (plan/policer_plan.hpp) of RST load,
+// `load_bytes` of it (within --max-bytes and 100-8000 packets) at --max-rate
+// with full-size SYN markers among it, then a chirp of full-size SYN markers
+// down to 1/256 of that rate; estimate/policer.hpp reads it. It waits for
+// the --max-load ledger (its bytes count there) and the reply budget, and
+// sends nothing past t_cap; a second one, 2.5 times the load, when every
+// marker of the first passed (a bucket larger than it). apply_policer puts
+// the record into res.policer; a policer found makes its rate the capacity
+// (capacity_source "policer", warning `policer`; the avail-bw search does not
+// run: its paced trains would pass inside the bucket, refilled between them,
+// and read our own rate).
+struct PolicerProbe {
+  bool ran = false;        // a stream was sent
+  nlohmann::json record;   // CapacityResult::policer
+  PolicerFinding finding;
+};
+PolicerProbe run_policer_probe(Session& s, const Config& c, const std::atomic<bool>& stop,
+                               Nanos t_cap, double load_bytes);
+void apply_policer(const PolicerProbe& p, CapacityResult& res);
 
 // `measure`/`availbw` on a path where the capacity phase found a bucket: the
 // avail-bw of the sustained regime, from the bucket's refill (estimate/

@@ -1,0 +1,163 @@
+// Policer detection (estimate/policer) on its own stream (plan/policer_plan):
+// the stream as planned, sent at 1 Gbit/s (or as given), through a simulated
+// policer (a token bucket in IP bytes that drops what exceeds it, no queue:
+// nftables' `limit rate over`), replies after a fixed RTT with noise. Known
+// answers: the policed rate and the bucket; ordinary paths (every packet
+// passes, random reply loss, a queue that drops) must not report one.
+#include <catch2/catch.hpp>
+#include <algorithm>
+#include <random>
+#include <vector>
+
+#include "estimate/policer.hpp"
+#include "plan/policer_plan.hpp"
+
+using namespace lw;
+
+namespace {
+
+struct Path {
+  double rate_bps = 0;      // policed rate (0: no policer)
+  double burst_bytes = 0;   // its bucket
+  double send_bps = 1e9;    // the stream's load rate (its first chirp gap too)
+  double reply_loss = 0;    // random loss of answered markers' replies
+  // A drop-tail queue instead (rate, bytes): survivors are delayed.
+  double queue_rate_bps = 0;
+  double queue_bytes = 0;
+  Nanos noise = 20 * kUs;
+};
+
+std::vector<PolicerPoint> simulate(const Path& p, unsigned seed, int load_packets = 700) {
+  PolicerStreamParams sp;
+  sp.flow.src = IpAddr::parse("198.18.0.1").value();
+  sp.flow.dst = IpAddr::parse("198.18.1.2").value();
+  sp.load_packets = load_packets;
+  sp.gap = static_cast<Nanos>(8.0 * 1500 / p.send_bps * 1e9);
+  SeqAllocator seqs(1);
+  const Train t = make_policer_train(sp, 1, seqs);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u(0, 1);
+  const Nanos rtt = 100 * kUs;
+  double tokens = p.burst_bytes;  // full at the start
+  Nanos last = 0;
+  double queue_free_at = 0;  // seconds: when the queue's link is idle
+  std::vector<bool> passed(t.probes.size());
+  std::vector<Nanos> delay(t.probes.size());
+  for (std::size_t i = 0; i < t.probes.size(); ++i) {
+    const Probe& q = t.probes[i];
+    if (p.rate_bps > 0) {
+      tokens = std::min(p.burst_bytes, tokens + p.rate_bps / 8 * to_seconds(q.offset - last));
+      last = q.offset;
+      passed[i] = tokens >= q.ip_len;
+      if (passed[i]) tokens -= q.ip_len;
+      delay[i] = rtt;
+    } else if (p.queue_rate_bps > 0) {
+      const double now = to_seconds(q.offset);
+      const double backlog = std::max(0.0, queue_free_at - now) * p.queue_rate_bps / 8;
+      passed[i] = backlog + q.ip_len <= p.queue_bytes;
+      if (passed[i]) {
+        queue_free_at = std::max(queue_free_at, now) + 8.0 * q.ip_len / p.queue_rate_bps;
+        delay[i] = rtt + from_seconds(queue_free_at - now);
+      }
+    } else {
+      passed[i] = true;
+      delay[i] = rtt;
+    }
+  }
+  std::vector<PolicerPoint> pts;
+  const int chirp_from = static_cast<int>(t.markers.size()) - sp.chirp_markers;
+  for (std::size_t m = 0; m < t.markers.size(); ++m) {
+    const auto i = static_cast<std::size_t>(t.markers[m]);
+    PolicerPoint pt;
+    pt.bits_before = t.bits_from_head[m];
+    pt.sent = t.probes[i].offset + static_cast<Nanos>(u(rng) * 2 * kUs);
+    pt.chirp = static_cast<int>(m) >= chirp_from;
+    if (passed[i] && u(rng) >= p.reply_loss) {
+      pt.reply = pt.sent + delay[i] + static_cast<Nanos>(u(rng) * static_cast<double>(p.noise));
+    }
+    pts.push_back(pt);
+  }
+  return pts;
+}
+
+}  // namespace
+
+TEST_CASE("policer: the stream's layout", "[policer]") {
+  const std::vector<int> pos = policer_bucket_positions(700, 12);
+  REQUIRE(pos.size() == 12);
+  CHECK(pos.front() == 3);
+  CHECK(pos.back() == 699);
+  CHECK(std::is_sorted(pos.begin(), pos.end()));
+  CHECK(policer_bucket_positions(3, 12).empty());
+  PolicerStreamParams sp;
+  sp.load_packets = 100;
+  sp.gap = 12 * kUs;
+  SeqAllocator seqs(1);
+  const Train t = make_policer_train(sp, 1, seqs);
+  // Warm-up, load, 12 bucket markers and the chirp, every marker full-size.
+  CHECK(t.markers.size() == 12 + 64);
+  for (int m : t.markers) CHECK(t.probes[static_cast<std::size_t>(m)].ip_len == 1500);
+  // The chirp's gaps grow by 2^(1/8).
+  const auto& a = t.probes[static_cast<std::size_t>(t.markers[20])];
+  const auto& b = t.probes[static_cast<std::size_t>(t.markers[21])];
+  const auto& c = t.probes[static_cast<std::size_t>(t.markers[22])];
+  CHECK(static_cast<double>(c.offset - b.offset) / static_cast<double>(b.offset - a.offset) ==
+        Approx(std::pow(2.0, 1.0 / 8)).epsilon(0.01));
+}
+
+TEST_CASE("policer: found, its rate and bucket", "[policer]") {
+  struct Case {
+    double rate, burst;
+  };
+  for (const Case k : {Case{10e6, 30e3}, Case{10e6, 300e3}, Case{50e6, 100e3}, Case{100e6, 30e3},
+                       Case{5e6, 50e3}}) {
+    for (unsigned seed = 1; seed <= 5; ++seed) {
+      Path p;
+      p.rate_bps = k.rate;
+      p.burst_bytes = k.burst;
+      const PolicerFinding f = detect_policer(simulate(p, seed), 12000);
+      INFO(k.rate << " " << k.burst << " seed " << seed << ": " << f.reason << " rate "
+                  << f.rate_bps << " [" << f.rate_low_bps << ", " << f.rate_high_bps << "]");
+      REQUIRE(f.found);
+      CHECK_FALSE(f.rate_is_upper_bound);
+      CHECK(f.rate_bps == Approx(k.rate).epsilon(0.15));
+      CHECK(f.rate_low_bps <= k.rate * 1.02);
+      CHECK(f.rate_high_bps >= k.rate * 0.98);
+      CHECK(f.burst_low_bytes <= k.burst);
+      CHECK(f.burst_high_bytes >= k.burst);
+    }
+  }
+}
+
+TEST_CASE("policer: below the chirp's slowest rate, an upper bound", "[policer]") {
+  Path p;
+  p.rate_bps = 1e6;  // the chirp ends at 1 Gbit/s / 256, 3.9 Mbit/s
+  p.burst_bytes = 30e3;
+  const PolicerFinding f = detect_policer(simulate(p, 1), 12000);
+  REQUIRE(f.found);
+  CHECK(f.rate_is_upper_bound);
+  CHECK(f.rate_high_bps > 1e6);
+  CHECK(f.rate_high_bps < 5e6);
+}
+
+TEST_CASE("policer: ordinary paths have none", "[policer]") {
+  for (unsigned seed = 1; seed <= 10; ++seed) {
+    Path clean;
+    CHECK_FALSE(detect_policer(simulate(clean, seed), 12000).found);
+    Path lossy;
+    lossy.reply_loss = 0.05;
+    CHECK_FALSE(detect_policer(simulate(lossy, seed), 12000).found);
+    // A bucket larger than the load: the chirp's fast markers pass.
+    Path big;
+    big.rate_bps = 10e6;
+    big.burst_bytes = 3e6;
+    CHECK_FALSE(detect_policer(simulate(big, seed), 12000).found);
+    // A 10 Mbit/s drop-tail queue of 60 KB: it drops too, but what passes waits.
+    Path queue;
+    queue.queue_rate_bps = 10e6;
+    queue.queue_bytes = 60e3;
+    const PolicerFinding f = detect_policer(simulate(queue, seed), 12000);
+    INFO(f.reason);
+    CHECK_FALSE(f.found);
+  }
+}
