@@ -33,8 +33,10 @@ struct PolicerStreamParams {
 // load_packets - 1, strictly increasing (fewer markers when the load is short).
 std::vector<int> policer_bucket_positions(int load_packets, int markers);
 
-// The stream as a Train: every marker in Train::markers (bucket markers
-// first, then the chirp's), bits_from_head from the first packet sent.
+// The stream as a Train: a bare warm-up SYN, then the load and the markers;
+// every marker in Train::markers (the load's first, then the chirp's), and
+// Train::bits_from_head[k] the IP bits of the load and markers sent before
+// marker k (not the warm-up's).
 Train make_policer_train(const PolicerStreamParams& p, int train_id, SeqAllocator& seqs);
 
 }  // namespace lw

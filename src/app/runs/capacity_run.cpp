@@ -181,6 +181,12 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
   // and, but for the routine check's (in_ledger), are left out of the
   // --max-load ledger, bytes and time: they do not
   // make later trains wait, nor give them credit (estimate/load_budget.hpp).
+  // The policer probe (shaper_run.hpp): right after shaper streams that
+  // lost-reply trains called for and that passed whole at our own rate (a
+  // policer drops the trains' full-size load, not the streams' small
+  // markers; no queue met streams that large, so neither will its stream),
+  // else after the checks below when every train came back at our own rate.
+  PolicerProbe policer;
   auto probe = [&](const ShaperHints& h, bool in_ledger = false) {
     if (c.verbose) {
       std::fprintf(stderr,
@@ -195,6 +201,10 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
     const Nanos span = mono_now() - t;
     if (!in_ledger) exclude_from_ledger(ss.load, span, prober.bytes_sent() - b);
     rec.elapsed_s = to_seconds(span);
+    if (h.trigger == "replies_lost" && !rec.found && rec.not_emptied && !policer.ran &&
+        !stop.load()) {
+      policer = run_policer_probe(ss, c, stop, t_cap, std::max(4e6, 3.0 * h.queued_bytes));
+    }
     return rec;
   };
   CapacityTrains trains = capacity_trains(runner, c, path, res, probe);
@@ -250,11 +260,11 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
   // drops, with no queue) shows nothing else. One stream of full-size SYN
   // markers, after load that empties a bucket three times the largest
   // train and at least 4 MB, says (shaper_run.hpp, run_policer_probe).
-  if (res.valid && res.lower_bound && !res.shaper.found && !stop.load()) {
-    apply_policer(run_policer_probe(ss, c, stop, t_cap,
-                                    std::max(4e6, 3.0 * largest_train_bytes(res, trains.packet_size))),
-                  res);
+  if (!policer.ran && res.valid && res.lower_bound && !res.shaper.found && !stop.load()) {
+    policer = run_policer_probe(ss, c, stop, t_cap,
+                                std::max(4e6, 3.0 * largest_train_bytes(res, trains.packet_size)));
   }
+  apply_policer(policer, res);
   // The routine check, after the checks: it takes the time of one stream
   // (0.5 s in the paths benchmark), which, sent before them, the gap check
   // lacked on slow and loaded paths (4 capacities of the benchmark at
