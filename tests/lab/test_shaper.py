@@ -181,6 +181,22 @@ def test_measure_availbw_in_the_sustained_regime(cross):
         assert doc["probe_bytes"] <= 50e6
 
 
+def no_bucket_claimed(doc):
+    """No shaper in the document; or, on a path faster than our sending, the
+    one statement the capacity_lower_bound stream may leave when its longer
+    follow-up could not run within the caps (the fresh-clone CI at 7925473,
+    an unshaped path on a busy VM; not seen in 3 local reruns): no bucket
+    up to that one stream's bytes was emptied (bucket_bytes null, warning
+    shaper_not_emptied), never a bucket found."""
+    sh, chk = doc["shaper"], doc["shaper_check"]
+    if sh is None:
+        return doc["peak_capacity_bps"] is None
+    return (sh["bucket_bytes"] is None and sh["rate_bps"] is None and chk is not None
+            and chk["trigger"] == "capacity_lower_bound" and chk["streams"] == 1
+            and chk["verdict"] == "not_emptied" and doc["capacity_is_lower_bound"]
+            and "shaper_not_emptied" in [w["code"] for w in doc["warnings"]])
+
+
 # Ten ordinary paths (issue 13's bar): tbf links with the lab's 3028-byte
 # burst (two frames: no bucket), one to four links, the narrow one first,
 # last, in the middle or this host's own interface, and unshaped ones.
@@ -193,8 +209,7 @@ def test_ordinary_paths_have_no_shaper(links):
     with lab.Lab(spec) as L:
         code, doc, _ = run_tool(L, "capacity", L.target_ip)
         assert code == 0, doc
-        assert doc["shaper"] is None, doc["shaper"]
-        assert doc["peak_capacity_bps"] is None
+        assert no_bucket_claimed(doc), (doc["shaper"], doc["shaper_check"])
         chk = doc["shaper_check"]
         if doc["capacity_is_lower_bound"]:
             # A path at least as fast as --max-rate may hide a bucket the
@@ -241,7 +256,7 @@ def test_ordinary_paths_have_no_shaper(links):
         # bucket (a path the trains cannot tell from one still sends its stream).
         code, doc, _ = run_tool(L, "capacity", L.target_ip, "--no-shaper-stream")
         assert code == 0, doc
-        assert doc["shaper"] is None, doc["shaper"]
+        assert no_bucket_claimed(doc), (doc["shaper"], doc["shaper_check"])
         chk = doc["shaper_check"]
         assert chk is None or chk["trigger"] == "capacity_lower_bound", chk
 
