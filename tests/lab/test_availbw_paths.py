@@ -62,6 +62,11 @@ SCENARIOS = {
                                 lab.Link(rate=46e6, shaper="htb")], {1: (0.65, "tcp")}),
     "local_tcp_remote_busy": ([lab.Link(rate=250e6, shaper="htb"),
                                lab.Link(rate=46e6, shaper="htb")], {1: (0.65, "tcp"), 2: 0.5}),
+    # Our own 100 Mbit/s tbf, the narrow link, 75% taken by this host's CBR;
+    # a faster link after it, half loaded (the random-path benchmark's path
+    # 58: the trains read 50-60% of our shaper's rate).
+    "local_narrow_busy_remote": ([lab.Link(rate=100e6, shaper="tbf"), lab.Link(rate=150e6)],
+                                 {1: 0.75, 2: 0.5}),
     # The first remote hop, 80% loaded.
     "remote_80": ([lab.Link(rate=None), lab.Link(rate=50e6)], {2: 0.8}),
     "remote_90": ([lab.Link(rate=None), lab.Link(rate=50e6)], {2: 0.9}),

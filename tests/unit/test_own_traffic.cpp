@@ -341,12 +341,22 @@ TEST_CASE("measure: our own narrow interface's shaper rate is its capacity", "[o
   CHECK(m.capacity.low_bps == Approx(0.99 * ip));
   CHECK(m.capacity.warnings.back().code == "capacity_from_own_shaper");
   CHECK(m.availbw.high_bps <= m.capacity.high_bps);
-  SECTION("not our own narrow link: the capacity stays the trains'") {
+  SECTION("trains not spread leaving our interface: every packet still passes the shaper") {
+    // (14 benchmark runs replayed: 4 capacities above our own shaper
+    // without local_bottleneck, the shaper's rate the truth in all.)
     MeasureResult m3 = local_narrow(C);
     m3.capacity.warnings.clear();
     AvailbwResult b = searched(C, 29.0e6, other);
     b.own_traffic.qdisc_kind = "htb";
     b.own_traffic.qdisc_rate_bps = rate;
+    add_availbw(m3, b, 0);
+    CHECK(m3.capacity.capacity_bps == Approx(ip));
+    CHECK(m3.capacity.capacity_source == "own_shaper");
+    CHECK(m3.capacity.warnings.back().message.find("every packet of ours") != std::string::npos);
+  }
+  SECTION("no shaper read: the capacity stays the trains'") {
+    MeasureResult m3 = local_narrow(C);
+    AvailbwResult b = searched(C, 29.0e6, other);
     add_availbw(m3, b, 0);
     CHECK(m3.capacity.capacity_bps == C);
     CHECK(m3.capacity.capacity_source != "own_shaper");
@@ -362,6 +372,95 @@ TEST_CASE("measure: our own narrow interface's shaper rate is its capacity", "[o
     CHECK(m2.availbw.availbw_bps == Approx(100e6 - 91.9e6).epsilon(0.001));
     CHECK(m2.capacity.capacity_bps == 100e6);
     CHECK(m2.capacity.capacity_source != "own_shaper");
+  }
+}
+
+TEST_CASE("measure: trains our own queue spread below its shaper, gaps above it", "[own_traffic]") {
+  // Benchmark path 58 at 93287ab: a tbf of 147.96 Mbit/s on our own
+  // interface (146.59 at the IP layer), 114.3 Mbit/s of this host's CBR
+  // through it, links after it of 208 Mbit/s and more. The trains, spread by
+  // our own queue before they left, read 74.3; the reply gaps of
+  // back-to-back SYNs 209.8.
+  const double rate = 147.96e6;
+  const double ip = rate * 1500 / 1514;
+  const double other = 114.33e6;
+  auto path58 = [&](double gaps_bps) {
+    MeasureResult m = measured_capacity(74.28e6, 72.0e6, 214.9e6);
+    m.capacity.gap_check = {{"capacity_bps", gaps_bps}, {"min_delay_bps", 146.6e6}};
+    return m;
+  };
+  auto search = [&] {
+    AvailbwResult a = searched(74.28e6, 33.3e6, other);
+    a.warnings.push_back({WarningCode::kLocalShaping, "28 of 63 trains spread before they left"});
+    a.low_bps = 20e6;
+    a.high_bps = 60e6;
+    a.own_traffic.qdisc_kind = "tbf";
+    a.own_traffic.qdisc_rate_bps = rate;
+    return a;
+  };
+  MeasureResult m = path58(209.76e6);
+  add_availbw(m, search(), 0);
+  CHECK(m.capacity.capacity_bps == Approx(ip));
+  CHECK(m.capacity.capacity_source == "own_shaper");
+  CHECK(m.capacity.low_bps <= ip);
+  CHECK(m.capacity.high_bps >= ip);
+  CHECK(m.capacity.warnings.back().code == "capacity_from_own_shaper");
+  CHECK(m.capacity.warnings.back().message.find("209.76") != std::string::npos);
+  CHECK(m.availbw.high_bps <= m.capacity.high_bps);
+  SECTION("gaps below the shaper: a slower link after ours may be the narrow one") {
+    MeasureResult m2 = path58(0.9 * ip);
+    add_availbw(m2, search(), 0);
+    CHECK(m2.capacity.capacity_bps == 74.28e6);
+    CHECK(m2.capacity.capacity_source != "own_shaper");
+  }
+  SECTION("no gap check: nothing says the links after ours are faster") {
+    MeasureResult m2 = path58(0);
+    m2.capacity.gap_check = nullptr;
+    add_availbw(m2, search(), 0);
+    CHECK(m2.capacity.capacity_bps == 74.28e6);
+  }
+  SECTION("trains not spread by our own queue: a remote link read them") {
+    MeasureResult m2 = path58(209.76e6);
+    AvailbwResult a = search();
+    a.warnings.clear();
+    add_availbw(m2, a, 0);
+    CHECK(m2.capacity.capacity_bps == 74.28e6);
+  }
+  SECTION("no traffic of this host in our queue to explain the trains") {
+    MeasureResult m2 = path58(209.76e6);
+    AvailbwResult a = search();
+    a.own_traffic.link_bps = 0.01 * ip;
+    add_availbw(m2, a, 0);
+    CHECK(m2.capacity.capacity_bps == 74.28e6);
+  }
+}
+
+TEST_CASE("measure: our own narrow interface, trains spread below its shaper", "[own_traffic]") {
+  // The lab's local_narrow_busy_remote (2026-11-29): our own tbf of 100
+  // Mbit/s, 75 Mbit/s of this host's CBR through it, a 150 Mbit/s link after
+  // it half loaded. The trains left our interface spread (local_bottleneck)
+  // to 88.27, the gaps read 148.61; the avail-bw by the counters from the
+  // trains' C read 13.96 (-44%).
+  const double rate = 100e6, ip = rate * 1500 / 1514;
+  const double other = 75.0e6;  // on the wire, as the counters count
+  MeasureResult m = local_narrow(88.27e6);
+  m.capacity.gap_check = {{"capacity_bps", 148.61e6}};
+  AvailbwResult a = searched(88.27e6, 19.36e6, other);
+  a.low_bps = 10.15e6;
+  a.high_bps = 29.96e6;
+  a.own_traffic.qdisc_kind = "tbf";
+  a.own_traffic.qdisc_rate_bps = rate;
+  add_availbw(m, a, 0);
+  CHECK(m.capacity.capacity_bps == Approx(ip));
+  CHECK(m.capacity.capacity_source == "own_shaper");
+  CHECK(m.availbw.own_traffic.applied);
+  CHECK(m.availbw.availbw_bps == Approx(ip - other * 1500 / 1514).epsilon(0.001));
+  SECTION("gaps no faster than the trains: a slower NIC under the shaper") {
+    MeasureResult m2 = local_narrow(88.27e6);
+    m2.capacity.gap_check = {{"capacity_bps", 88.5e6}};
+    add_availbw(m2, a, 0);
+    CHECK(m2.capacity.capacity_bps == 88.27e6);
+    CHECK(m2.availbw.availbw_bps == Approx(88.27e6 - other * 1500 / 1514).epsilon(0.001));
   }
 }
 

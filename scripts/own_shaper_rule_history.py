@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""Replay the own-shaper capacity rules (app/runs/availbw_run.cpp,
+apply_own_shaper_capacity) over random-path benchmark documents.
+
+`measure` read our interface's root shaper (own_traffic.qdisc), IP-layer rate
+S. The capacity becomes S when
+  * "above": the capacity phase read above S (every packet of ours passes it);
+  * "below": the capacity read over 1% below S, the trains were spread by our
+    own queue (warning local_bottleneck or local_shaping), the reply gaps
+    (gap_check.capacity_bps) read at least 0.97 S, and this host's other
+    traffic took over 5% of S.
+For each directory (a bench_paths.py --out), prints every run where a rule
+fires, with the truth, and every run where none fires but S was the truth and
+the capacity missed it by over 3%. Documents written after the rules read S
+already (capacity_source own_shaper): they count as fired. No lab, no probes.
+
+    python3 scripts/own_shaper_rule_history.py results /tmp/bench1 ...
+"""
+import glob
+import json
+import os
+import sys
+
+
+def ip_rate(doc):
+    ot = doc.get("own_traffic") or {}
+    q = ot.get("qdisc") or {}
+    s = q.get("rate_bps")
+    if not s:
+        return 0.0
+    ps = ot.get("packet_size") or 1500
+    return s * ps / (ps + (ot.get("l2_header") or 14) + (q.get("overhead") or 0))
+
+
+def fires(doc):
+    """'above', 'below' or '' (see the module's doc)."""
+    s = ip_rate(doc)
+    c = doc.get("capacity_bps") or 0
+    codes = {w["code"] for w in doc.get("warnings") or []}
+    gaps = (doc.get("gap_check") or {}).get("capacity_bps") or 0
+    other = (doc.get("own_traffic") or {}).get("other_bps") or 0
+    if not s or not c or doc.get("capacity_is_lower_bound") or doc.get("shaper"):
+        return ""
+    if doc.get("capacity_source") == "own_shaper" or c > s:
+        return "above" if c > s else "read"
+    if not codes & {"local_bottleneck", "local_shaping"}:
+        return ""
+    return "below" if c < 0.99 * s and gaps >= 0.97 * s and other > 0.05 * s else ""
+
+
+def main():
+    if len(sys.argv) < 2:
+        raise SystemExit(__doc__)
+    fired = right = missed = runs = 0
+    for d in sys.argv[1:]:
+        for fn in sorted(glob.glob(os.path.join(d, "paths_runs", "path*.json"))):
+            rec = json.load(open(fn))
+            doc = rec.get("doc") or {}
+            truth = (rec.get("truth") or {}).get("capacity_bps")
+            if not doc.get("capacity_bps") or not truth:
+                continue
+            runs += 1
+            s = ip_rate(doc)
+            rule = fires(doc)
+            if rule:
+                fired += 1
+                ok = abs(s / truth - 1) <= 0.01
+                right += ok
+                print(f"{rule:6} {fn}: capacity {doc['capacity_bps']/1e6:.1f}, shaper {s/1e6:.1f}, "
+                      f"truth {truth/1e6:.1f} Mbit/s{'' if ok else '  WRONG'}")
+            elif s and abs(s / truth - 1) <= 0.01 and abs(doc["capacity_bps"] / truth - 1) > 0.03 \
+                    and doc.get("capacity_source") != "own_shaper":
+                missed += 1
+                print(f"missed {fn}: trains {doc['capacity_bps']/1e6:.1f}, shaper = truth "
+                      f"{truth/1e6:.1f} Mbit/s")
+    print(f"{runs} runs: the rules fire in {fired} ({right} right); "
+          f"{missed} runs where the shaper was the truth and the capacity missed it stay as they were")
+
+
+if __name__ == "__main__":
+    main()
