@@ -27,6 +27,15 @@ struct Warning {
   std::string message;  // one sentence for people
 };
 
+// Whether `ws` holds a warning of `code`.
+inline bool warned_of(const std::vector<Warning>& ws, WarningCode code) {
+  const std::string name = warning_name(code);
+  for (const Warning& w : ws) {
+    if (w.code == name) return true;
+  }
+  return false;
+}
+
 // Who answers in the target's name (estimate/middlebox.hpp): the TTL of the
 // discovery reply, the hop count it implies, and the TTL check's verdict.
 struct ReplierInfo {

@@ -55,9 +55,10 @@ namespace lw {
     "measure: the hops phase found the narrow link is the last one, into the target: no link "    \
     "after it squeezed the reply gaps, which give the capacity (capacity_source reply_gaps)")     \
   X(kCapacityFromOwnShaper, "capacity_from_own_shaper",                                         \
-    "measure: the narrow link is this host's own interface and its root shaper's rate (at the "   \
-    "IP layer) is below what the trains read: that rate is the capacity (capacity_source "        \
-    "own_shaper)")                                                                                \
+    "this host's own interface's root shaper (its rate at the IP layer) is the narrow link: the " \
+    "capacity phase read above its rate, or (measure) trains our queue spread read below it for " \
+    "this host's traffic while the reply gaps read it or more; that rate is the capacity "        \
+    "(capacity_source own_shaper)")                                                               \
   X(kCapacityFromHop, "capacity_from_hop",                                                       \
     "measure: the capacity trains (or reply gaps) were slowed by a loaded link after the narrow "  \
     "one; the hops phase's rate at the hop the narrow link ends at gives the capacity "           \

@@ -159,3 +159,30 @@ def test_own_link_readings_replay_as_recorded():
         readings = [t["own_link_availbw_bps"] for r in doc["rates"] for t in r["trains"]]
         assert any(x is not None and x > 0 for x in readings), readings
         same_document(m.stdout, cap)
+
+
+def test_own_shaper_capacity_replays_as_recorded():
+    """Our own 100 Mbit/s tbf is the narrow link, 75% of it this host's CBR,
+    a half-loaded 150 Mbit/s link after it: the capacity becomes the tbf's
+    rate, in the capacity phase (when that phase read above it) or after the
+    avail-bw phase (trains below it for this host's traffic, gaps above it).
+    The replay gives the same document either way."""
+    from test_availbw_paths import SCENARIOS, start_load
+    links, load = SCENARIOS["local_narrow_busy_remote"]
+    with lab.Lab(lab.Spec(links=links), name="anashaper") as L, \
+            tempfile.TemporaryDirectory() as d:
+        os.chmod(d, 0o777)
+        gens = [start_load(L, i, u) for i, u in load.items()]
+        try:
+            time.sleep(0.5)
+            cap = os.path.join(d, "own.pcap")
+            m = L.run_in_prober([BIN, "measure", L.target_ip, "--no-hops", "--max-time", "12",
+                                 "--json", "--save-pcap", cap], timeout=90)
+        finally:
+            for g in gens:
+                g.stop()
+        assert m.returncode in (0, 1), m.stderr
+        doc = json.loads(m.stdout)
+        assert doc["capacity_source"] == "own_shaper", (doc["capacity_bps"], doc["warnings"])
+        assert abs(doc["capacity_bps"] / (100e6 * 1500 / 1514) - 1) < 0.01
+        same_document(m.stdout, cap)

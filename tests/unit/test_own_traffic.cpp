@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "app/runs/availbw_run.hpp"
+#include "app/runs/capacity_run.hpp"
 #include "estimate/own_qdisc.hpp"
 #include "estimate/own_traffic.hpp"
 #include "report/warning_codes.hpp"
@@ -461,6 +462,45 @@ TEST_CASE("measure: our own narrow interface, trains spread below its shaper", "
     add_availbw(m2, a, 0);
     CHECK(m2.capacity.capacity_bps == 88.27e6);
     CHECK(m2.availbw.availbw_bps == Approx(88.27e6 - other * 1500 / 1514).epsilon(0.001));
+  }
+}
+
+TEST_CASE("capacity phase: a capacity above our own shaper's rate is that rate", "[own_traffic]") {
+  const OwnShaper own{"dn", "tbf", 20e6, 20e6 * 1500 / 1514};
+  CapacityResult r;
+  r.valid = true;
+  r.capacity_bps = 96.7e6;  // a bucket's bursts read at our line rate
+  r.low_bps = 95e6;
+  r.high_bps = 98e6;
+  SECTION("an estimate") {
+    CHECK(cap_at_own_shaper(r, own, false));
+    CHECK(r.capacity_bps == Approx(own.ip_bps));
+    CHECK(r.capacity_source == "own_shaper");
+    CHECK(r.low_bps == Approx(0.99 * own.ip_bps));
+    CHECK(r.high_bps == Approx(1.001 * own.ip_bps));
+    CHECK(r.warnings.back().code == "capacity_from_own_shaper");
+    CHECK(r.warnings.back().message.find("every packet of ours") != std::string::npos);
+    CHECK_FALSE(cap_at_own_shaper(r, own, false));  // once
+  }
+  SECTION("a lower bound: every train at our own rate") {
+    r.lower_bound = true;
+    CHECK(cap_at_own_shaper(r, own, true));
+    CHECK_FALSE(r.lower_bound);
+    CHECK(r.warnings.back().message.find("at least 96.70") != std::string::npos);
+  }
+  SECTION("at or under the shaper's rate, a found bucket, a policer: left alone") {
+    CapacityResult under = r;
+    under.capacity_bps = 19e6;
+    CHECK_FALSE(cap_at_own_shaper(under, own, false));
+    CHECK(under.capacity_bps == 19e6);
+    CapacityResult bucket = r;
+    bucket.shaper.found = true;
+    CHECK_FALSE(cap_at_own_shaper(bucket, own, false));
+    CapacityResult policed = r;
+    policed.capacity_source = "policer";
+    CHECK_FALSE(cap_at_own_shaper(policed, own, false));
+    CHECK_FALSE(cap_at_own_shaper(r, OwnShaper{}, false));  // no shaper read
+    CHECK(r.capacity_bps == 96.7e6);
   }
 }
 

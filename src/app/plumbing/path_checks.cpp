@@ -405,8 +405,7 @@ double offered_rate(const TrainTiming& t) {
 }
 
 bool has_warning(const CapacityResult& res, WarningCode code) {
-  return std::any_of(res.warnings.begin(), res.warnings.end(),
-                     [&](const Warning& w) { return w.code == warning_name(code); });
+  return warned_of(res.warnings, code);
 }
 
 // Gaps refused because a link after the narrow one squeezed them

@@ -1152,20 +1152,6 @@ void given_capacity(MeasureResult& m, double capacity_bps) {
 
 namespace {
 
-bool warned_of(const std::vector<Warning>& ws, WarningCode code) {
-  const std::string name = warning_name(code);
-  return std::any_of(ws.begin(), ws.end(), [&](const Warning& w) { return w.code == name; });
-}
-
-// How far under its configured rate a shaper may run (the lab's tbf and htb:
-// within 0.1%), and how far over the rate read back it may be configured: the
-// kernel keeps whole bytes per second, so the rate read is up to 7 bit/s
-// under the one given (the benchmark at 718edb8: htb 5451914 read back as
-// 5451912, and the interval's upper end missed the truth by 2 bit/s on 4
-// paths).
-constexpr double kOwnShaperSlack = 0.01;
-constexpr double kOwnShaperRounding = 0.001;
-
 // The IP-layer capacity of our interface's root shaper, as read into the
 // record (estimate/own_qdisc.hpp); 0 when none was read.
 double own_shaper_capacity(const OwnTrafficRecord& o) {
@@ -1355,35 +1341,21 @@ void apply_own_shaper_capacity(CapacityResult& cap, AvailbwResult& a) {
   if (!o.valid || !cap.valid || cap.lower_bound || cap.shaper.found) return;
   const double shaper = own_shaper_capacity(o);
   if (!(shaper > 0)) return;
-  std::string why;
-  if (shaper < cap.capacity_bps) {
-    const bool local = warned_of(cap.warnings, WarningCode::kLocalBottleneck);
-    why = (local ? "the trains read " + format_rate(cap.capacity_bps) + " leaving this host's own "
-                 : "the capacity phase read " + format_rate(cap.capacity_bps) +
-                       ", but every packet of ours leaves through this host's own ") +
-          o.interface + ", whose root " + o.qdisc_kind + " shaper runs at " +
-          format_rate(o.qdisc_rate_bps) + " (" + format_rate(shaper) +
-          " at the IP layer): the narrow link is that shaper, its rate the capacity (a token "
-          "bucket lets trains and back-to-back pairs out at line rate while its tokens last)";
-  } else if (trains_below_own_shaper(cap, a, shaper)) {
-    why = "the trains read " + format_rate(cap.capacity_bps) + ", spread by this host's own " +
-          o.interface + " queue before they left, where this host's other traffic took " +
-          format_rate(o.link_bps) + " of its root " + o.qdisc_kind + " shaper's " +
-          format_rate(o.qdisc_rate_bps) + " (" + format_rate(shaper) +
-          " at the IP layer); the gaps between replies to back-to-back full-size SYNs read " +
-          format_rate(gap_check_capacity(cap)) +
-          ", so no link after ours (nor the NIC) is slower than the shaper: the narrow link is "
-          "that shaper, its rate the capacity, and the trains read it less this host's traffic";
-  } else {
-    return;
+  if (!cap_at_own_shaper(cap, {o.interface, o.qdisc_kind, o.qdisc_rate_bps, shaper},
+                         warned_of(cap.warnings, WarningCode::kLocalBottleneck))) {
+    if (!trains_below_own_shaper(cap, a, shaper)) return;
+    take_own_shaper_capacity(
+        cap, shaper,
+        "the trains read " + format_rate(cap.capacity_bps) + ", spread by this host's own " +
+            o.interface + " queue before they left, where this host's other traffic took " +
+            format_rate(o.link_bps) + " of its root " + o.qdisc_kind + " shaper's " +
+            format_rate(o.qdisc_rate_bps) + " (" + format_rate(shaper) +
+            " at the IP layer); the gaps between replies to back-to-back full-size SYNs read " +
+            format_rate(gap_check_capacity(cap)) +
+            ", so no link after ours (nor the NIC) is slower than the shaper: the narrow link "
+            "is that shaper, its rate the capacity, and the trains read it less this host's "
+            "traffic");
   }
-  cap.warnings.push_back({WarningCode::kCapacityFromOwnShaper, why});
-  cap.capacity_bps = shaper;
-  // The configured rate is what the shaper sustains at most; timer slack
-  // makes it a little less, and the rate read back is rounded down.
-  cap.low_bps = shaper * (1 - kOwnShaperSlack);
-  cap.high_bps = shaper * (1 + kOwnShaperRounding);
-  cap.capacity_source = "own_shaper";
   a.high_bps = std::min(a.high_bps, shaper);
   a.low_bps = std::min(a.low_bps, a.high_bps);
   a.availbw_bps = std::min(a.availbw_bps, shaper);

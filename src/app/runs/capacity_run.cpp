@@ -5,6 +5,7 @@
 #include <map>
 
 #include "app/runs/capacity_tally.hpp"
+#include "app/plumbing/own_qdisc.hpp"
 #include "app/plumbing/path_checks.hpp"
 #include "app/plumbing/run_notes.hpp"
 #include "app/plumbing/runner.hpp"
@@ -13,6 +14,7 @@
 #include "estimate/shaper.hpp"
 #include "estimate/capacity.hpp"
 #include "estimate/load_budget.hpp"
+#include "estimate/own_qdisc.hpp"
 #include "estimate/stats.hpp"
 #include "linkwidth/error.hpp"
 #include "plan/capacity_plan.hpp"
@@ -319,6 +321,20 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
       take_shaper();
     }
   }
+  // Our own interface's root shaper, when one is read (estimate/own_qdisc):
+  // a capacity above its rate is its rate, here already, so that the
+  // avail-bw search runs up to it and `capacity` says so too.
+  if (res.valid && ss.own.begin(ss.route.interface)) {
+    const int l2 = ss.own.l2_header();
+    ss.own.end();
+    const OwnQdisc q = own_qdisc_rate(read_qdisc_config(ss.route.interface));
+    if (q.known) {
+      cap_at_own_shaper(res,
+                        {ss.route.interface, q.kind, q.rate_bps,
+                         qdisc_ip_capacity(q.rate_bps, q.overhead, trains.packet_size, l2)},
+                        warned_of(res.warnings, WarningCode::kLocalBottleneck));
+    }
+  }
   const nlohmann::json checks = capacity_checks_note(before, res);
   const CaptureStats cs = prober.capture_stats();
   if (cs.dropped > 0) {
@@ -333,6 +349,35 @@ CapacityResult run_capacity_phase(Session& ss, const Config& c, const std::atomi
   ss.packet_size = trains.packet_size;  // a path-MTU shrink holds for later phases too
   add_systematic_margin(res);
   return res;
+}
+
+void take_own_shaper_capacity(CapacityResult& res, double ip_bps, const std::string& why) {
+  res.warnings.push_back({WarningCode::kCapacityFromOwnShaper, why});
+  res.capacity_bps = ip_bps;
+  res.low_bps = ip_bps * (1 - kOwnShaperSlack);
+  res.high_bps = ip_bps * (1 + kOwnShaperRounding);
+  res.capacity_source = "own_shaper";
+  res.lower_bound = false;
+}
+
+bool cap_at_own_shaper(CapacityResult& res, const OwnShaper& own, bool spread_leaving) {
+  if (!res.valid || res.shaper.found || res.capacity_source == "policer" ||
+      res.capacity_source == "own_shaper" || !(own.ip_bps > 0) ||
+      !(own.ip_bps < res.capacity_bps)) {
+    return false;
+  }
+  const std::string read = res.lower_bound ? "at least " + format_rate(res.capacity_bps)
+                                           : format_rate(res.capacity_bps);
+  take_own_shaper_capacity(
+      res, own.ip_bps,
+      (spread_leaving ? "the trains read " + read + " leaving this host's own "
+                      : "the capacity phase read " + read +
+                            ", but every packet of ours leaves through this host's own ") +
+          own.interface + ", whose root " + own.kind + " shaper runs at " +
+          format_rate(own.rate_bps) + " (" + format_rate(own.ip_bps) +
+          " at the IP layer): the narrow link is that shaper, its rate the capacity (a token "
+          "bucket lets trains and back-to-back pairs out at line rate while its tokens last)");
+  return true;
 }
 
 void add_systematic_margin(CapacityResult& res) {

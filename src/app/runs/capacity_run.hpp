@@ -68,6 +68,33 @@ void apply_capacity_checks(CapacityResult& res, const nlohmann::json& note);
 constexpr double kSystematicRel = 0.003;
 void add_systematic_margin(CapacityResult& res);
 
+// Our interface's root shaper (estimate/own_qdisc.hpp), as a capacity: how
+// far under its configured rate a shaper may run (the lab's tbf and htb:
+// within 0.1%), and how far over the rate read back it may be configured: the
+// kernel keeps whole bytes per second, so the rate read is up to 7 bit/s
+// under the one given (the benchmark at 718edb8: htb 5451914 read back as
+// 5451912, and the interval's upper end missed the truth by 2 bit/s on 4
+// paths).
+constexpr double kOwnShaperSlack = 0.01;
+constexpr double kOwnShaperRounding = 0.001;
+struct OwnShaper {
+  std::string interface;
+  std::string kind;       // tbf / htb
+  double rate_bps = 0;    // as configured: counted bytes per second x 8
+  double ip_bps = 0;      // the IP-layer capacity it leaves packets of the phase's size
+};
+// The capacity becomes the shaper's IP-layer rate (capacity_source
+// own_shaper, warning capacity_from_own_shaper saying `why`, interval
+// [1 - kOwnShaperSlack, 1 + kOwnShaperRounding] x it, not a lower bound).
+void take_own_shaper_capacity(CapacityResult& res, double ip_bps, const std::string& why);
+// The capacity read above the shaper's IP-layer rate: every packet of ours
+// passes it, so that rate is the path's capacity (a token bucket lets a
+// train or a back-to-back pair out at line rate while its tokens last, and
+// the trains or the reply gaps read its bursts). `spread_leaving`: the
+// trains were spread to their rate as they left our interface
+// (local_bottleneck), for the message. True when it applied.
+bool cap_at_own_shaper(CapacityResult& res, const OwnShaper& own, bool spread_leaving);
+
 // A capacity train of `n` load packets of `packet_size` bytes: markers and
 // drain packets from `c`, back to back or spaced to --max-rate.
 CapacityTrainParams train_params(const Config& c, const FlowId& flow, int n, int packet_size);
