@@ -428,6 +428,35 @@ TEST_CASE("measure takes the narrow link's hop rate when the gaps read above the
   CHECK(C == 40.96e6);
 }
 
+TEST_CASE("measure: the target's own hop trains do not overrule the gaps") {
+  // Benchmark path 21 at 93287ab: links of 232.7, 380.6 and 198.8 Mbit/s,
+  // CBR of 76.2 on the last; trains 143.1, gaps 200.4 [197.6, 202.6]
+  // adopted (CapProbe's least-delayed spans 205.2), every hop train at the
+  // target 145.7-146.3. Truth 197.0.
+  MeasureResult m = measured(
+      "reply_gaps", 200.37e6, 197.55e6, 202.59e6,
+      {{"verdict", "adopted"}, {"capacity_bps", 200.37e6}, {"low_bps", 197.55e6},
+       {"high_bps", 202.59e6}, {"min_delay_bps", 205.24e6}},
+      {{230.84e6, 1.0}, {229.51e6, 0.0}, {146.08e6, 1.0}});
+  for (auto& h : m.hops.hops) h.rate_low_bps = 0.997 * h.rate_bps, h.rate_high_bps = 1.002 * h.rate_bps;
+  m.hops.target_reached = true;
+  m.hops.target_addr = "198.18.3.2";
+  m.hops.hops.back().addr = "198.18.3.2";
+  m.hops.bottleneck_hop = 3;
+  MeasureResult mid = m;
+  double C = 200.37e6;
+  narrow_capacity_from_hops(m, &C);
+  CHECK(C == 200.37e6);
+  CHECK(m.capacity.capacity_source == "reply_gaps");
+  // The same rates at a router before the target: that hop's rate.
+  mid.hops.hops.back().addr = "198.18.3.1";
+  mid.hops.target_reached = false;
+  C = 200.37e6;
+  narrow_capacity_from_hops(mid, &C);
+  CHECK(C == 146.08e6);
+  CHECK(mid.capacity.capacity_source == "hop_dispersion");
+}
+
 TEST_CASE("measure takes the narrow link's hop rate over adopted gaps with a wide interval") {
   // Benchmark path 40 at b93126c: 9.4 Mbit/s narrow (hop 2), then 20.6
   // carrying 14.8; gaps 6.87 [6.53, 10.23] adopted over trains at 6.11.
