@@ -237,9 +237,17 @@ GapEstimate estimate_capacity_from_gaps(const std::vector<TrainTiming>& trains, 
 }
 
 std::string judge_gaps(const GapEstimate& g, const CapacityEstimate& trains, double send_bps,
-                       bool trains_may_read_high) {
+                       bool trains_may_read_high, double max_train_bps) {
   const CapacityEstimate& e = g.capacity;
   if (!e.valid) return "no_estimate";
+  // An estimate no train supports, and sharper gaps at the fastest trains'
+  // rate (kUnsupportedLift).
+  if (max_train_bps > 0 && trains.capacity_bps > kUnsupportedLift * max_train_bps &&
+      e.low_bps <= trains.high_bps && e.high_bps >= trains.low_bps &&
+      rel_half_width(e) < 0.5 * rel_half_width(trains) &&
+      e.capacity_bps <= kUnsupportedLift * max_train_bps) {
+    return "adopted_unsupported";
+  }
   const bool delay_low = g.min_delay_bps > 0 && g.min_delay_bps < kGapSqueezeRatio * e.capacity_bps;
   const bool delay_agrees = g.min_delay_bps >= kGapSqueezeRatio * e.capacity_bps &&
                             g.min_delay_bps <= e.capacity_bps / kGapSqueezeRatio;
@@ -279,7 +287,7 @@ std::string judge_gaps(const GapEstimate& g, const CapacityEstimate& trains, dou
 }
 
 bool gaps_adopted(const std::string& verdict) {
-  return verdict == "adopted" || verdict == "adopted_below";
+  return verdict == "adopted" || verdict == "adopted_below" || verdict == "adopted_unsupported";
 }
 
 bool gaps_bound_from_above(const std::string& verdict, const GapEstimate& g,

@@ -73,7 +73,8 @@ namespace lw {
   X(kExtrapolationGaps, "extrapolation_gaps",                                                   \
     "the capacity trains' estimate, extrapolated over two offered rates, read above the gaps "     \
     "between the replies to back-to-back full-size SYNs, whose least-delayed spans agree with "   \
-    "them; the gaps give the capacity (capacity_source reply_gaps)")                              \
+    "them; or it lay above every kept train's own reading, and the sharper gaps read what the "   \
+    "fastest trains did; the gaps give the capacity (capacity_source reply_gaps)")                \
   X(kLoadDropped, "load_dropped",                                                                 \
     "our RST load is dropped before the narrow link; the capacity is the SYN trains'")            \
   X(kLongTrainsDisturbed, "long_trains_disturbed",                                               \

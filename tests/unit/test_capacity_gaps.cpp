@@ -397,3 +397,41 @@ TEST_CASE("gaps: when they replace the trains' estimate", "[capacity_gaps]") {
   CHECK(judge_gaps(p8, fit, 1.03e9, true) == "adopted_below");
   CHECK(judge_gaps(p8, fit, 1.03e9, false) == "below_trains");
 }
+
+TEST_CASE("gaps: a trains' estimate above every train is replaced by sharper gaps",
+          "[capacity_gaps]") {
+  auto est = [](double c, double lo, double hi) {
+    CapacityEstimate e;
+    e.valid = true;
+    e.capacity_bps = c;
+    e.low_bps = lo;
+    e.high_bps = hi;
+    return e;
+  };
+  // The random-path benchmark's path 27 at 7c0be47: on/off at 78% on a
+  // 167.8 Mbit/s narrow link (166.3 at the IP layer); the fit read 198.1
+  // [116.9, 210.2], the fastest kept train 166.7; gaps 164.8 [158.3,
+  // 180.7], least-delayed spans 158.9 (under 0.97 of the gaps).
+  const CapacityEstimate fit = est(198.08e6, 116.89e6, 210.17e6);
+  GapEstimate g;
+  g.capacity = est(164.78e6, 158.33e6, 180.73e6);
+  g.min_delay_bps = 158.87e6;
+  CHECK(judge_gaps(g, fit, 596e6, false, 166.7e6) == "adopted_unsupported");
+  CHECK(gaps_adopted("adopted_unsupported"));
+  // Without the trains' readings the old verdict: agrees.
+  CHECK(judge_gaps(g, fit, 596e6, false) == "agrees");
+  // A fit a fixed offset lifts 1.5% over the fastest train stands.
+  CHECK(judge_gaps(g, fit, 596e6, false, 198.08e6 / 1.015) == "agrees");
+  // Gaps no sharper than half the trains' interval: the trains stand
+  // (benchmark b28 path 11: fit 108.1 [106.9, 108.9], 2.8% over the fastest
+  // train, gaps 112.0 [106.4, 115.2]).
+  const CapacityEstimate tight = est(108.10e6, 106.90e6, 108.86e6);
+  GapEstimate wide;
+  wide.capacity = est(111.96e6, 106.40e6, 115.17e6);
+  wide.min_delay_bps = 110.08e6;
+  CHECK(judge_gaps(wide, tight, 633e6, false, 108.10e6 / 1.028) != "adopted_unsupported");
+  // Gaps above the fastest train by over 2%: not what the trains did.
+  GapEstimate fast = g;
+  fast.capacity = est(175e6, 170e6, 180e6);
+  CHECK(judge_gaps(fast, fit, 596e6, false, 166.7e6) != "adopted_unsupported");
+}

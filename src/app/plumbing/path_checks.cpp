@@ -516,8 +516,14 @@ void check_capacity_gaps(Session& s, const Config& c, const std::atomic<bool>& s
   // 47.28).
   const bool load_loss = has_warning(res, WarningCode::kLoadLossSuspected);
   const bool extrapolated = has_warning(res, WarningCode::kCrossTrafficCorrected);
+  // The fastest kept train's own reading: an estimate over it by more than
+  // a fixed offset explains was extrapolated (judge_gaps).
+  double max_train = 0;
+  for (const TrainRecord& t : res.trains) {
+    if (t.verdict == "kept") max_train = std::max(max_train, t.capacity_bps);
+  }
   const std::string verdict =
-      judge_gaps(g, trains, send_bps, load_loss || extrapolated);
+      judge_gaps(g, trains, send_bps, load_loss || extrapolated, max_train);
   const bool adopt = gaps_adopted(verdict);
   res.gap_check = {{"trains_sent", sent},
                    {"trains_used", g.trains},
@@ -535,7 +541,18 @@ void check_capacity_gaps(Session& s, const Config& c, const std::atomic<bool>& s
     widen_to_gaps(g, verdict, trains, res);
     return;
   }
-  if (verdict == "adopted_below") {
+  if (verdict == "adopted_unsupported") {
+    res.warnings.push_back(
+        {WarningCode::kExtrapolationGaps,
+         "the trains read " + format_rate(res.capacity_bps) + " (95% interval " +
+             format_rate(res.low_bps) + " to " + format_rate(res.high_bps) +
+             "), above every kept train's own reading (the fastest " + format_rate(max_train) +
+             "): the fit extrapolated where no train went; the gaps between replies to "
+             "back-to-back full-size SYNs say " +
+             format_rate(g.capacity.capacity_bps) + " (95% interval " +
+             format_rate(g.capacity.low_bps) + " to " + format_rate(g.capacity.high_bps) +
+             "), as the fastest trains did, reported"});
+  } else if (verdict == "adopted_below") {
     res.warnings.push_back(
         {load_loss ? WarningCode::kLoadLossGaps : WarningCode::kExtrapolationGaps,
          "the trains read " + format_rate(res.capacity_bps) + " (95% interval " +

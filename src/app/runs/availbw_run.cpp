@@ -1227,8 +1227,11 @@ void apply_own_qdisc(AvailbwResult& a) {
 // traffic that met them in its queue. The random-path benchmark's path 58 (a
 // tbf of 146.6 Mbit/s at the IP layer, 113 of this host's CBR through it,
 // links after it of 208 Mbit/s and more): the trains read 71.6-91.5 Mbit/s,
-// the gaps 201-211. Replayed over the documents of 14 benchmark runs
-// (scripts/own_shaper_rule_history.py), the rule fires on path 58 alone.
+// the gaps 201-211. Replayed over the 736 documents of 14 benchmark runs
+// (scripts/own_shaper_rule_history.py), the rule fires 12 times (path 58 in
+// 8 runs, trains at 71.6-106.4; paths 35, 36 and 46, trains 1-3% under the
+// shaper, spread leaving our interface), the shaper's rate the truth each
+// time.
 constexpr double kGapsClearOfShaper = 0.97;
 constexpr double kOwnTrafficShare = 0.05;
 
@@ -1329,10 +1332,10 @@ void apply_own_traffic(const CapacityResult& cap, AvailbwResult& a) {
 // trains' spread or the reply gaps read its bursts (the random-path
 // benchmark at 7a77536, path 58: 350.6 Mbit/s for a tbf of 146.6 at the IP
 // layer under 113 Mbit/s of this host's CBR; at 999e704, path 54: 120.1 for
-// an htb of 111.4). Replayed over the documents of 14 benchmark runs, 18
-// capacities read above our own shaper, by 0.1% to 139%, 4 of them without
-// local_bottleneck (the trains not spread leaving our interface), and the
-// shaper's rate was the truth in all 18.
+// an htb of 111.4). Replayed over the 736 documents of 14 benchmark runs,
+// 29 capacities read above our own shaper (17 by over 0.1%, up to 139%), 4
+// of those 17 without local_bottleneck (the trains not spread leaving our
+// interface), and the shaper's rate was the truth in all 29.
 // A shaper rate above the capacity phase's reading is the capacity only by
 // trains_below_own_shaper (the gaps show no slower NIC or link after it).
 // After apply_own_traffic, which reads the trains' C for its message.
@@ -1417,7 +1420,7 @@ void take_hop_capacity(MeasureResult& m, int k, double low, double high, const s
 // removed). CBR on the narrow link, the last one, meets every train alike, so
 // they all read C - X's share within kTightSpread (the benchmark's path 21
 // at 93287ab: gaps 200.4 Mbit/s, CapProbe's least-delayed spans 205.2, the
-// hop trains at the target 146.1, truth 197.0; the only one of the 7 times
+// hop trains at the target 146.1, truth 197.0; the only one of the 5 times
 // the rule fired in 14 benchmark runs where the hop was the target).
 bool capacity_above_hop(MeasureResult& m, double* capacity_bps) {
   const CapacityResult& cap = m.capacity;
