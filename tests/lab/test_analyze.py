@@ -135,6 +135,26 @@ def test_pipelined_trains_replay_as_recorded():
         same_document(m.stdout, cap)
 
 
+def loaded_measure(L, d, loads, max_time):
+    """`measure --no-hops --save-pcap` under cross traffic `loads` ({link:
+    load}, test_availbw_paths.start_load), the capture in directory `d`:
+    (the process, the capture's path). The generators stop either way."""
+    from test_availbw_paths import start_load
+    os.chmod(d, 0o777)
+    gens = []
+    try:
+        for i, u in loads.items():
+            gens.append(start_load(L, i, u))
+        time.sleep(0.5)
+        cap = os.path.join(d, "own.pcap")
+        m = L.run_in_prober([BIN, "measure", L.target_ip, "--no-hops", "--max-time",
+                             str(max_time), "--json", "--save-pcap", cap], timeout=90)
+    finally:
+        for g in gens:
+            g.stop()
+    return m, cap
+
+
 def test_own_link_readings_replay_as_recorded():
     """Our own interface shaped (tbf 100 Mbit/s) with this host's traffic
     through it (75%, UDP from xs1): the avail-bw phase reads our link's
@@ -142,18 +162,9 @@ def test_own_link_readings_replay_as_recorded():
     queue moved about at rates under 0.9 of it on the lower of two views
     (own_queue_bursts). The replay reads those readings from the run's notes
     and gives the same document."""
-    from test_availbw_paths import start_load
     spec = lab.Spec(links=[lab.Link(rate=100e6, shaper="tbf"), lab.Link(rate=40e6)])
     with lab.Lab(spec, name="anaown") as L, tempfile.TemporaryDirectory() as d:
-        os.chmod(d, 0o777)
-        gen = start_load(L, 1, 0.75)
-        try:
-            time.sleep(0.5)
-            cap = os.path.join(d, "own.pcap")
-            m = L.run_in_prober([BIN, "measure", L.target_ip, "--no-hops", "--max-time", "8",
-                                 "--json", "--save-pcap", cap], timeout=90)
-        finally:
-            gen.stop()
+        m, cap = loaded_measure(L, d, {1: 0.75}, 8)
         assert m.returncode in (0, 1), m.stderr
         doc = json.loads(m.stdout)
         readings = [t["own_link_availbw_bps"] for r in doc["rates"] for t in r["trains"]]
@@ -167,20 +178,11 @@ def test_own_shaper_capacity_replays_as_recorded():
     rate, in the capacity phase (when that phase read above it) or after the
     avail-bw phase (trains below it for this host's traffic, gaps above it).
     The replay gives the same document either way."""
-    from test_availbw_paths import SCENARIOS, start_load
+    from test_availbw_paths import SCENARIOS
     links, load = SCENARIOS["local_narrow_busy_remote"]
     with lab.Lab(lab.Spec(links=links), name="anashaper") as L, \
             tempfile.TemporaryDirectory() as d:
-        os.chmod(d, 0o777)
-        gens = [start_load(L, i, u) for i, u in load.items()]
-        try:
-            time.sleep(0.5)
-            cap = os.path.join(d, "own.pcap")
-            m = L.run_in_prober([BIN, "measure", L.target_ip, "--no-hops", "--max-time", "12",
-                                 "--json", "--save-pcap", cap], timeout=90)
-        finally:
-            for g in gens:
-                g.stop()
+        m, cap = loaded_measure(L, d, load, 12)
         assert m.returncode in (0, 1), m.stderr
         doc = json.loads(m.stdout)
         assert doc["capacity_source"] == "own_shaper", (doc["capacity_bps"], doc["warnings"])

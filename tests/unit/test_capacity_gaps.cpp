@@ -310,15 +310,20 @@ TEST_CASE("gaps: only gaps refused as squeezed after the narrow link widen the i
   CHECK_FALSE(gaps_bound_from_above("trains_too_slow", g, trains));
 }
 
+namespace {
+
+CapacityEstimate est(double c, double lo, double hi) {
+  CapacityEstimate e;
+  e.valid = true;
+  e.capacity_bps = c;
+  e.low_bps = lo;
+  e.high_bps = hi;
+  return e;
+}
+
+}  // namespace
+
 TEST_CASE("gaps: when they replace the trains' estimate", "[capacity_gaps]") {
-  auto est = [](double c, double lo, double hi) {
-    CapacityEstimate e;
-    e.valid = true;
-    e.capacity_bps = c;
-    e.low_bps = lo;
-    e.high_bps = hi;
-    return e;
-  };
   GapEstimate g;
   g.capacity = est(100e6, 99e6, 101e6);
   g.min_delay_bps = 99e6;
@@ -400,14 +405,6 @@ TEST_CASE("gaps: when they replace the trains' estimate", "[capacity_gaps]") {
 
 TEST_CASE("gaps: a trains' estimate above every train is replaced by sharper gaps",
           "[capacity_gaps]") {
-  auto est = [](double c, double lo, double hi) {
-    CapacityEstimate e;
-    e.valid = true;
-    e.capacity_bps = c;
-    e.low_bps = lo;
-    e.high_bps = hi;
-    return e;
-  };
   // The random-path benchmark's path 27 at 7c0be47: on/off at 78% on a
   // 167.8 Mbit/s narrow link (166.3 at the IP layer); the fit read 198.1
   // [116.9, 210.2], the fastest kept train 166.7; gaps 164.8 [158.3,

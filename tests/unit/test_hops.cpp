@@ -438,7 +438,10 @@ TEST_CASE("measure: the target's own hop trains do not overrule the gaps") {
       {{"verdict", "adopted"}, {"capacity_bps", 200.37e6}, {"low_bps", 197.55e6},
        {"high_bps", 202.59e6}, {"min_delay_bps", 205.24e6}},
       {{230.84e6, 1.0}, {229.51e6, 0.0}, {146.08e6, 1.0}});
-  for (auto& h : m.hops.hops) h.rate_low_bps = 0.997 * h.rate_bps, h.rate_high_bps = 1.002 * h.rate_bps;
+  for (auto& h : m.hops.hops) {
+    h.rate_low_bps = 0.997 * h.rate_bps;
+    h.rate_high_bps = 1.002 * h.rate_bps;
+  }
   m.hops.target_reached = true;
   m.hops.target_addr = "198.18.3.2";
   m.hops.hops.back().addr = "198.18.3.2";
