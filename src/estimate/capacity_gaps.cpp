@@ -240,12 +240,12 @@ std::string judge_gaps(const GapEstimate& g, const CapacityEstimate& trains, dou
                        bool trains_may_read_high, double max_train_bps) {
   const CapacityEstimate& e = g.capacity;
   if (!e.valid) return "no_estimate";
-  // An estimate no train supports, and sharper gaps at the fastest trains'
-  // rate (kUnsupportedLift).
+  // An estimate no train supports, and sharper gaps whose interval reaches
+  // the fastest trains' rate (kUnsupportedLift).
   if (max_train_bps > 0 && trains.capacity_bps > kUnsupportedLift * max_train_bps &&
       e.low_bps <= trains.high_bps && e.high_bps >= trains.low_bps &&
       rel_half_width(e) < 0.5 * rel_half_width(trains) &&
-      e.capacity_bps <= kUnsupportedLift * max_train_bps) {
+      e.low_bps <= kUnsupportedLift * max_train_bps) {
     return "adopted_unsupported";
   }
   const bool delay_low = g.min_delay_bps > 0 && g.min_delay_bps < kGapSqueezeRatio * e.capacity_bps;

@@ -64,10 +64,10 @@ GapEstimate estimate_capacity_from_gaps(const std::vector<TrainTiming>& trains, 
 // else "adopted". And "adopted_unsupported": the trains' estimate lies over
 // kUnsupportedLift above the highest rate any kept train read
 // (`max_train_bps`, 0 = not known), the gaps' interval overlaps the trains'
-// and is under half as wide, and the gaps read no more than kUnsupportedLift
-// above that fastest train: a fit over train lengths (or two offered rates)
-// extrapolated where no train went, while the gaps read what the fastest
-// trains did.
+// and is under half as wide, and its lower end lies no more than
+// kUnsupportedLift above that fastest train: a fit over train lengths (or two
+// offered rates) extrapolated where no train went, while the gaps agree with
+// what the fastest trains did.
 constexpr double kGapTrainRatio = 0.6;
 // (0.9 until the paths benchmark at 3b67d92: paths 13 and 39, a loaded link
 // 1.2 times as fast after the narrow one, read +20% with the least-delayed
@@ -80,7 +80,8 @@ constexpr double kGapSqueezeRatio = 0.97;
 // 2.8% above it); the 5 of them over 2% above, bar one of 2.8% with wider
 // gaps, read +4% to +139% (on/off at 78% on the narrow link: the fit 198 for
 // a fastest train of 166.7, the gaps 164.8, truth 166.3; our own tbf under a
-// token-bucket burst).
+// token-bucket burst). In the paths benchmark at 752207d, path 27 again:
+// the fit 198.5, the fastest train 166.75, gaps 172.3 [156.2, 189.3].
 constexpr double kUnsupportedLift = 1.02;
 std::string judge_gaps(const GapEstimate& g, const CapacityEstimate& trains, double send_bps,
                        bool trains_may_read_high, double max_train_bps = 0);

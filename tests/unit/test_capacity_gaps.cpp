@@ -427,8 +427,16 @@ TEST_CASE("gaps: a trains' estimate above every train is replaced by sharper gap
   wide.capacity = est(111.96e6, 106.40e6, 115.17e6);
   wide.min_delay_bps = 110.08e6;
   CHECK(judge_gaps(wide, tight, 633e6, false, 108.10e6 / 1.028) != "adopted_unsupported");
-  // Gaps above the fastest train by over 2%: not what the trains did.
+  // The same path at 752207d: gaps 172.3 [156.2, 189.3], their interval
+  // reaching the fastest train (166.75).
+  GapEstimate again;
+  again.capacity = est(172.31e6, 156.23e6, 189.29e6);
+  again.min_delay_bps = 168.50e6;
+  CHECK(judge_gaps(again, est(198.55e6, 117.11e6, 214.08e6), 624e6, false, 166.75e6) ==
+        "adopted_unsupported");
+  // Gaps whose whole interval lies over 2% above the fastest train: not
+  // what the trains did.
   GapEstimate fast = g;
-  fast.capacity = est(175e6, 170e6, 180e6);
+  fast.capacity = est(176e6, 172e6, 180e6);
   CHECK(judge_gaps(fast, fit, 596e6, false, 166.7e6) != "adopted_unsupported");
 }
