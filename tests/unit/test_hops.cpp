@@ -451,6 +451,16 @@ TEST_CASE("measure: the target's own hop trains do not overrule the gaps") {
   narrow_capacity_from_hops(m, &C);
   CHECK(C == 200.37e6);
   CHECK(m.capacity.capacity_source == "reply_gaps");
+  // A router before the target that qualifies still counts.
+  MeasureResult both = m;
+  both.capacity = mid.capacity;
+  both.hops.hops[1].rate_bps = 180e6;
+  both.hops.hops[1].rate_low_bps = 179.6e6;
+  both.hops.hops[1].rate_high_bps = 180.3e6;
+  both.hops.hops[1].choke_fraction = 1.0;
+  C = 200.37e6;
+  narrow_capacity_from_hops(both, &C);
+  CHECK(C == 180e6);
   // The same rates at a router before the target: that hop's rate.
   mid.hops.hops.back().addr = "198.18.3.1";
   mid.hops.target_reached = false;

@@ -1424,12 +1424,13 @@ void take_hop_capacity(MeasureResult& m, int k, double low, double high, const s
 // the rule fired in 14 benchmark runs where the hop was the target).
 bool capacity_above_hop(MeasureResult& m, double* capacity_bps) {
   const CapacityResult& cap = m.capacity;
-  const int k = hop_below_capacity(hop_rates(m.hops), cap.capacity_bps);
-  if (k < 0) return false;
-  if (k + 1 == static_cast<int>(m.hops.hops.size()) && m.hops.target_reached &&
-      m.hops.hops.back().addr == m.hops.target_addr) {
-    return false;
+  std::vector<HopRate> rates = hop_rates(m.hops);
+  // (The target's hop left out, the hops before it still count.)
+  if (!rates.empty() && m.hops.target_reached && m.hops.hops.back().addr == m.hops.target_addr) {
+    rates.back().used = false;
   }
+  const int k = hop_below_capacity(rates, cap.capacity_bps);
+  if (k < 0) return false;
   const HopRecord& h = m.hops.hops[static_cast<std::size_t>(k)];
   take_hop_capacity(
       m, k, std::min(h.rate_low_bps, h.rate_bps * (1 - kSystematicRel)),
