@@ -1235,11 +1235,12 @@ void apply_own_qdisc(AvailbwResult& a) {
 constexpr double kGapsClearOfShaper = 0.97;
 constexpr double kOwnTrafficShare = 0.05;
 
-// The reply gaps' reading from the capacity phase's gap check, 0 if none.
-double gap_check_capacity(const CapacityResult& cap) {
-  const nlohmann::json& g = cap.gap_check;
-  if (!g.is_object() || !g.contains("capacity_bps") || !g["capacity_bps"].is_number()) return 0;
-  return g["capacity_bps"].get<double>();
+// A number of the gap check's document (capacity/gap_check_json); 0 when
+// absent or not a number.
+double gap_check_number(const nlohmann::json& gc, const char* key) {
+  if (!gc.is_object()) return 0.0;
+  const auto it = gc.find(key);
+  return it != gc.end() && it->is_number() ? it->get<double>() : 0.0;
 }
 
 bool trains_below_own_shaper(const CapacityResult& cap, const AvailbwResult& a, double shaper) {
@@ -1248,7 +1249,7 @@ bool trains_below_own_shaper(const CapacityResult& cap, const AvailbwResult& a, 
                       warned_of(cap.warnings, WarningCode::kLocalShaping) ||
                       warned_of(a.warnings, WarningCode::kLocalShaping);
   return spread && shaper > 0 && cap.capacity_bps < (1 - kOwnShaperSlack) * shaper &&
-         gap_check_capacity(cap) >= kGapsClearOfShaper * shaper &&
+         gap_check_number(cap.gap_check, "capacity_bps") >= kGapsClearOfShaper * shaper &&
          link_availbw(shaper, o.link_bps, o.packet_size, o.l2_header) <
              (1 - kOwnTrafficShare) * shaper;
 }
@@ -1354,7 +1355,7 @@ void apply_own_shaper_capacity(CapacityResult& cap, AvailbwResult& a) {
             format_rate(o.link_bps) + " of its root " + o.qdisc_kind + " shaper's " +
             format_rate(o.qdisc_rate_bps) + " (" + format_rate(shaper) +
             " at the IP layer); the gaps between replies to back-to-back full-size SYNs read " +
-            format_rate(gap_check_capacity(cap)) +
+            format_rate(gap_check_number(cap.gap_check, "capacity_bps")) +
             ", so no link after ours (nor the NIC) is slower than the shaper: the narrow link "
             "is that shaper, its rate the capacity, and the trains read it less this host's "
             "traffic");
@@ -1445,13 +1446,6 @@ bool capacity_above_hop(MeasureResult& m, double* capacity_bps) {
   return true;
 }
 
-// A number of the gap check's document (capacity/gap_check_json); 0 when
-// absent or not a number.
-double gap_check_number(const nlohmann::json& gc, const char* key) {
-  if (!gc.is_object()) return 0.0;
-  const auto it = gc.find(key);
-  return it != gc.end() && it->is_number() ? it->get<double>() : 0.0;
-}
 
 // Gaps refused as squeezed by a loaded link after the narrow one, where the
 // hops say the narrow link is the last (estimate/hops.hpp,
