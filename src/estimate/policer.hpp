@@ -11,7 +11,8 @@
 //     one lost (bytes from the stream's start);
 //   - R: the chirp's markers answered before its last loss carried R times
 //     the time from the chirp's start to that loss, give or take one packet
-//     (the count), and R lies below the rate of the last marker lost.
+//     of tokens in the bucket at either end (the count), and R lies below
+//     the rate of the last marker lost.
 //   std::vector<PolicerPoint> pts = ...;
 //   PolicerFinding f = detect_policer(pts, 8.0 * 1500);
 // Pure: no sockets, clocks or globals.
