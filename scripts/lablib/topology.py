@@ -1118,6 +1118,32 @@ class Lab:
                  f"counter dup to {self.link_ip(k, 'up')} device up"] if on else []
         self._nft_table(k, "ip lwdup", "path", rules, "duplicating replies", hook="forward")
 
+    def set_random_loss(self, link: int, fraction: Optional[float],
+                        direction: str = "fwd") -> None:
+        """Drop a random ``fraction`` (0..0.5) of every packet that crossed
+        link ``link`` in ``direction``, after its shaper (a lossy wire: radio,
+        a bad cable, an overloaded switch port).  nftables ``numgen random``
+        in the prerouting hook of the node the link leads to (table
+        ``lwloss`` "fwd" or "rev" chain), so forwarded and delivered packets
+        alike; probes, replies and cross traffic all lose.  ``fraction`` None
+        or 0: no loss in that direction."""
+        self._check_link(link)
+        if direction not in ("fwd", "rev"):
+            raise LabError(f"bad direction {direction!r}: fwd or rev")
+        if fraction is not None and not 0 <= fraction <= 0.5:
+            raise LabError(f"loss fraction must lie in [0, 0.5], got {fraction!r}")
+        node, dev = (link, "up") if direction == "fwd" else (link - 1, "dn")
+        per_10k = int(round((fraction or 0) * 10000))
+        rules = [f"iifname {dev} 'numgen random mod 10000 < {per_10k}' counter drop"] \
+            if per_10k > 0 else []
+        self._nft_table(node, f"inet lwloss{direction}", "lossy", rules, "random loss",
+                        hook="prerouting")
+
+    def random_loss_drops(self, link: int, direction: str = "fwd") -> int:
+        """Packets set_random_loss has dropped on ``link`` in ``direction``."""
+        node = link if direction == "fwd" else link - 1
+        return self._nft_counted(node, f"inet lwloss{direction}")
+
     def middlebox_hits(self, router: int) -> int:
         """Packets the middlebox on ``router`` has reset or dropped so far."""
         return self._nft_counted(router, "ip lwmb")

@@ -98,12 +98,14 @@ ReplyGovernor::Step ReplyGovernor::on_check(int asked, int answered) {
   return Step::kCheckAgain;  // at the same rate
 }
 
-bool ReplyGovernor::on_burst_check(const std::vector<std::pair<int, int>>& checks) {
-  // Every check lost replies (one lost reply in one check is chance).
+bool ReplyGovernor::on_burst_check(const std::vector<BurstCheck>& checks) {
+  // Every check lost replies as a limit does (one lost reply in one check,
+  // not the last, is chance).
   int most = 0;
-  for (const auto& [asked, answered] : checks) {
-    if (answered >= asked) return false;
-    most = std::max(most, answered);
+  for (const BurstCheck& b : checks) {
+    if (b.answered >= b.asked) return false;
+    if (b.asked - b.answered < 2 && !b.last_lost) return false;
+    most = std::max(most, b.answered);
   }
   if (checks.empty()) return false;
   lossy_asked_ = 0;

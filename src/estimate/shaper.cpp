@@ -319,6 +319,10 @@ bool rate_drop_suggests_bucket(double sizing_bps, double later_bps, double min_s
   return sizing_bps > 0 && later_bps > 0 && later_bps * min_shift < sizing_bps;
 }
 
+bool lost_replies_suggest_bucket(int later, int early, int recent) {
+  return recent >= 2 && later >= 2 * early;
+}
+
 bool offset_suggests_bucket(double offset_s, double capacity_bps, int packet_size,
                             double min_bucket_bytes) {
   if (capacity_bps <= 0 || offset_s >= 0) return false;

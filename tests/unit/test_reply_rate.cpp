@@ -37,11 +37,16 @@ std::vector<Step> drive(ReplyGovernor& g, int trains, int per_train, double idle
                         Nanos* clock) {
   std::vector<Step> steps;
   Nanos now = *clock;
+  bool last_lost = false;  // the last send's last reply
   auto send = [&](int n, bool check) {
     now = g.ready_at(kHost, n, now);
     g.spend(kHost, n, now);
     int got = 0;
-    for (int i = 0; i < n; ++i) got += answer(now + i * 100000, check) ? 1 : 0;
+    for (int i = 0; i < n; ++i) {
+      const bool a = answer(now + i * 100000, check);
+      got += a ? 1 : 0;
+      last_lost = !a;
+    }
     now += from_seconds(0.003);
     return got;
   };
@@ -60,10 +65,11 @@ std::vector<Step> drive(ReplyGovernor& g, int trains, int per_train, double idle
       if (s == Step::kCheckAgain) continue;
       const int b = g.burst_check_size();
       if (b > 0 && s != Step::kPathLoss) {
-        std::vector<std::pair<int, int>> bursts;
+        std::vector<ReplyGovernor::BurstCheck> bursts;
         for (int j = 0; j < 2; ++j) {
           now += from_seconds(2.0 * b / g.rate_per_s());
-          bursts.emplace_back(b, send(b, true));
+          const int got = send(b, true);
+          bursts.push_back({b, got, last_lost});
         }
         g.on_burst_check(bursts);
       }
@@ -195,6 +201,23 @@ TEST_CASE("a host that answers only a few replies at once is found by the burst 
   CHECK(g.rate_per_s() == 100);
   // No burst limit is claimed for a host that answers everything.
   ReplyGovernor clean(100);
-  CHECK_FALSE(clean.on_burst_check({{7, 7}, {7, 6}}));
+  CHECK_FALSE(clean.on_burst_check({{7, 7, false}, {7, 6, true}}));
   CHECK(clean.max_burst() == ReplyGovernor::kNoBurstLimit);
+}
+
+TEST_CASE("random loss that takes one reply of each burst check claims no burst limit") {
+  ReplyGovernor g(100);
+  // One reply of 18 lost in each check, not the last: a lossy path.
+  CHECK_FALSE(g.on_burst_check({{18, 17, false}, {18, 17, false}}));
+  CHECK(g.max_burst() == ReplyGovernor::kNoBurstLimit);
+  // ... one check losing two, the other one (not its last): still chance.
+  CHECK_FALSE(g.on_burst_check({{18, 16, false}, {18, 17, false}}));
+  CHECK(g.max_burst() == ReplyGovernor::kNoBurstLimit);
+  // A limit of 17 takes the last reply of each check.
+  CHECK(g.on_burst_check({{18, 17, true}, {18, 17, true}}));
+  CHECK(g.max_burst() == 17);
+  // A limit of 12: six replies lost in each.
+  ReplyGovernor h(100);
+  CHECK(h.on_burst_check({{18, 12, true}, {18, 13, false}}));
+  CHECK(h.max_burst() == 13);
 }

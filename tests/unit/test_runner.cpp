@@ -64,6 +64,14 @@ class FakeRunner : public ProbeRunner {
     cross_bytes_ = bytes;
   }
 
+  // Script: warm-up SYNs draw a reply too (one RTT after they were sent), as
+  // they do live.
+  void answer_warmups() { answer_warmups_ = true; }
+  // Script: the `run`-th train loses one reply: its warm-up's (kWarmup), its
+  // head's (kHead) or its tail's (kTail).
+  enum Which { kWarmup, kHead, kTail };
+  void lose_reply(int run, Which which) { lost_.push_back({run, which}); }
+
   // Our own queue bunches every train: held behind a burst of this host's
   // traffic as long as the train took to send, then let out back to back at
   // `bps` (the departures, `left`, show it; the path serves them from there),
@@ -146,7 +154,20 @@ class FakeRunner : public ProbeRunner {
         served = std::max(served, out.left) +
                  static_cast<Nanos>(std::llround(8.0 * p.ip_len / c_bps_ * 1e9));
       }
+      if (p.role == Role::kWarmup && answer_warmups_ && !loses(kWarmup)) {
+        out.reply = out.sent + rtt_;
+        out.replies = 1;
+        out.kind = ReplyKind::kRstAck;
+        out.reply_from = p.dst;
+        out.reply_ttl = 64;
+      }
       if (p.role != Role::kMarker) continue;
+      const bool head = static_cast<int>(i) == train.markers.front();
+      const bool tail = static_cast<int>(i) == train.markers.back();
+      if ((head && loses(kHead)) || (tail && loses(kTail))) {
+        ++r.outcome.markers_lost;
+        continue;
+      }
       if (dropped) {
         ++r.outcome.markers_lost;
         continue;
@@ -172,6 +193,11 @@ class FakeRunner : public ProbeRunner {
     ++runs_;
     r.end_mono = clock_ + served - t0 + rtt_ + kMs;
     return r;
+  }
+
+  bool loses(Which which) const {
+    return std::any_of(lost_.begin(), lost_.end(),
+                       [&](const auto& l) { return l.first == runs_ && l.second == which; });
   }
 
   // What our own link's counters say of its avail-bw (0: not known).
@@ -209,6 +235,8 @@ class FakeRunner : public ProbeRunner {
   Nanos return_gap_ = 0;
   int admitted_ = 0, runs_ = 0;
   int refuse_at_ = -1, silent_from_ = -1, silent_until_ = -1;
+  bool answer_warmups_ = false;
+  std::vector<std::pair<int, Which>> lost_;
   StopReason why_ = StopReason::kNone;
   std::uint64_t bytes_ = 0, packets_ = 0;
 };
@@ -298,6 +326,84 @@ TEST_CASE("the capacity trains find a scripted bottleneck through the runner", "
     // The first train sizes the rest: the sized trains are longer.
     REQUIRE(r.res.trains.size() >= 2);
     CHECK(r.res.trains.front().verdict == "sizing");
+  }
+}
+
+// The capacity trains through `fake` with a shaper probe that only counts
+// its calls (it finds nothing); their triggers into *triggers.
+Run run_fake_probed(FakeRunner& fake, std::vector<std::string>* triggers) {
+  SeqAllocator seqs(1);
+  PhasePath path{FlowId{kSelf, kTarget, 40000, 33435}, 1500, 0.002, seqs};
+  Run r;
+  const Config c = capacity_config();
+  CapacityTrains trains = capacity_trains(fake, c, path, r.res, [&](const ShaperHints& h) {
+    triggers->push_back(h.trigger);
+    return ShaperRecord{};
+  });
+  trains.tally.finish(r.res, c.max_rate_bps);
+  r.packet_size = trains.packet_size;
+  return r;
+}
+
+TEST_CASE("tails lost train after train call for the shaper probe; random loss does not",
+          "[runner]") {
+  SECTION("two trains lose their tail, the warm-up and the head back: a bucket's sign") {
+    FakeRunner fake(50e6);
+    fake.answer_warmups();
+    fake.lose_reply(3, FakeRunner::kTail);
+    fake.lose_reply(4, FakeRunner::kTail);
+    std::vector<std::string> triggers;
+    const Run r = run_fake_probed(fake, &triggers);
+    REQUIRE(triggers.size() == 1);
+    CHECK(triggers[0] == "replies_lost");
+  }
+  SECTION("every other train (the long ones) loses its tail: a bucket's sign") {
+    FakeRunner fake(50e6);
+    fake.answer_warmups();
+    fake.lose_reply(3, FakeRunner::kTail);
+    fake.lose_reply(5, FakeRunner::kTail);
+    std::vector<std::string> triggers;
+    run_fake_probed(fake, &triggers);
+    REQUIRE(triggers.size() == 1);
+    CHECK(triggers[0] == "replies_lost");
+  }
+  SECTION("two tails lost far apart, nothing else: a lossy wire now and then") {
+    FakeRunner fake(50e6);
+    fake.answer_warmups();
+    fake.lose_reply(1, FakeRunner::kTail);
+    fake.lose_reply(6, FakeRunner::kTail);
+    std::vector<std::string> triggers;
+    run_fake_probed(fake, &triggers);
+    CHECK(fake.admitted() > 6);
+    CHECK(triggers.empty());
+  }
+  SECTION("losses that take warm-ups and heads as often as tails: a lossy wire") {
+    FakeRunner fake(50e6);
+    fake.answer_warmups();
+    fake.lose_reply(2, FakeRunner::kWarmup);
+    fake.lose_reply(3, FakeRunner::kTail);
+    fake.lose_reply(4, FakeRunner::kHead);
+    fake.lose_reply(5, FakeRunner::kTail);
+    fake.lose_reply(6, FakeRunner::kTail);
+    std::vector<std::string> triggers;
+    const Run r = run_fake_probed(fake, &triggers);
+    CHECK(fake.admitted() > 6);
+    INFO((triggers.empty() ? std::string() : triggers[0]));
+    CHECK(triggers.empty());
+    CHECK(r.res.valid);
+    CHECK(r.res.capacity_bps == Approx(50e6).epsilon(0.02));
+  }
+  SECTION("... until the tails go on being lost: twice as many as the early ones") {
+    FakeRunner fake(50e6);
+    fake.answer_warmups();
+    fake.lose_reply(2, FakeRunner::kWarmup);
+    fake.lose_reply(3, FakeRunner::kTail);
+    fake.lose_reply(4, FakeRunner::kHead);
+    for (int k = 5; k < 8; ++k) fake.lose_reply(k, FakeRunner::kTail);
+    std::vector<std::string> triggers;
+    run_fake_probed(fake, &triggers);
+    REQUIRE(triggers.size() == 1);
+    CHECK(triggers[0] == "replies_lost");
   }
 }
 

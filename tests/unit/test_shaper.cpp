@@ -846,3 +846,16 @@ TEST_CASE("the search after a refuted refill carries the refill's pairs and cost
   REQUIRE(search.warnings.size() == 1);
   CHECK(search.warnings[0].code == "send_stalls");
 }
+
+TEST_CASE("lost replies suggest a bucket when tails go train after train, not when a lossy wire "
+          "takes warm-ups and heads as well", "[shaper]") {
+  // Two of the last four trains lost their tail, no early loss: a bucket.
+  CHECK(lost_replies_suggest_bucket(2, 0, 2));
+  // The same with the early losses a lossy wire also makes.
+  CHECK_FALSE(lost_replies_suggest_bucket(2, 2, 2));
+  CHECK_FALSE(lost_replies_suggest_bucket(3, 2, 2));
+  CHECK(lost_replies_suggest_bucket(4, 2, 3));
+  // Tails lost far apart (at most one in the last four trains).
+  CHECK_FALSE(lost_replies_suggest_bucket(5, 0, 1));
+  CHECK_FALSE(lost_replies_suggest_bucket(0, 0, 0));
+}

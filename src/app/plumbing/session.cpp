@@ -107,12 +107,12 @@ bool wait_for_budget(Session& s, const std::map<IpAddr, int>& asked, Nanos t_cap
 }
 
 // Sends `trains` trains of `per_train` bare SYNs to the target, each after
-// `idle` and within the reply budget; (asked, answered) per train. Stops early
-// (fewer entries) when a cap or the clock cuts it short.
-std::vector<std::pair<int, int>> bare_syn_trains(Session& s, const Config& c, int trains,
-                                                 int per_train, Nanos idle, Nanos reply_timeout,
-                                                 Nanos t_cap) {
-  std::vector<std::pair<int, int>> out;
+// `idle` and within the reply budget; (asked, answered, last reply lost) per
+// train. Stops early (fewer entries) when a cap or the clock cuts it short.
+std::vector<ReplyGovernor::BurstCheck> bare_syn_trains(Session& s, const Config& c, int trains,
+                                                       int per_train, Nanos idle,
+                                                       Nanos reply_timeout, Nanos t_cap) {
+  std::vector<ReplyGovernor::BurstCheck> out;
   const std::vector<IpAddr> to(per_train, s.dst);
   for (int k = 0; k < trains; ++k) {
     const Train t = make_addr_check(s.flow, to, 200 * kUs, -400 - k, s.seqs);
@@ -122,9 +122,11 @@ std::vector<std::pair<int, int>> bare_syn_trains(Session& s, const Config& c, in
     while (mono_now() < after && !s.prober->stopped()) sleep_until(after);
     if (!wait_for_budget(s, {{s.dst, per_train}}, t_cap - reply_timeout)) break;
     const TrainRun run = s.prober->run(t, t.markers, reply_timeout);
-    int answered = 0;
-    for (int i : t.markers) answered += run.outcome.probes[i].reply != 0 ? 1 : 0;
-    out.emplace_back(per_train, answered);
+    ReplyGovernor::BurstCheck b;
+    b.asked = per_train;
+    for (int i : t.markers) b.answered += run.outcome.probes[i].reply != 0 ? 1 : 0;
+    b.last_lost = !t.markers.empty() && run.outcome.probes[t.markers.back()].reply == 0;
+    out.push_back(b);
   }
   return out;
 }
@@ -169,7 +171,7 @@ GovernedRun account_train(Session& s, const Config& c, const Train& train, Train
                                         ReplyGovernor::kCheckMarkers, 0, reply_timeout, t_cap);
     if (static_cast<int>(checks.size()) < ReplyGovernor::kCheckTrains) return g;
     int a = 0, b = 0;
-    for (const auto& [x, y] : checks) a += x, b += y;
+    for (const auto& x : checks) a += x.asked, b += x.answered;
     const double at = s.replies.rate_per_s();
     const ReplyGovernor::Step step = s.replies.on_check(a, b);
     if (c.verbose) {
@@ -196,8 +198,8 @@ GovernedRun account_train(Session& s, const Config& c, const Train& train, Train
       }
       if (c.verbose) {
         std::fprintf(stderr, "reply burst check of %d: %d, %d answered\n", k,
-                     bursts.size() > 0 ? bursts[0].second : -1,
-                     bursts.size() > 1 ? bursts[1].second : -1);
+                     bursts.size() > 0 ? bursts[0].answered : -1,
+                     bursts.size() > 1 ? bursts[1].answered : -1);
       }
     }
     if (step == ReplyGovernor::Step::kLimited) {

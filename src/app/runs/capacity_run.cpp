@@ -1,6 +1,7 @@
 #include "app/runs/capacity_run.hpp"
 
 #include <algorithm>
+#include <bitset>
 #include <cmath>
 #include <map>
 
@@ -388,6 +389,26 @@ void add_systematic_margin(CapacityResult& res) {
 
 namespace {
 
+// Whether a train's warm-up SYN (when it has one) or its head marker drew no
+// reply while every later marker's came back: lost where no overrun bucket
+// or queue takes replies (lost_replies_suggest_bucket). A train that lost its
+// head and later replies too met a queue still full from the train before
+// it (a bucket the trains overran, budgeted at its burst rate: the lab's
+// 20 Mbit/s tbf with a 3 MB bucket lost both in its short trains between
+// the long ones), which is a bucket's sign, not a lossy wire's.
+bool early_reply_lost(const Train& t, const TrainOutcome& o) {
+  if (t.markers.empty() || o.probes.size() != t.probes.size()) return false;
+  for (std::size_t k = 1; k < t.markers.size(); ++k) {
+    if (o.probes[static_cast<std::size_t>(t.markers[k])].reply == 0) return false;
+  }
+  const auto head = static_cast<std::size_t>(t.markers.front());
+  if (o.probes[head].reply == 0) return true;
+  for (std::size_t i = 0; i < head; ++i) {
+    if (t.probes[i].role == Role::kWarmup && o.probes[i].reply == 0) return true;
+  }
+  return false;
+}
+
 // The capacity phase's loop (capacity_trains): its state between trains and
 // its steps, in the order of one turn of the loop: plan the train (slow_rate:
 // the two-rate cycle), run it, book it (book), the path MTU, the shaper watch
@@ -418,7 +439,8 @@ class CapacityLoop {
   double slow_rate();
   void book(const TallyStep& step, double slow_bps, int group);
   bool shrink_to_mtu(const TallyStep& step);
-  Next watch_shaper(const CapacitySample& s, double slow_bps, double train_bytes, Nanos start);
+  Next watch_shaper(const CapacitySample& s, double slow_bps, double train_bytes, Nanos start,
+                    bool early_lost);
   void size(const CapacitySample& s);
   Nanos pace(const Train& train, const TrainResult& run, const CapacitySample& s, int n_train);
   bool precise_enough() const;
@@ -434,7 +456,9 @@ class CapacityLoop {
   int n_ = 0;  // the short trains' load packets
   bool sized_ = false;
   int consecutive_silent_ = 0;
-  int lost_reply_trains_ = 0;  // trains that lost marker replies after a fast one
+  int lost_reply_trains_ = 0;  // trains that lost later marker replies after a fast one
+  int early_lost_trains_ = 0;  // ... that lost the warm-up's or the head's reply
+  unsigned recent_later_lost_ = 0;  // of the last 4 trains, those that lost later replies
   int compressed_trains_ = 0;  // trains whose replies the way back compressed
   int closer_trains_ = 0;      // trains back closer than sent, over short spans too
   int timed_trains_ = 0;       // trains sent over kCloserMinSpan or more, replies back
@@ -501,7 +525,7 @@ bool CapacityLoop::shrink_to_mtu(const TallyStep& step) {
 // come back at the peak; a later, longer train meets the sustained rate. The
 // first sign of it runs the shaper probe, once.
 CapacityLoop::Next CapacityLoop::watch_shaper(const CapacitySample& s, double slow_bps,
-                                              double train_bytes, Nanos start) {
+                                              double train_bytes, Nanos start, bool early_lost) {
   ShaperHints& hints = out_.shaper_hints;
   // (Replies that came back closer together than the train left give no
   // rate at all.)
@@ -521,7 +545,14 @@ CapacityLoop::Next CapacityLoop::watch_shaper(const CapacitySample& s, double sl
   // without any bucket.)
   const bool slower =
       slow_bps == 0 && s.kept() && rate_drop_suggests_bucket(hints.fast_bps, s.capacity_bps);
-  if (hints.fast_bps > 0 && s.verdict == SampleVerdict::kLostReply) ++lost_reply_trains_;
+  // (A lost warm-up reply alone leaves the train's sample whole: it counts
+  // as an early loss all the same.)
+  if (hints.fast_bps > 0) {
+    const bool later_lost = !early_lost && s.verdict == SampleVerdict::kLostReply;
+    early_lost_trains_ += early_lost ? 1 : 0;
+    lost_reply_trains_ += later_lost ? 1 : 0;
+    recent_later_lost_ = ((recent_later_lost_ << 1) | (later_lost ? 1u : 0u)) & 0xFu;
+  }
   if (slower) ++slow_trains_;
   // Two compressed trains far slower than an earlier (shorter) one, or two
   // trains that lost replies after one that came back fast: only an
@@ -534,7 +565,10 @@ CapacityLoop::Next CapacityLoop::watch_shaper(const CapacitySample& s, double sl
   // and 1 run in 20 here); the stream's 40 markers at once would also cost a
   // target that limits its replies 35 of them (the fresh-clone CI at d364570).
   if (out_.shaper_tried || !shaper_probe_ || hints.fast_bps <= 0 ||
-      !(slow_trains_ >= 2 || lost_reply_trains_ >= 2 || consecutive_silent_ >= 2)) {
+      !(slow_trains_ >= 2 ||
+        lost_replies_suggest_bucket(lost_reply_trains_, early_lost_trains_,
+                                    static_cast<int>(std::bitset<4>(recent_later_lost_).count())) ||
+        consecutive_silent_ >= 2)) {
     return Next::kOn;
   }
   out_.shaper_tried = true;
@@ -675,8 +709,13 @@ CapacityTrains CapacityLoop::run() {
                               ? consecutive_silent_ + 1
                               : 0;
 
-    const Next shaper =
-        watch_shaper(s, slow_bps, static_cast<double>(train.total_bytes()), run.start_mono);
+    const bool early_lost = early_reply_lost(run.train, run.outcome);
+    if (c_.verbose && (early_lost || s.verdict == SampleVerdict::kLostReply)) {
+      std::fprintf(stderr, "train %d: N=%d lost replies (%s)\n", i, n_train,
+                   early_lost ? "warm-up or head only" : "later markers");
+    }
+    const Next shaper = watch_shaper(s, slow_bps, static_cast<double>(train.total_bytes()),
+                                     run.start_mono, early_lost);
     if (shaper == Next::kStop) break;
     if (shaper == Next::kNextTrain) {
       next_start = 0;  // the stream's own idle and wait came first
