@@ -347,63 +347,42 @@ Run run_fake_probed(FakeRunner& fake, std::vector<std::string>* triggers) {
 
 TEST_CASE("tails lost train after train call for the shaper probe; random loss does not",
           "[runner]") {
-  SECTION("two trains lose their tail, the warm-up and the head back: a bucket's sign") {
+  using L = std::vector<std::pair<int, FakeRunner::Which>>;
+  constexpr auto W = FakeRunner::kWarmup, H = FakeRunner::kHead, T = FakeRunner::kTail;
+  struct Case {
+    const char* what;
+    L lost;          // (train, reply) lost
+    bool probe;      // the shaper probe runs, for replies_lost
+  };
+  const Case cases[] = {
+      {"two trains lose their tail, the warm-up and the head back: a bucket", {{3, T}, {4, T}},
+       true},
+      {"every other train (the long ones) loses its tail: a bucket", {{3, T}, {5, T}}, true},
+      {"a queue still full from the train before takes the head and the tail: a bucket",
+       {{3, T}, {4, H}, {4, T}}, true},
+      {"two tails lost far apart, nothing else: a lossy wire now and then", {{1, T}, {6, T}},
+       false},
+      {"losses that take warm-ups and heads as often as tails: a lossy wire",
+       {{2, W}, {3, T}, {4, H}, {5, T}, {6, T}}, false},
+      {"... until the tails go on being lost: twice as many as the early ones",
+       {{2, W}, {3, T}, {4, H}, {5, T}, {6, T}, {7, T}}, true},
+  };
+  for (const Case& k : cases) {
+    INFO(k.what);
     FakeRunner fake(50e6);
     fake.answer_warmups();
-    fake.lose_reply(3, FakeRunner::kTail);
-    fake.lose_reply(4, FakeRunner::kTail);
-    std::vector<std::string> triggers;
-    const Run r = run_fake_probed(fake, &triggers);
-    REQUIRE(triggers.size() == 1);
-    CHECK(triggers[0] == "replies_lost");
-  }
-  SECTION("every other train (the long ones) loses its tail: a bucket's sign") {
-    FakeRunner fake(50e6);
-    fake.answer_warmups();
-    fake.lose_reply(3, FakeRunner::kTail);
-    fake.lose_reply(5, FakeRunner::kTail);
-    std::vector<std::string> triggers;
-    run_fake_probed(fake, &triggers);
-    REQUIRE(triggers.size() == 1);
-    CHECK(triggers[0] == "replies_lost");
-  }
-  SECTION("two tails lost far apart, nothing else: a lossy wire now and then") {
-    FakeRunner fake(50e6);
-    fake.answer_warmups();
-    fake.lose_reply(1, FakeRunner::kTail);
-    fake.lose_reply(6, FakeRunner::kTail);
-    std::vector<std::string> triggers;
-    run_fake_probed(fake, &triggers);
-    CHECK(fake.admitted() > 6);
-    CHECK(triggers.empty());
-  }
-  SECTION("losses that take warm-ups and heads as often as tails: a lossy wire") {
-    FakeRunner fake(50e6);
-    fake.answer_warmups();
-    fake.lose_reply(2, FakeRunner::kWarmup);
-    fake.lose_reply(3, FakeRunner::kTail);
-    fake.lose_reply(4, FakeRunner::kHead);
-    fake.lose_reply(5, FakeRunner::kTail);
-    fake.lose_reply(6, FakeRunner::kTail);
+    for (const auto& [train, which] : k.lost) fake.lose_reply(train, which);
     std::vector<std::string> triggers;
     const Run r = run_fake_probed(fake, &triggers);
     CHECK(fake.admitted() > 6);
-    INFO((triggers.empty() ? std::string() : triggers[0]));
-    CHECK(triggers.empty());
-    CHECK(r.res.valid);
-    CHECK(r.res.capacity_bps == Approx(50e6).epsilon(0.02));
-  }
-  SECTION("... until the tails go on being lost: twice as many as the early ones") {
-    FakeRunner fake(50e6);
-    fake.answer_warmups();
-    fake.lose_reply(2, FakeRunner::kWarmup);
-    fake.lose_reply(3, FakeRunner::kTail);
-    fake.lose_reply(4, FakeRunner::kHead);
-    for (int k = 5; k < 8; ++k) fake.lose_reply(k, FakeRunner::kTail);
-    std::vector<std::string> triggers;
-    run_fake_probed(fake, &triggers);
-    REQUIRE(triggers.size() == 1);
-    CHECK(triggers[0] == "replies_lost");
+    if (k.probe) {
+      REQUIRE(triggers.size() == 1);
+      CHECK(triggers[0] == "replies_lost");
+    } else {
+      CHECK(triggers.empty());
+      CHECK(r.res.valid);
+      CHECK(r.res.capacity_bps == Approx(50e6).epsilon(0.02));
+    }
   }
 }
 
