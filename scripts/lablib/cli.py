@@ -152,6 +152,16 @@ def cmd_middlebox(a) -> int:
     return 0
 
 
+def cmd_loss(a) -> int:
+    lab = Lab.attach(a.name)
+    d = "rev" if a.rev else "fwd"
+    before = lab.random_loss_drops(a.link, d)  # under the setting it replaces
+    lab.set_random_loss(a.link, a.fraction, d)
+    print(json.dumps({"link": a.link, "direction": d, "fraction": a.fraction,
+                      "dropped_before": before}))
+    return 0
+
+
 def cmd_rate(a) -> int:
     lab = Lab.attach(a.name)
     lab.set_rate(a.link, a.rate, "rev" if a.rev else "fwd")
@@ -248,6 +258,13 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--off", action="store_true", help="remove the middlebox")
     s.add_argument("--limit", help="act on at most this nft rate, e.g. '40/second burst 5 packets'")
     s.set_defaults(func=cmd_middlebox)
+
+    s = sub.add_parser("loss", help="drop a random share of what crosses a link (nftables)")
+    s.add_argument("name")
+    s.add_argument("--link", type=int, required=True)
+    s.add_argument("--rev", action="store_true", help="reverse direction")
+    s.add_argument("fraction", type=float, help="0..0.5 (0: no loss)")
+    s.set_defaults(func=cmd_loss)
 
     s = sub.add_parser("rate", help="change a link's rate live")
     s.add_argument("name")

@@ -75,7 +75,9 @@ def test_random_loss_is_neither_a_shaper_nor_a_reply_limit(case):
         assert abs(cap / truth - 1) <= 0.03, (cap, truth)
         assert doc["capacity_low_bps"] <= truth * 1.01 and doc["capacity_high_bps"] >= truth * 0.99, \
             (doc["capacity_low_bps"], doc["capacity_high_bps"], truth)
-        # An idle path: the avail-bw is the capacity, and its range reaches it.
+        # An idle path: the avail-bw is the capacity, and its range reaches
+        # it (the range stops at the capacity estimate, within 3% above).
         a = doc["availbw_bps"]
         assert abs(a / truth - 1) <= 0.10, (a, truth)
-        assert doc["availbw_high_bps"] >= truth * 0.99, (doc["availbw_high_bps"], truth)
+        assert doc["availbw_high_bps"] >= min(truth, cap) * 0.99, \
+            (doc["availbw_high_bps"], cap, truth)
