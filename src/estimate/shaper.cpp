@@ -376,8 +376,14 @@ bool refill_left_tokens(const RefillSample& s, double rate_bps, double peak_bps,
 }
 
 bool refill_contradicts_bucket(const RefillSample& s, const ShaperFinding& read, double rate_bps,
-                               bool not_emptied, const ShaperOptions& opt) {
-  if (not_emptied || s.saturated) return true;
+                               double bucket_bytes, double tau_s, bool not_emptied,
+                               const ShaperOptions& opt) {
+  if (not_emptied) return true;
+  if (s.saturated) {
+    // (Unknown bucket or idle: as before, the idle is taken as sized to 60%.)
+    if (!(bucket_bytes > 0) || !(tau_s > 0) || !(rate_bps > 0)) return true;
+    return rate_bps * tau_s / 8 < 2.0 / 3.0 * bucket_bytes;
+  }
   return !s.ok && !read.found && rate_bps > 0 && read.points >= opt.min_sustained_points &&
          read.stream_rate_bps >= 1.2 * rate_bps;
 }

@@ -198,8 +198,13 @@ bool refill_left_tokens(const RefillSample& s, double rate_bps, double peak_bps,
 
 // Whether a refill pair contradicts the bucket it was sized for: its
 // emptying stream did not empty it (`not_emptied`: refill_left_tokens), its
-// reading stream found the bucket (nearly) full after an idle sized to refill
-// 60% of it (`s.saturated`: R is too low), or came back as one line well
+// reading stream found the bucket of `bucket_bytes` (nearly) full after an
+// idle `tau_s` in which R could not have refilled two thirds of it
+// (`s.saturated` with R·tau < 2/3 B: the refill ran at over 1.2·R, R is too
+// low; with the idle's 5 ms floor past the whole refill, as for 30 KB at 100
+// Mbit/s (2.4 ms), a full bucket is what the bucket does: the bucket
+// benchmark at bfc2fe9 refuted that one in 3 of 3 runs and the capacity went
+// back to the burst's trains, +118..+157%), or came back as one line well
 // above the sustained rate (`read`: no shift, at least 1.2·R over enough
 // replies: the path carries more than that). A token bucket is a mechanism:
 // its refill shows on every pair sized from its rate and depth. A level shift
@@ -207,7 +212,8 @@ bool refill_left_tokens(const RefillSample& s, double rate_bps, double peak_bps,
 // flow's windows: the random-path benchmark's paths 7 and 38 at 86b52ad, a
 // "bucket" of 22-28 KB whose refill no pair ever read) shows none.
 bool refill_contradicts_bucket(const RefillSample& s, const ShaperFinding& read, double rate_bps,
-                               bool not_emptied, const ShaperOptions& opt = {});
+                               double bucket_bytes, double tau_s, bool not_emptied,
+                               const ShaperOptions& opt = {});
 
 // How large a bucket the capacity trains that came back fast suggest: the
 // bytes they put through it (`fast_bytes`, every such train's) less what the

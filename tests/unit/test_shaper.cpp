@@ -524,9 +524,9 @@ TEST_CASE("shaper: a refill pair that contradicts the bucket it was sized for", 
     const ShaperFinding f = detect_shaper(simulate(p, n, 24, seed).points, p.offered_bps, opt);
     const RefillSample r = refill_sample(f, R, B, tau, opt);
     INFO("seed " << seed << ": " << f.reason);
-    CHECK_FALSE(refill_contradicts_bucket(r, f, R, false, opt));
+    CHECK_FALSE(refill_contradicts_bucket(r, f, R, B, tau, false, opt));
     // ... unless its emptying stream did not empty it.
-    CHECK(refill_contradicts_bucket(r, f, R, true, opt));
+    CHECK(refill_contradicts_bucket(r, f, R, B, tau, true, opt));
   }
   // No bucket: a 9.9 Mbit/s link whose streams had read a "sustained" 4.7
   // behind an on/off source that was on. With the source off, the reading
@@ -538,21 +538,33 @@ TEST_CASE("shaper: a refill pair that contradicts the bucket it was sized for", 
     const RefillSample r = refill_sample(f, 4.7e6, B, tau, opt);
     INFO("seed " << seed << ": " << f.reason << " at " << f.stream_rate_bps);
     CHECK_FALSE(r.ok);
-    CHECK(refill_contradicts_bucket(r, f, 4.7e6, false, opt));
+    CHECK(refill_contradicts_bucket(r, f, 4.7e6, B, tau, false, opt));
     // Read against the link's own rate, the same stream is a refill of nothing.
-    CHECK_FALSE(refill_contradicts_bucket(refill_sample(f, 9.9e6, B, tau, opt), f, 9.9e6, false,
-                                          opt));
+    CHECK_FALSE(refill_contradicts_bucket(refill_sample(f, 9.9e6, B, tau, opt), f, 9.9e6, B, tau,
+                                          false, opt));
   }
-  // The bucket full again after tau (R too low): contradicts.
+  // The bucket full again after an idle sized to refill 60% of it (R too
+  // low): contradicts.
   RefillSample sat;
   sat.saturated = true;
-  CHECK(refill_contradicts_bucket(sat, ShaperFinding{}, R, false, opt));
+  CHECK(refill_contradicts_bucket(sat, ShaperFinding{}, R, B, tau, false, opt));
+  // ... and after an idle in which R refilled 65% of it (a little longer
+  // than planned): still over 1.2·R.
+  CHECK(refill_contradicts_bucket(sat, ShaperFinding{}, R, B, 0.65 * 8 * B / R, false, opt));
+  // Full after an idle in which R refills all of it: what a bucket does
+  // (30 KB at 100 Mbit/s refills in 2.4 ms, under the idle's 5 ms floor,
+  // and its tau/2 of 2.5 ms too): no contradiction.
+  CHECK_FALSE(refill_contradicts_bucket(sat, ShaperFinding{}, 100e6, 28e3, 0.00558, false, opt));
+  CHECK_FALSE(refill_contradicts_bucket(sat, ShaperFinding{}, 96.5e6, 28e3, 0.00325, false, opt));
+  // Nothing known of the bucket or the idle: as planned, a contradiction.
+  CHECK(refill_contradicts_bucket(sat, ShaperFinding{}, R, 0, tau, false, opt));
+  CHECK(refill_contradicts_bucket(sat, ShaperFinding{}, R, B, 0, false, opt));
   // A fast stream with too few replies to say so: no verdict.
   ShaperFinding few;
   few.points = opt.min_sustained_points - 1;
   few.stream_rate_bps = 5 * R;
   few.reason = "no level shift";
-  CHECK_FALSE(refill_contradicts_bucket(RefillSample{}, few, R, false, opt));
+  CHECK_FALSE(refill_contradicts_bucket(RefillSample{}, few, R, B, tau, false, opt));
 }
 
 TEST_CASE("the bucket the fast capacity trains suggest counts their refill", "[shaper]") {

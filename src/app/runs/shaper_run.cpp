@@ -954,7 +954,7 @@ AvailbwResult run_shaper_availbw(Session& s, const Config& c, const std::atomic<
                  : sample.saturated ? "saturated"
                                     : "unusable";
     res.rates.push_back(rr);
-    if (tail.reply > 0 && refill_contradicts_bucket(sample, fd, R, not_emptied, opt)) {
+    if (tail.reply > 0 && refill_contradicts_bucket(sample, fd, R, B, used_tau, not_emptied, opt)) {
       ++contradicting;
     }
     if (got.empty() && contradicting >= 2) {
