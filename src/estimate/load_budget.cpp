@@ -24,6 +24,14 @@ double budget_capacity(const std::vector<double>& train_rates_bps, double estima
   return (has_estimate ? std::min(q, estimate_bps) : q) / f;
 }
 
+double after_capacity_budget(double earlier_bps, double capacity_bps, double low_bps,
+                             bool trusted) {
+  auto ok = [](double x) { return std::isfinite(x) && x > 0; };
+  const double earlier = ok(earlier_bps) ? earlier_bps : 0.0;
+  if (!trusted || !ok(capacity_bps) || !ok(low_bps)) return earlier;
+  return std::max(earlier, std::min(low_bps, capacity_bps));
+}
+
 double load_loss_factor(const std::vector<double>& short_rates_bps,
                         const std::vector<double>& long_rates_bps) {
   auto med = [](std::vector<double> v) {

@@ -54,6 +54,22 @@ constexpr double kUnknownPathBps = 1e6;
 double budget_capacity(const std::vector<double>& train_rates_bps, double estimate_bps,
                        double loss_factor = 1.0);
 
+// The budget rate of a phase that comes after a finished capacity estimate
+// (the avail-bw phase of `measure`): that estimate's 95% lower bound
+// `low_bps` (at most `capacity_bps`) where it is `trusted`, else the budget
+// the earlier phases used (`earlier_bps`, returned as it is; 0: none).
+// Never below `earlier_bps`. The lower quartile of the capacity trains
+// guards their own phase against trains that read high (above); by the end
+// of that phase the estimate has been checked (two lengths, the reply gaps,
+// the load check) and cross traffic, which only slows trains, no longer
+// lowers the budget: on loaded paths the quartile sat at 0.5-0.9 x C while
+// the estimate's lower bound sat at 0.99 x C, and the avail-bw phase, bound
+// by --max-load, took up to twice its time (the random-path benchmark at
+// 752207d, issue 11). Not trusted: a lower bound (we could not send faster),
+// or load lost unseen (the estimate may still read high).
+double after_capacity_budget(double earlier_bps, double capacity_bps, double low_bps,
+                             bool trusted);
+
 // The mark of lost load, from the per-train rates of kept short and long
 // trains (two lengths): a queue holds about the same bytes of any train, so
 // lost load grows with the length and long trains read faster than short

@@ -88,6 +88,26 @@ double capacity_idle_s(double train_bits, int n, double budget_bps, double max_l
 
 }  // namespace
 
+TEST_CASE("after_capacity_budget: the checked estimate's lower bound, never below the trains'",
+          "[load_budget]") {
+  // Cross traffic slowed the trains (quartile 30 of a 50 Mbit/s link): the
+  // estimate's lower bound budgets the next phase.
+  CHECK(after_capacity_budget(30e6, 50e6, 49.5e6, true) == 49.5e6);
+  // Never above the estimate, whatever the interval says.
+  CHECK(after_capacity_budget(30e6, 50e6, 60e6, true) == 50e6);
+  // Never below what the earlier phases already budgeted with.
+  CHECK(after_capacity_budget(45e6, 50e6, 40e6, true) == 45e6);
+  // Not trusted (a lower bound, load lost unseen): the earlier budget as it is.
+  CHECK(after_capacity_budget(30e6, 50e6, 49.5e6, false) == 30e6);
+  CHECK(after_capacity_budget(0, 50e6, 49.5e6, false) == 0);
+  // No earlier budget: the lower bound.
+  CHECK(after_capacity_budget(0, 50e6, 49.5e6, true) == 49.5e6);
+  // Nonsense in, the earlier budget out.
+  CHECK(after_capacity_budget(30e6, NAN, 49.5e6, true) == 30e6);
+  CHECK(after_capacity_budget(30e6, 50e6, 0, true) == 30e6);
+  CHECK(after_capacity_budget(NAN, 50e6, INFINITY, true) == 0);
+}
+
 TEST_CASE("budget_capacity: lower quartile, never above the estimate", "[load_budget]") {
   CHECK(budget_capacity({}, 0) == kUnknownPathBps);
   CHECK(budget_capacity({}, 50e6) == 50e6);

@@ -15,6 +15,7 @@
 #include "estimate/availbw.hpp"
 #include "estimate/capacity.hpp"
 #include "estimate/hops.hpp"
+#include "estimate/load_budget.hpp"
 #include "estimate/own_qdisc.hpp"
 #include "estimate/own_traffic.hpp"
 #include "estimate/stats.hpp"
@@ -1641,6 +1642,12 @@ MeasureResult run_measure(const Config& c, const std::atomic<bool>& stop) {
     }
     if (!(c.capacity_bps > 0)) narrow_capacity_from_hops(m, &C);
   }
+  // The avail-bw phase's --max-load budget: the checked capacity's lower
+  // bound, where the capacity trains' lower quartile (which cross traffic
+  // lowers) sat below it (estimate/load_budget.hpp).
+  session->load.capacity_bps = after_capacity_budget(
+      session->load.capacity_bps, C, m.capacity.low_bps,
+      !m.capacity.lower_bound && !warned_of(m.capacity.warnings, WarningCode::kLoadLossSuspected));
   const unsigned drops_before = session->prober->capture_stats().dropped;
   // A token bucket: the avail-bw from its refill (app/shaper_run.hpp).
   AvailbwResult a =
