@@ -24,6 +24,13 @@ TEST_CASE("hops command lines", "[cli][hops]") {
   CHECK(d.min_trains == 3);
   CHECK(d.max_hops == 30);
   CHECK(parse_cli({"capacity", "198.18.4.2"}).config.max_trains == 40);
+  // measure and availbw: a capacity phase of 24 trains unless told otherwise.
+  CHECK(parse_cli({"measure", "198.18.4.2"}).config.max_trains == 24);
+  CHECK(parse_cli({"availbw", "198.18.4.2"}).config.max_trains == 24);
+  CHECK(parse_cli({"measure", "198.18.4.2", "--trains", "40"}).config.max_trains == 40);
+  CHECK(parse_cli({"measure", "198.18.4.2", "--trains", "6"}).config.max_trains == 6);
+  // A --min-trains above 24 raises the cap with it, not an error.
+  CHECK(parse_cli({"measure", "198.18.4.2", "--min-trains", "30"}).config.max_trains == 30);
   const auto c =
       parse_cli({"hops", "198.18.4.2", "--hop-markers", "ttl", "--trains", "2", "--max-hops", "12",
                  "--icmp-rate", "10", "--icmp-burst", "50", "--min-step", "0.3"})
