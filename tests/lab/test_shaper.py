@@ -147,13 +147,24 @@ def test_a_bucket_larger_than_the_routine_stream_is_said_so():
         assert abs(doc["capacity_bps"] / R - 1) <= 0.03, (doc["capacity_bps"], R)
 
 
-@pytest.mark.parametrize("cross", [0, 5e6])
-def test_measure_availbw_in_the_sustained_regime(cross):
-    """`measure` on tbf 20 Mbit/s with a 300 KB bucket, idle and with ~25%
-    cross traffic through the shaper: the avail-bw is the sustained rate less
-    the cross traffic (its refill rate), not the burst's. Truth: the cross
-    traffic on the link's counters during the run."""
-    with lab.Lab(shaped(20e6, 300_000)) as L:
+# (rate, bucket, cross traffic, capacity tolerance). 30 KB at 100 Mbit/s
+# refills in 2.4 ms, under the refill pair's 5 ms idle floor: its pairs come
+# back saturated, which refuted the bucket (the bucket benchmark at bfc2fe9,
+# 3 of 3 runs: capacity +118..+157% from the trains in the burst). Its rate
+# reads R S / (S + X) while the stream fills the shaper's queue (README,
+# "The grid": -2.7% predicted at 25%), hence 5% there; its refill idles are
+# 1.8-3 ms: with a 10% bound this test failed 3 times in 9 runs here (the one
+# printed: avail-bw -10.6%), and the grid's set-up read +2.6..-9.0% in 6 more
+# (bench_shaper.py --rates 100e6 --bursts 30000 --peaks 0 --runs 6), hence 15%.
+@pytest.mark.parametrize("rate,burst,cross,cap_tol,avail_tol", [(20e6, 300_000, 0, 0.03, 0.10),
+                                                                (20e6, 300_000, 5e6, 0.03, 0.10),
+                                                                (100e6, 30_000, 25e6, 0.05, 0.15)])
+def test_measure_availbw_in_the_sustained_regime(rate, burst, cross, cap_tol, avail_tol):
+    """`measure` on a tbf, idle and with ~25% cross traffic through the
+    shaper: the avail-bw is the sustained rate less the cross traffic (its
+    refill rate), not the burst's. Truth: the cross traffic on the link's
+    counters during the run."""
+    with lab.Lab(shaped(rate, burst)) as L:
         R = L.ground_truth_capacity(ip_len=1500)
         x = L.cross(2, "udp", rate=cross, cpu=1) if cross else None
         try:
@@ -168,12 +179,12 @@ def test_measure_availbw_in_the_sustained_regime(cross):
                 x.stop()
         doc = json.loads(p.stdout)
         assert p.returncode == 0, doc
-        assert doc["shaper"] is not None, doc.get("warnings")
-        assert abs(doc["capacity_bps"] / R - 1) <= 0.03
+        assert doc["shaper"] is not None, (doc.get("warnings"), doc["shaper_check"])
+        assert abs(doc["capacity_bps"] / R - 1) <= cap_tol, (doc["capacity_bps"], R)
         truth = R - X
         a = doc["availbw_bps"]
         assert a is not None, doc["warnings"]
-        assert abs(a / truth - 1) <= 0.10, (a, truth, X, doc["shaper_check"])
+        assert abs(a / truth - 1) <= avail_tol, (a, truth, X, doc["shaper_check"])
         assert doc["availbw_low_bps"] <= a <= doc["availbw_high_bps"]
         assert doc["stop_reason"] == "shaper"
         assert doc["shaper_check"]["refill_pairs"] >= 1
