@@ -779,7 +779,14 @@ class FleetRun {
 
   // Response trains well above the bracket (see estimate_availbw), alternating
   // halfway to C and at C, until the mean crossing's standard error is below
-  // response_se_target (at least 2K, at most 5K trains). Each train's own ratio counts.
+  // response_se_target (at least 2K, at most 3K trains of this phase, beside
+  // the first fleet's at C). Each train's own ratio counts. At most 5K until
+  // issue 11's time bar: the runs that sent more than 3K (29 of 60 in the
+  // random-path benchmark at b1847ea, a bursty path whose standard error
+  // stays wide) spent 0.7 s on average past it, and the crossing from their
+  // first 18 points against all 30-36, replayed over five committed runs
+  // (scripts/paths_time_budget.py --replay-trains 18), read a median error
+  // of 10.6/9.4/16.7/6.2/11.0% against 12.2/8.9/15.5/4.4/8.9%.
   //
   // The halfway rate must lie above the knee too, or the curve has one point
   // above it and no slope: a bracket whose "above" came from noise (a local
@@ -833,7 +840,7 @@ class FleetRun {
     };
     for (int j = 0; j < 2; ++j) start_rate(j);
     int lost = 0, stalled = 0;
-    const int min_n = 2 * c.fleet_trains, max_n = 5 * c.fleet_trains;
+    const int min_n = 2 * c.fleet_trains, max_n = 3 * c.fleet_trains;
     auto limit = [&] { return max_n + std::min(stalled, max_n); };
     bool enough = false;
     // Trains sent at each rate: the rate with fewer goes next (the halfway
