@@ -6,15 +6,15 @@ traffic (CounterWindow, cross-traffic generators), cli (command line).
 """
 
 from .util import (DEFAULT_BURST, ETH_HDR, LAB_NET, MTU, PREFIX, STATE_DIR,
-                   LabError, cleanup_all, default_limit, format_rate,
-                   ip_capacity, list_namespaces, parse_rate)
+                   LabError, LabUnsupported, cleanup_all, default_limit,
+                   format_rate, ip_capacity, list_namespaces, parse_rate)
 from .topology import SAME, Lab, Link, Spec
 from .traffic import (CROSS_KINDS, CounterWindow, CrossTraffic, IperfTCP,
                       IperfUDP, PoissonUDP, measure, register_cross_kind)
 
 __all__ = [
     "DEFAULT_BURST", "ETH_HDR", "LAB_NET", "MTU", "PREFIX", "STATE_DIR", "SAME",
-    "LabError", "cleanup_all", "default_limit", "format_rate", "ip_capacity",
+    "LabError", "LabUnsupported", "cleanup_all", "default_limit", "format_rate", "ip_capacity",
     "list_namespaces", "parse_rate", "Lab", "Link", "Spec", "CROSS_KINDS",
     "CounterWindow", "CrossTraffic", "IperfTCP", "IperfUDP", "PoissonUDP",
     "measure", "register_cross_kind",

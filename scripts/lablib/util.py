@@ -45,6 +45,11 @@ class LabError(RuntimeError):
     """Any failure to build, drive or tear down a lab (bad input included)."""
 
 
+class LabUnsupported(LabError):
+    """The running kernel lacks a feature a lab set-up needs (its own words
+    in the message); a test that needs it skips, naming it."""
+
+
 # --------------------------------------------------------------------------
 # rates
 # --------------------------------------------------------------------------

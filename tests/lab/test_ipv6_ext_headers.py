@@ -10,6 +10,8 @@ import os
 import statistics
 import struct
 
+import pytest
+
 from labtest import BIN, LAB_MARKS, lab  # noqa: F401
 
 pytestmark = LAB_MARKS
@@ -40,7 +42,12 @@ def test_capacity_with_a_routing_header_on_every_reply():
     with lab.Lab(spec) as L:
         d = os.path.dirname(L.log_path("x"))
         os.chmod(d, 0o777)
-        L.set_reply_routing_header(True)
+        try:
+            L.set_reply_routing_header(True)
+        except lab.LabUnsupported as e:
+            # (The decoder's walk over extension headers is unit-tested on
+            # synthetic packets: tests/unit/test_ipv6.cpp.)
+            pytest.skip(str(e))
         truth = L.ground_truth_capacity(ip_len=1500)
         est = []
         for i in range(3):
