@@ -388,6 +388,10 @@ bool refill_contradicts_bucket(const RefillSample& s, const ShaperFinding& read,
          read.stream_rate_bps >= 1.2 * rate_bps;
 }
 
+bool bucket_may_be_larger(double peak_bps, double rate_bps) {
+  return rate_bps > 0 && peak_bps >= 3 * rate_bps;
+}
+
 double bucket_hint_bytes(double fast_bytes, double largest_fast_bytes, double span_s,
                          double slow_bps) {
   // (0: not known, as the sum.)

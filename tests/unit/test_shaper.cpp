@@ -567,6 +567,20 @@ TEST_CASE("shaper: a refill pair that contradicts the bucket it was sized for", 
   CHECK_FALSE(refill_contradicts_bucket(RefillSample{}, few, R, B, tau, false, opt));
 }
 
+TEST_CASE("shaper: a bucket that may be larger than the streams found", "[shaper]") {
+  // A 3 MB bucket at 20 Mbit/s found part-full: its burst came at 980 Mbit/s.
+  CHECK(bucket_may_be_larger(980e6, 19.7e6));
+  // Behind a peak rate 5 x R.
+  CHECK(bucket_may_be_larger(5 * 19.7e6, 19.7e6));
+  // A false bucket: on/off traffic took half our 10 Mbit/s link (2.1 R), or
+  // a third of a 123 Mbit/s one.
+  CHECK_FALSE(bucket_may_be_larger(9.9e6, 4.77e6));
+  CHECK_FALSE(bucket_may_be_larger(123e6, 79.4e6));
+  // Nothing known.
+  CHECK_FALSE(bucket_may_be_larger(0, 19.7e6));
+  CHECK_FALSE(bucket_may_be_larger(980e6, 0));
+}
+
 TEST_CASE("the bucket the fast capacity trains suggest counts their refill", "[shaper]") {
   // 14 MB in trains over 0.9 s, the slow train at 100 Mbit/s: the bucket
   // refilled 11.25 MB of it; 2.75 MB were bucket.

@@ -954,18 +954,9 @@ AvailbwResult run_shaper_availbw(Session& s, const Config& c, const std::atomic<
                  : sample.saturated ? "saturated"
                                     : "unusable";
     res.rates.push_back(rr);
-    // A bucket its emptying stream did not empty may be larger than the
-    // streams found (they began on a part-full bucket): while it can still
-    // grow (below), and the streams' burst came at over 3 R, that is no
-    // contradiction. Counted, two such pairs refuted a 3 MB bucket at 20
-    // Mbit/s that the streams had found as 424 KB at 980 Mbit/s, and the
-    // capacity went back to trains in its burst, 1.09 Gbit/s (the bucket
-    // benchmark at 8443e53, 1 run of 3). The burst of a false bucket, cross
-    // traffic that took a share u of the link during the streams, is the
-    // link's rate, R / (1 - u), under 3 R up to u = 2/3 (the benchmark's
-    // paths 7 and 38 at 86b52ad: 2.1 R and about 1.5 R): still counted, so
-    // it is refuted before growing pairs eat a slow path's time.
-    const bool may_grow = not_emptied && grown < 3 && rec.peak_bps >= 3 * R;
+    // A pair that could not empty a bucket that may be larger than found is
+    // no contradiction while the pairs can still grow (below).
+    const bool may_grow = not_emptied && grown < 3 && bucket_may_be_larger(rec.peak_bps, R);
     if (tail.reply > 0 && !may_grow &&
         refill_contradicts_bucket(sample, fd, R, B, used_tau, not_emptied, opt)) {
       ++contradicting;
