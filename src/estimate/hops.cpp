@@ -133,6 +133,7 @@ HopsEstimate estimate_hops(const std::vector<HopTrainTiming>& trains, const Hops
     e.hops[k].choke_fraction = chokes[k] / n;
     e.hops[k].bottleneck_fraction = lasts[k] / n;
     e.hops[k].passed_fraction = passed[k] / n;
+    e.hops[k].passed_trains = passed[k];
   }
   e.no_choke_fraction = none / n;
   if (e.trains_voting < f.min_trains) return e;
@@ -193,7 +194,8 @@ int narrow_hop_passed(const std::vector<HopRate>& hops, double trains_bps) {
   int found = -1;
   for (int k = 0; k < static_cast<int>(hops.size()); ++k) {
     const HopRate& h = hops[k];
-    if (!h.used || h.passed_fraction < kMinPassed || h.choke_fraction < kChoke ||
+    if (!h.used || h.passed_fraction < kMinPassed || h.passed_trains < kMinPassedTrains ||
+        h.choke_fraction < kChoke ||
         !(h.rate_bps > kAbove * trains_bps) || !(2 * trains_bps > h.rate_bps)) {
       continue;
     }

@@ -47,6 +47,7 @@ struct HopEstimate {
   // after this hop slowed them below it (and none lost load on the way,
   // which reads faster). 0 for the last used hop itself.
   double passed_fraction = 0;
+  int passed_trains = 0;  // the trains behind passed_fraction
   double rate_low_bps = 0, rate_high_bps = 0;  // lowest and highest per-train rate (0 = none)
   // Share of the trains this hop answered in which its replies came back
   // closer together than its markers left us (compressed_in_train). Such a hop (compressed()) takes no part: its
@@ -126,14 +127,19 @@ struct HopRate {
   double choke_fraction = 0;
   double passed_fraction = 0;
   double rate_low_bps = 0, rate_high_bps = 0;
+  // Trains behind passed_fraction (of the hops result's trains_voting).
+  int passed_trains = 0;
 };
 int narrow_hop_above_trains(const std::vector<HopRate>& hops, double trains_bps, double high_bps,
                             double later_bps);
 
 // The same hop without the gaps: some of the hops phase's trains went on
-// from it to the target at its rate (passed_fraction >= kMinPassed: 2 of 8;
-// one train that lost load at a full queue can read anything, benchmark
-// path 24 at dce3dca: +20%),
+// from it to the target at its rate (passed_fraction >= kMinPassed: 2 of 8,
+// and kMinPassedTrains of them whatever the share; one train that lost load
+// at a full queue can read anything, benchmark path 24 at dce3dca: +20%,
+// and path 12 at e213ccf, where hops 4 and 5 answered 4 trains of 8: one
+// through at hop 2's 11.47 Mbit/s, 25%, over a 6.0 Mbit/s link after it, for
+// capacity +92.7% against gaps of 5.95 Mbit/s),
 // so no link after it is slower than it; the links after it that slowed
 // the others (a later hop reads over kPassedDrop slower) carried cross
 // traffic. A link narrower than the hop's rate slows every train by its own
@@ -148,6 +154,7 @@ int narrow_hop_above_trains(const std::vector<HopRate>& hops, double trains_bps,
 // The last such hop; -1 when none.
 constexpr double kPassedDrop = 1.10;
 constexpr double kMinPassed = 0.2;
+constexpr int kMinPassedTrains = 2;
 int narrow_hop_passed(const std::vector<HopRate>& hops, double trains_bps);
 
 // `measure`, once the capacity C is final: the hop named as the bottleneck

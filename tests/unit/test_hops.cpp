@@ -13,6 +13,12 @@ using namespace lw;
 
 namespace {
 
+// The narrow-hop rules' view of one hop of an estimate.
+HopRate hop_rate(const HopEstimate& h) {
+  return {h.used, h.rate_bps, h.choke_fraction, h.passed_fraction, h.rate_low_bps, h.rate_high_bps,
+          h.passed_trains};
+}
+
 struct Chain {
   std::vector<double> rate_bps;  // link k+1 arrives at hop k+1 (index k)
   Nanos jitter_ns = 0;           // per reply, normal
@@ -514,7 +520,7 @@ TEST_CASE("passed share: the trains a loaded later link let through reach the ta
   CHECK(e.hops[1].rate_low_bps > 0.97 * 10e6);
   CHECK(e.hops[1].rate_high_bps < 1.03 * 10e6);
   std::vector<HopRate> r;
-  for (const auto& h : e.hops) r.push_back({h.used, h.rate_bps, h.choke_fraction, h.passed_fraction});
+  for (const auto& h : e.hops) r.push_back(hop_rate(h));
   INFO("target " << e.hops[2].rate_bps);
   CHECK(narrow_hop_passed(r, 0.8 * e.hops[2].rate_bps + 0.2 * 10e6) == 1);
   // An idle link 15% narrower than the hop after it: every train slowed by
@@ -523,7 +529,7 @@ TEST_CASE("passed share: the trains a loaded later link let through reach the ta
   const HopsEstimate n = estimate_hops(many(rt, narrower, 8, 13), f);
   CHECK(n.hops[1].passed_fraction == 0);
   std::vector<HopRate> nr;
-  for (const auto& h : n.hops) nr.push_back({h.used, h.rate_bps, h.choke_fraction, h.passed_fraction});
+  for (const auto& h : n.hops) nr.push_back(hop_rate(h));
   CHECK(narrow_hop_passed(nr, n.hops[2].rate_bps) == -1);
   // The same with cross traffic on that narrower link: slowed further, none passes.
   Chain narrower_loaded{{1e9, 10e6, 8.5e6}, 20 * kUs, 3e6, 2};
@@ -534,9 +540,14 @@ TEST_CASE("passed share: the trains a loaded later link let through reach the ta
 TEST_CASE("narrow_hop_passed: the conditions one by one") {
   // Benchmark path 39 at e048c44: 6.48 Mbit/s narrow (hop 1), then an idle
   // 494 and a 7.8 carrying 4.7; trains 5.06; 2 of 8 hop trains through.
-  std::vector<HopRate> h = {{true, 6.474e6, 1.0, 0.25}, {true, 6.47e6, 0.0, 0.25},
+  std::vector<HopRate> h = {{true, 6.474e6, 1.0, 0.25, 0, 0, 2}, {true, 6.47e6, 0.0, 0.25, 0, 0, 2},
                             {true, 5.426e6, 0.75, 0.0}};
   CHECK(narrow_hop_passed(h, 5.06e6) == 0);
+  // The same share from one train (a hop that answered 4 trains of 8; benchmark
+  // path 12 at e213ccf): one train can have lost load at a full queue.
+  h[0].passed_trains = 1;
+  CHECK(narrow_hop_passed(h, 5.06e6) == -1);
+  h[0].passed_trains = 2;
   // Path 40: 9.43 at hop 2 over adopted gaps at 8.24, 6.78 after the load.
   const std::vector<HopRate> p40 = {{true, 701.98e6, 0.875, 0.0}, {true, 9.429e6, 1.0, 0.125},
                                     {true, 9.416e6, 0.0, 0.125}, {true, 6.783e6, 0.875, 0.0},
@@ -545,6 +556,7 @@ TEST_CASE("narrow_hop_passed: the conditions one by one") {
   CHECK(narrow_hop_passed(p40, 8.242e6) == -1);
   std::vector<HopRate> p40b = p40;
   p40b[1].passed_fraction = p40b[2].passed_fraction = 0.25;
+  p40b[1].passed_trains = p40b[2].passed_trains = 2;
   CHECK(narrow_hop_passed(p40b, 8.242e6) == 1);
   // No train through: nothing.
   h[0].passed_fraction = 0;
@@ -579,7 +591,9 @@ TEST_CASE("measure takes the narrow hop's rate from trains that passed, without 
   m.hops.hops[0].rate_low_bps = 6.41e6;
   m.hops.hops[0].rate_high_bps = 6.52e6;
   m.hops.bottleneck_hop = 3;
+  m.hops.trains_voting = 8;  // 2 of 8 through
   MeasureResult none = m;
+  MeasureResult one = m;
   double C = 5.06e6;
   narrow_capacity_from_hops(m, &C);
   CHECK(C == 6.474e6);
@@ -604,6 +618,12 @@ TEST_CASE("measure takes the narrow hop's rate from trains that passed, without 
   none.hops.hops[0].passed_fraction = 0.25;
   narrow_capacity_from_hops(none, &C);
   CHECK(C == 6.474e6);
+  // The same share of 4 voting trains is one train: the trains stand.
+  one.hops.trains_voting = 4;
+  C = 5.06e6;
+  narrow_capacity_from_hops(one, &C);
+  CHECK(C == 5.06e6);
+  CHECK(one.capacity.capacity_source == "rst_trains");
 }
 
 TEST_CASE("hop_at_capacity: a bottleneck hop far from the capacity gives way to the hop at it") {
@@ -672,7 +692,7 @@ TEST_CASE("passed share: a train a loaded link slowed below the narrow one's rat
   CHECK(e.hops[1].rate_low_bps < 17e6);
   CHECK(e.hops[1].passed_fraction == 0);
   std::vector<HopRate> r;
-  for (const auto& h : e.hops) r.push_back({h.used, h.rate_bps, h.choke_fraction, h.passed_fraction});
+  for (const auto& h : e.hops) r.push_back(hop_rate(h));
   CHECK(narrow_hop_passed(r, 0.9 * 47e6) == -1);
 }
 

@@ -1402,7 +1402,8 @@ std::vector<HopRate> hop_rates(const HopsResult& r) {
   std::vector<HopRate> v;
   for (const HopRecord& h : r.hops) {
     v.push_back({h.used, h.rate_bps, h.choke_fraction, h.passed_fraction, h.rate_low_bps,
-                 h.rate_high_bps});
+                 h.rate_high_bps,
+                 static_cast<int>(std::lround(h.passed_fraction * r.trains_voting))});
   }
   return v;
 }
