@@ -713,6 +713,33 @@ TEST_CASE("a response slope never makes the tight link slower than the narrow on
   CHECK(e.tight_capacity_bps == 0);
 }
 
+TEST_CASE("the crossing's zero is the calibration baseline, never above 1", "[availbw]") {
+  // A 100 Mbit/s link carrying 60: response trains on the fluid line
+  // (r + X) / C at 50-100 Mbit/s, A = 40.
+  std::vector<ResponseSample> pts;
+  for (double r : {50e6, 60e6, 70e6, 80e6, 90e6, 100e6}) {
+    pts.push_back({r, (r + 60e6) / 100e6});
+  }
+  NoiseModel noise;
+  noise.threshold = 0.01;
+  // A clean calibration: the crossing is A.
+  noise.baseline = 1.0;
+  AvailbwEstimate e = estimate_availbw(pts, noise, 38e6, 42e6, 100e6);
+  CHECK(e.crossing_bps == Approx(40e6));
+  // Calibration trains at a tenth of C spread by bursts (baseline 1.15):
+  // the response trains' spreading is still the cross traffic's, and the
+  // crossing stays at A (with the baseline as its zero it would read 55).
+  noise.baseline = 1.15;
+  e = estimate_availbw(pts, noise, 38e6, 42e6, 100e6);
+  CHECK(e.crossing_bps == Approx(40e6));
+  // A baseline under 1 (replies compressed on the way back; the response
+  // trains share it) stays the zero: every ratio 2% low reads A.
+  for (auto& p : pts) p.ratio -= 0.02;
+  noise.baseline = 0.98;
+  e = estimate_availbw(pts, noise, 38e6, 42e6, 100e6);
+  CHECK(e.crossing_bps == Approx(40e6));
+}
+
 // ---- issue 11: the tight link anywhere -----------------------------------
 
 namespace {

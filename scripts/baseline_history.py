@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""Replays the response-curve crossing of estimate_availbw() (src/estimate/availbw.cpp) over every
+committed random-path benchmark run in git history (results/paths_runs/, each distinct file once),
+with the calibration's baseline as the crossing's zero (as the runs had it) and with that baseline
+capped at 1 (the rule since 2026-12-04).
+
+Only runs whose reported avail-bw was the crossing (availbw_basis "response_curve") are replayed.
+Their response trains are rebuilt from the run's document: the response groups above the knee
+(mean ratio over baseline + threshold, or at 0.95 C or more), crossed with the capacity the run
+crossed with (crossing_capacity_bps), clamped to [0, max(C, C_t)]. The final choice of the
+estimate (truncated normal, the bracket's floor) is not replayed. Errors against the truth over
+the run's avail-bw phase.
+
+    python3 scripts/baseline_history.py        # from the checkout's top directory
+"""
+import json
+import statistics
+import subprocess
+
+ABOVE = ("above", "below", "unclear")
+
+
+def git(*args):
+    return subprocess.run(["git", *args], capture_output=True, text=True, check=True).stdout
+
+
+def runs():
+    seen = set()
+    for c in git("log", "--format=%h", "--", "results/paths_runs/").split():
+        for line in git("ls-tree", c, "results/paths_runs/").splitlines():
+            meta, _ = line.split("\t")
+            blob = meta.split()[2]
+            if blob in seen:
+                continue
+            seen.add(blob)
+            try:
+                yield json.loads(git("cat-file", "-p", blob))
+            except ValueError:
+                continue
+
+
+def replay(d):
+    doc, truth = d.get("doc") or {}, (d.get("truth_availbw_phase") or {}).get("availbw_bps")
+    if doc.get("availbw_basis") != "response_curve" or not truth or doc.get("crossing_bps") is None:
+        return None
+    C = doc["capacity_bps"]
+    base, thr = doc["noise"]["baseline"], doc["noise"]["threshold"]
+    resp = []
+    for r in doc.get("rates", []):
+        if r.get("phase") != "response":
+            continue
+        s = [(t["offered_bps"], t["ratio"]) for t in r["trains"]
+             if t.get("verdict") in ABOVE and t.get("ratio", 0) > 0]
+        if not s:
+            continue
+        mean = sum(y for _, y in s) / len(s)
+        offered = sum(x for x, _ in s) / len(s)
+        if offered >= 0.95 * C or mean > base + thr:
+            resp += s
+    if len(resp) < 2:
+        return None
+    ct = doc.get("crossing_capacity_bps") or C
+
+    def crossing(zero):
+        a = sum(x - ct * (y - zero) for x, y in resp) / len(resp)
+        return min(max(a, 0.0), max(C, ct))
+
+    return base, crossing(base) / truth - 1, crossing(min(base, 1.0)) / truth - 1
+
+
+def summary(rows, i):
+    a = sorted(abs(r[i]) for r in rows)
+    return f"median {100 * statistics.median(a):.1f}%, p90 {100 * a[int(0.9 * len(a))]:.1f}%"
+
+
+def main():
+    rows = [r for r in map(replay, runs()) if r]
+    print(f"{len(rows)} distinct runs whose avail-bw was the response-curve crossing")
+    for label, sel in (("all", rows),
+                       ("baseline <= 1 (unchanged)", [r for r in rows if r[0] <= 1]),
+                       ("baseline in (1, 1.02]", [r for r in rows if 1 < r[0] <= 1.02]),
+                       ("baseline over 1.02", [r for r in rows if r[0] > 1.02])):
+        if not sel:
+            continue
+        closer = sum(abs(n) < abs(o) - 0.005 for _, o, n in sel)
+        further = sum(abs(n) > abs(o) + 0.005 for _, o, n in sel)
+        print(f"  {label}: {len(sel)} runs; zero at the baseline: {summary(sel, 1)}; "
+              f"capped at 1: {summary(sel, 2)}; closer {closer}, further {further}")
+
+
+if __name__ == "__main__":
+    main()
