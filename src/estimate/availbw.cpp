@@ -235,6 +235,10 @@ NoiseModel calibrate_noise(const std::vector<double>& r, double k, double floor)
   return m;
 }
 
+double search_resolution(double omega_bps, const NoiseModel& noise, double capacity_bps) {
+  return std::max(omega_bps, kTrendSteadyShare * noise.threshold * capacity_bps);
+}
+
 TrainVerdict classify_train(double ratio, bool lost, const NoiseModel& n, const TrainTrend& t) {
   if (lost) return TrainVerdict::kAbove;
   if (t.valid) {
@@ -632,16 +636,8 @@ AvailbwEstimate estimate_availbw(const std::vector<ResponseSample>& all_resp,
   }
   // The crossing with the tight link's capacity (issue 11): the narrow C
   // unless a reliable response slope rejects it.
-  // The crossing's zero: the calibration's baseline where it lies at or below
-  // 1 (a bias of the measurement itself, e.g. replies compressed on the way
-  // back, which the response trains share), but never above 1. A baseline
-  // above 1 is trains at a tenth of C already spread by cross traffic (the
-  // path saturated at times even at that rate); taken as the zero, it reads
-  // that real spreading of the response trains as noise and the crossing
-  // high. Replayed over the 1035 response-curve estimates of the committed
-  // random-path runs (scripts/baseline_history.py): of 112 with a baseline
-  // over 1.02, median |error| 34% -> 28% (69 closer, 38 further).
-  const Crossing x = response_crossing_tight(resp, std::min(noise.baseline, 1.0), C, extra);
+  // Its zero: crossing_zero, the calibration's baseline capped at 1.
+  const Crossing x = response_crossing_tight(resp, crossing_zero(noise), C, extra);
   e.crossing_bps = x.mean_bps;
   e.crossing_se_bps = x.se_bps;
   e.crossing_capacity_bps = x.capacity_bps;

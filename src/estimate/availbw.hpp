@@ -1,4 +1,6 @@
 #pragma once
+
+#include <algorithm>
 // Available-bandwidth search as pure state machines over observed trains
 // (issue 3). Nothing here sends, sleeps or reads a clock: the session asks for
 // the next rate, runs the trains, and reports what it saw.
@@ -174,6 +176,30 @@ struct NoiseModel {
   double baseline = 1.0;   // median ratio of the calibration trains
   double threshold = 0.0;  // a ratio above baseline + threshold is "above"
 };
+
+// The response curve's zero, where a train at the avail-bw sits: the
+// calibration's baseline where it lies at or below 1 (a bias of the
+// measurement itself, such as replies compressed on the way back, which the
+// response trains share), never above 1. A baseline above 1 is trains at a
+// tenth of C already spread by cross traffic (the path saturated at times
+// even at that rate); taken as the zero, it reads that real spreading of
+// the response trains as noise and the crossing high. Replayed over the 1035
+// response-curve estimates of the committed random-path runs
+// (scripts/baseline_history.py): of 112 with a baseline over 1.02, median
+// |error| 34.1% -> 27.8% (69 closer, 38 further). Pure.
+inline double crossing_zero(const NoiseModel& noise) { return std::min(noise.baseline, 1.0); }
+
+// The finest bracket the fleet search can resolve on this path: its
+// resolution ω, or the rate step a fleet's verdict can tell apart, whichever
+// is wider. A fleet at A + δ reads a ratio about δ/C_t over the baseline and
+// "above" only past the noise band (a steady delay rise from
+// kTrendSteadyShare of the threshold, classify_train), so with a threshold
+// th no fleet tells rates within kTrendSteadyShare·th·C of each other apart,
+// and the bisection spent fleets there to the time cap (the random-path
+// benchmark at e213ccf: the 19 runs with a threshold over kNoisyThreshold
+// searched 1-9.6 s over 1-12 fleets; 17 of them reported the response
+// trains' crossing, which the bracket does not enter). Pure.
+double search_resolution(double omega_bps, const NoiseModel& noise, double capacity_bps);
 
 // Baseline = median, threshold = max(k × 1.4826 × MAD, floor): k = 4 keeps
 // a calibration-like train "below" with very high probability; the floor

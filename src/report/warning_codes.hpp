@@ -137,6 +137,9 @@ namespace lw {
   X(kSearchCutShort, "search_cut_short",                                                          \
     "a cap ended the avail-bw search before its bracket narrowed to the resolution: the "         \
     "estimate is the bracket's middle, the range wide")                                           \
+  X(kSearchResolutionWidened, "search_resolution_widened",                                       \
+    "timing noise wider than --resolution: the fleet search stopped at the rate step its "        \
+    "verdicts can tell apart")                                                                    \
   X(kSendStalls, "send_stalls",                                                                   \
     "trains left this host off their schedule (busy CPU) and were not used")                      \
   X(kSilentHops, "silent_hops", "hops never answered and are kept as unknown")                    \

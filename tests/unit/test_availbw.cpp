@@ -740,6 +740,21 @@ TEST_CASE("the crossing's zero is the calibration baseline, never above 1", "[av
   CHECK(e.crossing_bps == Approx(40e6));
 }
 
+TEST_CASE("search_resolution: no finer than the fleets' verdicts can tell apart", "[availbw]") {
+  NoiseModel quiet;
+  quiet.threshold = 0.002;
+  // A quiet path: --resolution's step (0.25 x 0.002 x C is far under it).
+  CHECK(search_resolution(3e6, quiet, 100e6) == 3e6);
+  // A threshold of 0.4: a steady rise reads "above" from 0.1 over the
+  // baseline, a step of 10 Mbit/s at C = 100.
+  NoiseModel noisy;
+  noisy.threshold = 0.4;
+  CHECK(search_resolution(3e6, noisy, 100e6) == Approx(10e6));
+  // Just past the noisy threshold the step is --resolution's again.
+  noisy.threshold = 0.03;
+  CHECK(search_resolution(3e6, noisy, 100e6) == 3e6);
+}
+
 // ---- issue 11: the tight link anywhere -----------------------------------
 
 namespace {

@@ -515,6 +515,16 @@ class FleetRun {
   void run() {
     if (!calibrate_search(runner, path, c, C, res, t0, t_cap, &noise, &scale)) return;
     res.stop_reason = StopReason::kNone;
+    // The bracket no finer than the fleets can tell apart on this path.
+    if (const double r = search_resolution(omega, noise, C); r > omega) {
+      search = FleetSearch(search_params(C, r));
+      res.warnings.push_back(
+          {WarningCode::kSearchResolutionWidened,
+           "the calibration's threshold (" + std::to_string(noise.threshold) +
+               ") hides rate steps under " + format_rate(r) +
+               ": the fleet search stopped at that step, not at --resolution's " +
+               format_rate(omega) + "; the estimate rests on the response trains"});
+    }
     bool search_cut = run_search();
     if (res.stop_reason == StopReason::kRepliesCompressed) return;  // no estimate
     double rebased = 0;
@@ -529,7 +539,7 @@ class FleetRun {
                ": the calibration trains were disturbed; searched again from that ratio"});
       noise.baseline = rebased;
       res.noise_baseline = rebased;
-      search = FleetSearch(search_params(C, omega));
+      search = FleetSearch(search_params(C, search_resolution(omega, noise, C)));
       slope_points.clear();
       search_cut = run_search();
       if (res.stop_reason == StopReason::kRepliesCompressed) return;
@@ -902,7 +912,8 @@ class FleetRun {
           // Over the rates that lie above the knee (response_above_knee).
           const auto above = response_above_knee(response, noise, C);
           if (above.size() >= 2) {
-            const Crossing x = response_crossing_tight(above, noise.baseline, C, slope_points);
+            const Crossing x =
+                response_crossing_tight(above, crossing_zero(noise), C, slope_points);
             enough = x.se_bps <= response_se_target(omega, x.mean_bps);
           }
         }
