@@ -244,7 +244,8 @@ bool lengthening_may_help(const std::vector<double>& r, double threshold, int ro
 }
 
 double search_resolution(double omega_bps, const NoiseModel& noise, double capacity_bps) {
-  return std::max(omega_bps, kTrendSteadyShare * noise.threshold * capacity_bps);
+  const double step = std::min(kTrendSteadyShare * noise.threshold, 0.5) * capacity_bps;
+  return std::max(omega_bps, step);
 }
 
 TrainVerdict classify_train(double ratio, bool lost, const NoiseModel& n, const TrainTrend& t) {

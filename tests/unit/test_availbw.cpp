@@ -753,6 +753,14 @@ TEST_CASE("search_resolution: no finer than the fleets' verdicts can tell apart"
   // Just past the noisy threshold the step is --resolution's again.
   noisy.threshold = 0.03;
   CHECK(search_resolution(3e6, noisy, 100e6) == 3e6);
+  // Never over C/2: the first fleet, at C, always goes.
+  noisy.threshold = 4.0;
+  CHECK(search_resolution(3e6, noisy, 100e6) == Approx(50e6));
+  FleetSearchParams fp;
+  fp.capacity_bps = 100e6;
+  fp.resolution_bps = search_resolution(3e6, noisy, 100e6);
+  fp.start_fraction = 1.0;
+  CHECK_FALSE(FleetSearch(fp).done());
 }
 
 TEST_CASE("lengthening_may_help: only where longer trains can bring the noise down", "[availbw]") {

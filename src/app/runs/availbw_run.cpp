@@ -346,7 +346,7 @@ void report_fleet_estimate(const FleetSearch& search, const std::vector<Response
   res.crossing_se_bps = est.crossing_se_bps;
   // issue 11: which capacity the reported crossing used (none: the bracket).
   if (est.basis == "response_curve") res.crossing_capacity_source = est.crossing_capacity_source;
-  res.valid = !search.history().empty();
+  res.valid = !search.history().empty() || est.points > 0;
   if (est.bursty) {
     res.warnings.push_back(
         {WarningCode::kBurstyCrossTraffic,
