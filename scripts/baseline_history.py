@@ -11,32 +11,15 @@ crossed with (crossing_capacity_bps), clamped to [0, max(C, C_t)]. The final cho
 estimate (truncated normal, the bracket's floor) is not replayed. Errors against the truth over
 the run's avail-bw phase.
 
-    python3 scripts/baseline_history.py        # from the checkout's top directory
+    python3 scripts/baseline_history.py                # from the checkout's top directory
+    python3 scripts/baseline_history.py --rev 112b51c  # the runs up to the rule (2026-12-04)
 """
-import json
+import argparse
 import statistics
-import subprocess
+
+from committed_runs import distinct_runs
 
 ABOVE = ("above", "below", "unclear")
-
-
-def git(*args):
-    return subprocess.run(["git", *args], capture_output=True, text=True, check=True).stdout
-
-
-def runs():
-    seen = set()
-    for c in git("log", "--format=%h", "--", "results/paths_runs/").split():
-        for line in git("ls-tree", c, "results/paths_runs/").splitlines():
-            meta, _ = line.split("\t")
-            blob = meta.split()[2]
-            if blob in seen:
-                continue
-            seen.add(blob)
-            try:
-                yield json.loads(git("cat-file", "-p", blob))
-            except ValueError:
-                continue
 
 
 def replay(d):
@@ -74,7 +57,10 @@ def summary(rows, i):
 
 
 def main():
-    rows = [r for r in map(replay, runs()) if r]
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rev", default="HEAD", help="the newest commit whose runs count")
+    a = ap.parse_args()
+    rows = [r for r in (replay(d) for _, d in distinct_runs(rev=a.rev)) if r]
     print(f"{len(rows)} distinct runs whose avail-bw was the response-curve crossing")
     for label, sel in (("all", rows),
                        ("baseline <= 1 (unchanged)", [r for r in rows if r[0] <= 1]),

@@ -1,7 +1,7 @@
 """The paths benchmark's committed runs (git history of results/paths_runs/),
 for the scripts that replay them without a lab run
 (gaps_refusal_history.py, train_trend_history.py, range_history.py,
-local_disturbance_replay.py)."""
+local_disturbance_replay.py, gap_rule_history.py, baseline_history.py)."""
 import argparse
 import json
 import subprocess
@@ -27,6 +27,30 @@ def path_runs(repo, revs):
             if p.returncode != 0:
                 break
             yield r, i, json.loads(p.stdout)
+
+
+def distinct_runs(repo=".", rev="HEAD"):
+    """(commit, run document) for every distinct run file (each blob once,
+    at the newest commit that holds it) of every commit reachable from `rev`
+    that changed results/paths_runs/; files that are not JSON are skipped."""
+    seen = set()
+    commits = subprocess.run(["git", "-C", repo, "log", "--format=%h", rev, "--",
+                              "results/paths_runs/"],
+                             capture_output=True, text=True, check=True).stdout.split()
+    for c in commits:
+        tree = subprocess.run(["git", "-C", repo, "ls-tree", c, "results/paths_runs/"],
+                              capture_output=True, text=True, check=True).stdout
+        for line in tree.splitlines():
+            blob = line.split("\t")[0].split()[2]
+            if blob in seen:
+                continue
+            seen.add(blob)
+            text = subprocess.run(["git", "-C", repo, "cat-file", "-p", blob],
+                                  capture_output=True, text=True, check=True).stdout
+            try:
+                yield c, json.loads(text)
+            except ValueError:
+                continue
 
 
 def history_args(doc):

@@ -10,40 +10,26 @@ are not replayed).
 
     python3 scripts/gap_rule_history.py        # from the checkout's top directory
 """
-import json
 import statistics
-import subprocess
 
-
-def git(*args):
-    return subprocess.run(["git", *args], capture_output=True, text=True, check=True).stdout
+from committed_runs import distinct_runs
 
 
 def main():
-    commits = git("log", "--format=%h", "--", "results/paths_runs/").split()
-    seen, runs, rows = set(), 0, []
-    for c in commits:
-        for line in git("ls-tree", c, "results/paths_runs/").splitlines():
-            meta, _ = line.split("\t")
-            blob = meta.split()[2]
-            if blob in seen:
-                continue
-            seen.add(blob)
-            try:
-                d = json.loads(git("cat-file", "-p", blob))
-            except ValueError:
-                continue
-            doc = d.get("doc") or {}
-            truth = (d.get("truth") or {}).get("capacity_bps")
-            if not truth or not doc.get("capacity_bps"):
-                continue
-            runs += 1
-            g = doc.get("gap_check") or {}
-            gc, md, tr = g.get("capacity_bps"), g.get("min_delay_bps"), g.get("trains_capacity_bps")
-            if g.get("verdict") != "agrees" or not (gc and md and tr):
-                continue
-            if gc / tr - 1 > 0.02 and 0.97 <= md / gc <= 1 / 0.97 and md / tr > 1.02:
-                rows.append((c, d["path"]["index"], doc["capacity_bps"] / truth - 1, gc / truth - 1))
+    runs, rows, commits = 0, [], set()
+    for c, d in distinct_runs():
+        commits.add(c)
+        doc = d.get("doc") or {}
+        truth = (d.get("truth") or {}).get("capacity_bps")
+        if not truth or not doc.get("capacity_bps"):
+            continue
+        runs += 1
+        g = doc.get("gap_check") or {}
+        gc, md, tr = g.get("capacity_bps"), g.get("min_delay_bps"), g.get("trains_capacity_bps")
+        if g.get("verdict") != "agrees" or not (gc and md and tr):
+            continue
+        if gc / tr - 1 > 0.02 and 0.97 <= md / gc <= 1 / 0.97 and md / tr > 1.02:
+            rows.append((c, d["path"]["index"], doc["capacity_bps"] / truth - 1, gc / truth - 1))
     print(f"{len(commits)} benchmark commits, {runs} distinct runs with a capacity; "
           f"the rule changes {len(rows)}")
     for c, p, old, new in rows:

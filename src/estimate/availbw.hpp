@@ -184,8 +184,8 @@ struct NoiseModel {
 // tenth of C already spread by cross traffic (the path saturated at times
 // even at that rate); taken as the zero, it reads that real spreading of
 // the response trains as noise and the crossing high. Replayed over the 1035
-// response-curve estimates of the committed random-path runs
-// (scripts/baseline_history.py): of 112 with a baseline over 1.02, median
+// response-curve estimates of the random-path runs committed before it
+// (scripts/baseline_history.py --rev 112b51c): of 112 with a baseline over 1.02, median
 // |error| 34.1% -> 27.8% (69 closer, 38 further). Pure.
 inline double crossing_zero(const NoiseModel& noise) { return std::min(noise.baseline, 1.0); }
 
