@@ -1,6 +1,5 @@
 #pragma once
 
-#include <algorithm>
 // Available-bandwidth search as pure state machines over observed trains
 // (issue 3). Nothing here sends, sleeps or reads a clock: the session asks for
 // the next rate, runs the trains, and reports what it saw.
@@ -11,6 +10,7 @@
 // fluid model gives O/M = O/C_t + (1 - A/C_t), a line in O whose slope is
 // 1/C_t (C_t: tight-link capacity, PRC-MT eq. 4) and which meets the
 // baseline at O = A.
+#include <algorithm>
 #include <string>
 #include <vector>
 

@@ -127,8 +127,7 @@ struct HopRate {
   double choke_fraction = 0;
   double passed_fraction = 0;
   double rate_low_bps = 0, rate_high_bps = 0;
-  // Trains behind passed_fraction (of the hops result's trains_voting).
-  int passed_trains = 0;
+  int passed_trains = 0;  // the trains behind passed_fraction
 };
 int narrow_hop_above_trains(const std::vector<HopRate>& hops, double trains_bps, double high_bps,
                             double later_bps);

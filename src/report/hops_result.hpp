@@ -25,6 +25,7 @@ struct HopRecord {
   double choke_fraction = 0;
   double bottleneck_fraction = 0;
   double passed_fraction = 0;  // HopEstimate::passed_fraction
+  int passed_trains = 0;       // HopEstimate::passed_trains
   double compressed_fraction = 0;  // HopEstimate::compressed_fraction
   bool compressed = false;         // HopEstimate::compressed(): takes no part
   double rate_low_bps = 0, rate_high_bps = 0;

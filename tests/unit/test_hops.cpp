@@ -588,6 +588,7 @@ TEST_CASE("measure takes the narrow hop's rate from trains that passed, without 
                              {{6.474e6, 1.0}, {6.47e6, 0.0}, {5.426e6, 0.75}});
   m.hops.hops[0].passed_fraction = 0.25;
   m.hops.hops[1].passed_fraction = 0.25;
+  m.hops.hops[0].passed_trains = m.hops.hops[1].passed_trains = 2;
   m.hops.hops[0].rate_low_bps = 6.41e6;
   m.hops.hops[0].rate_high_bps = 6.52e6;
   m.hops.bottleneck_hop = 3;
@@ -620,6 +621,7 @@ TEST_CASE("measure takes the narrow hop's rate from trains that passed, without 
   CHECK(C == 6.474e6);
   // The same share of 4 voting trains is one train: the trains stand.
   one.hops.trains_voting = 4;
+  one.hops.hops[0].passed_trains = one.hops.hops[1].passed_trains = 1;
   C = 5.06e6;
   narrow_capacity_from_hops(one, &C);
   CHECK(C == 5.06e6);

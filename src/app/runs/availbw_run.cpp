@@ -521,18 +521,19 @@ class FleetRun {
         t_cap(t_cap_in),
         L(path_in.packet_size),
         omega(res_in.resolution_bps),
-        search(search_params(C_in, res_in.resolution_bps)) {}
+        search(search_params(C_in, res_in.resolution_bps)) {}  // rebuilt once calibrated
 
   void run() {
     if (!calibrate_search(runner, path, c, C, res, t0, t_cap, &noise, &scale)) return;
     res.stop_reason = StopReason::kNone;
     // The bracket no finer than the fleets can tell apart on this path.
-    if (const double r = search_resolution(omega, noise, C); r > omega) {
-      search = FleetSearch(search_params(C, r));
+    const double step = search_resolution(omega, noise, C);
+    search = FleetSearch(search_params(C, step));
+    if (step > omega) {
       res.warnings.push_back(
           {WarningCode::kSearchResolutionWidened,
            "the calibration's threshold (" + std::to_string(noise.threshold) +
-               ") hides rate steps under " + format_rate(r) +
+               ") hides rate steps under " + format_rate(step) +
                ": the fleet search stopped at that step, not at --resolution's " +
                format_rate(omega) + "; the estimate rests on the response trains"});
     }
@@ -1424,8 +1425,7 @@ std::vector<HopRate> hop_rates(const HopsResult& r) {
   std::vector<HopRate> v;
   for (const HopRecord& h : r.hops) {
     v.push_back({h.used, h.rate_bps, h.choke_fraction, h.passed_fraction, h.rate_low_bps,
-                 h.rate_high_bps,
-                 static_cast<int>(std::lround(h.passed_fraction * r.trains_voting))});
+                 h.rate_high_bps, h.passed_trains});
   }
   return v;
 }

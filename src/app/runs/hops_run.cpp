@@ -429,6 +429,7 @@ void hop_records(const HopsEstimate& est, const HopsPath& p, const HopTrains& s,
       h.choke_fraction = e.choke_fraction;
       h.bottleneck_fraction = e.bottleneck_fraction;
       h.passed_fraction = e.passed_fraction;
+      h.passed_trains = e.passed_trains;
       h.rate_low_bps = e.rate_low_bps;
       h.rate_high_bps = e.rate_high_bps;
       h.compressed_fraction = e.compressed_fraction;
