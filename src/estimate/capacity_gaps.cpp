@@ -241,11 +241,13 @@ std::string judge_gaps(const GapEstimate& g, const CapacityEstimate& trains, dou
   const CapacityEstimate& e = g.capacity;
   if (!e.valid) return "no_estimate";
   // An estimate no train supports, and sharper gaps whose interval reaches
-  // the fastest trains' rate (kUnsupportedLift).
+  // the fastest trains' rate (kUnsupportedLift) and whose own reading lies
+  // near it (kUnsupportedReach).
   if (max_train_bps > 0 && trains.capacity_bps > kUnsupportedLift * max_train_bps &&
       e.low_bps <= trains.high_bps && e.high_bps >= trains.low_bps &&
       rel_half_width(e) < 0.5 * rel_half_width(trains) &&
-      e.low_bps <= kUnsupportedLift * max_train_bps) {
+      e.low_bps <= kUnsupportedLift * max_train_bps &&
+      e.capacity_bps <= kUnsupportedReach * max_train_bps) {
     return "adopted_unsupported";
   }
   const bool delay_low = g.min_delay_bps > 0 && g.min_delay_bps < kGapSqueezeRatio * e.capacity_bps;

@@ -439,4 +439,16 @@ TEST_CASE("gaps: a trains' estimate above every train is replaced by sharper gap
   GapEstimate fast = g;
   fast.capacity = est(176e6, 172e6, 180e6);
   CHECK(judge_gaps(fast, fit, 596e6, false, 166.7e6) != "adopted_unsupported");
+  // Gaps whose interval reaches the fastest train but whose estimate reads
+  // twice it: the rate of a loaded link after the narrow one, not the
+  // capacity (benchmark path 14 at 0de00f7: fit 266.2 [41.5, 1400], fastest
+  // kept train 138.4, gaps 282.0 [63.2, 300.1], least-delayed spans 77.0,
+  // truth 61.6). Refused, the trains' interval holds the truth.
+  GapEstimate squeezed;
+  squeezed.capacity = est(282.02e6, 63.21e6, 300.13e6);
+  squeezed.min_delay_bps = 77.04e6;
+  const std::string v =
+      judge_gaps(squeezed, est(266.24e6, 41.50e6, 1400e6), 966e6, true, 138.38e6);
+  CHECK_FALSE(gaps_adopted(v));
+  CHECK(v == "squeezed_after_narrow");
 }
