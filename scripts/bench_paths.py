@@ -642,7 +642,9 @@ def write_report(out, rows, meta, plots):
     L = ["# Random-path benchmark (`linkwidth measure`)", "",
          f"Produced by `{meta['command']}` at commit {meta['commit']} on {meta['date']} "
          f"({meta['cpus']} cores; load average {meta['loadavg']} at the start), seed "
-         f"**{meta['seed']}**, {len(rows)} of {meta['paths_planned']} paths done"
+         f"**{meta['seed']}**, {len(rows)} of "
+         + (f"the {len(meta['only'].split(','))} paths of --only {meta['only']}"
+            if meta.get("only") else f"{meta['paths_planned']} paths") + " done"
          + (f" in {meta['wall_s'] / 60:.1f} min (from {meta.get('started', '?')})"
             if meta.get("wall_s") else "")
          + (f" (stopped early: {meta['stopped']})" if meta.get("stopped") else "") + ". "
@@ -858,6 +860,9 @@ def main():
     ap.add_argument("--lock", default="", help="flock this file around each path")
     ap.add_argument("--lock-whole-run", action="store_true",
                     help="hold the --lock flock for the whole run instead of per path")
+    ap.add_argument("--only", default="",
+                    help="run only these path indices of the seed's plan (comma-separated, "
+                         "e.g. 8,11,24): the same paths as in a full run, for an A/B comparison")
     ap.add_argument("--list", action="store_true", help="print the planned paths and exit")
     ap.add_argument("--no-plots", action="store_true")
     ap.add_argument("--report-only", action="store_true",
@@ -883,6 +888,14 @@ def main():
     if args.settle is None:
         args.settle = 0.5 if args.quick else 1.0
     paths = [gen_path(args.seed, i, args.quick) for i in range(args.paths)]
+    if args.only:
+        try:
+            only = sorted({int(x) for x in args.only.split(",") if x.strip()})
+        except ValueError:
+            ap.error(f"--only takes comma-separated path indices, not {args.only!r}")
+        if not only or only[0] < 0 or only[-1] >= args.paths:
+            ap.error(f"--only indices must lie in 0..{args.paths - 1}")
+        paths = [paths[i] for i in only]
     if args.list:
         for p in paths:
             print(json.dumps(p))
@@ -903,7 +916,8 @@ def main():
             os.unlink(os.path.join(args.out, fn))
     meta = {"command": "python3 scripts/bench_paths.py " + " ".join(map(shlex.quote, sys.argv[1:])),
             "commit": commit, "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
-            "seed": args.seed, "paths_planned": args.paths, "quick": args.quick,
+            "seed": args.seed, "paths_planned": args.paths, "only": args.only or None,
+            "quick": args.quick,
             "max_time": args.max_time, "tool_args": args.tool_args,
             "iperf_every": args.iperf_every, "iperf_seconds": args.iperf_seconds,
             "cpus": os.cpu_count(), "loadavg": " ".join(open("/proc/loadavg").read().split()[:3]),
