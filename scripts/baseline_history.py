@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Replays the response-curve crossing of estimate_availbw() (src/estimate/availbw.cpp) over every
 committed random-path benchmark run in git history (results/paths_runs/, each distinct file once),
-with the calibration's baseline as the crossing's zero (as the runs had it) and with that baseline
-capped at 1 (the rule since 2026-12-04).
+with the calibration's baseline as the crossing's zero (as the runs had it), with that baseline
+capped at 1 (the rule of 2026-12-04), and with the zero at 1 also where the baseline lies under 1
+by no more than 2 of its standard errors (the rule since 2026-12-05).
 
 Only runs whose reported avail-bw was the crossing (availbw_basis "response_curve") are replayed.
 Their response trains are rebuilt from the run's document: the response groups above the knee
@@ -48,7 +49,18 @@ def replay(d):
         a = sum(x - ct * (y - zero) for x, y in resp) / len(resp)
         return min(max(a, 0.0), max(C, ct))
 
-    return base, crossing(base) / truth - 1, crossing(min(base, 1.0)) / truth - 1
+    # crossing_zero since 2026-12-05: the baseline only where it lies more than 2 standard errors
+    # (of a median: 1.2533 x 1.4826 x MAD / sqrt(n)) under 1, over the last calibration round's
+    # usable trains (those calibrate_noise() had)
+    cals = [r for r in doc.get("rates", []) if r.get("phase") == "calibration"]
+    cal = [t["ratio"] for t in cals[-1]["trains"] if t.get("verdict") == "calibration"] if cals else []
+    se = 0.0
+    if cal:
+        m = statistics.median(cal)
+        se = 1.2533 * 1.4826 * statistics.median(abs(x - m) for x in cal) / len(cal) ** 0.5
+    zero = base if base < 1 - 2 * se else 1.0
+    return (base, crossing(base) / truth - 1, crossing(min(base, 1.0)) / truth - 1,
+            crossing(zero) / truth - 1, thr, zero, crossing(1.0) / truth - 1)
 
 
 def summary(rows, i):
@@ -68,10 +80,31 @@ def main():
                        ("baseline over 1.02", [r for r in rows if r[0] > 1.02])):
         if not sel:
             continue
-        closer = sum(abs(n) < abs(o) - 0.005 for _, o, n in sel)
-        further = sum(abs(n) > abs(o) + 0.005 for _, o, n in sel)
+        closer = sum(abs(r[2]) < abs(r[1]) - 0.005 for r in sel)
+        further = sum(abs(r[2]) > abs(r[1]) + 0.005 for r in sel)
         print(f"  {label}: {len(sel)} runs; zero at the baseline: {summary(sel, 1)}; "
               f"capped at 1: {summary(sel, 2)}; closer {closer}, further {further}")
+    # The second rule: a baseline under 1 by no more than 2 of its standard
+    # errors is noise too, and the zero is 1.
+    print("zero at 1 also for a baseline under 1 by at most 2 standard errors "
+          "(against the zero capped at 1):")
+    for label, lo, hi in (("threshold <= 0.03", 0, 0.03), ("threshold in (0.03, 0.3]", 0.03, 0.3),
+                          ("threshold in (0.3, 1]", 0.3, 1), ("threshold over 1", 1, float("inf")),
+                          ("all", 0, float("inf"))):
+        sel = [r for r in rows if r[0] < 1 and r[5] == 1.0 and lo < r[4] <= hi]
+        if not sel:
+            continue
+        closer = sum(abs(r[3]) < abs(r[2]) - 0.005 for r in sel)
+        further = sum(abs(r[3]) > abs(r[2]) + 0.005 for r in sel)
+        print(f"  {label}: {len(sel)} runs; capped at 1: {summary(sel, 2)}; "
+              f"zero 1: {summary(sel, 3)}; closer {closer}, further {further}")
+    # The baselines the rule keeps: what a zero of 1 would have done to them.
+    kept = [r for r in rows if r[0] < 1 and r[5] != 1.0]
+    if kept:
+        closer = sum(abs(r[6]) < abs(r[2]) - 0.005 for r in kept)
+        further = sum(abs(r[6]) > abs(r[2]) + 0.005 for r in kept)
+        print(f"  baselines kept (over 2 standard errors under 1): {len(kept)} runs; zero 1 "
+              f"would move {closer} closer, {further} further")
 
 
 if __name__ == "__main__":

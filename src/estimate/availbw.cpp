@@ -231,7 +231,9 @@ NoiseModel calibrate_noise(const std::vector<double>& r, double k, double floor)
   std::vector<double> dev;
   dev.reserve(r.size());
   for (double x : r) dev.push_back(std::fabs(x - m.baseline));
-  m.threshold = std::max(k * 1.4826 * median(dev), floor);
+  const double sigma = 1.4826 * median(dev);
+  m.threshold = std::max(k * sigma, floor);
+  m.baseline_se = 1.2533 * sigma / std::sqrt(static_cast<double>(r.size()));
   return m;
 }
 
@@ -645,7 +647,8 @@ AvailbwEstimate estimate_availbw(const std::vector<ResponseSample>& all_resp,
   }
   // The crossing with the tight link's capacity (issue 11): the narrow C
   // unless a reliable response slope rejects it.
-  // Its zero: crossing_zero, the calibration's baseline capped at 1.
+  // Its zero: crossing_zero, the calibration's baseline where it lies
+  // clearly under 1, else 1.
   const Crossing x = response_crossing_tight(resp, crossing_zero(noise), C, extra);
   e.crossing_bps = x.mean_bps;
   e.crossing_se_bps = x.se_bps;

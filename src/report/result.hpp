@@ -237,6 +237,7 @@ struct AvailbwResult {
   double resolution_bps = 0;
   double noise_baseline = 0;   // calibration: median ratio
   double noise_threshold = 0;  // calibration: "above" when ratio > baseline + threshold
+  double noise_baseline_se = 0;  // calibration: the baseline's standard error
   StopReason stop_reason = StopReason::kNone;
   int trains_sent = 0;
   double elapsed_s = 0;

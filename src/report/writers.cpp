@@ -309,7 +309,9 @@ nlohmann::json to_json(const MeasureResult& m) {
   j["own_queue_burst_trains"] = a.own_queue_burst_trains;
   j["own_traffic"] = own_traffic_json(a.own_traffic);
   j["resolution_bps"] = a.resolution_bps;
-  j["noise"] = {{"baseline", a.noise_baseline}, {"threshold", a.noise_threshold}};
+  j["noise"] = {{"baseline", a.noise_baseline},
+                {"baseline_se", a.noise_baseline_se},
+                {"threshold", a.noise_threshold}};
   j["stop_reason"] = a.stop_reason;
   j["availbw_trains_sent"] = a.trains_sent;
   j["availbw_elapsed_s"] = a.elapsed_s;

@@ -149,6 +149,9 @@ TEST_CASE("noise calibration sets the threshold from the path", "[availbw]") {
   CHECK(m.baseline == Approx(1.0).margin(0.0003));
   CHECK(m.threshold == Approx(0.004).epsilon(0.2));
   CHECK(calibrate_noise({1.0, 1.0, 1.0}).threshold == Approx(0.002));  // the floor
+  // The median's standard error: 1.2533 sigma / sqrt(n), 0.0000886 here.
+  CHECK(m.baseline_se == Approx(1.2533 * 0.001 / std::sqrt(200.0)).epsilon(0.2));
+  CHECK(calibrate_noise({1.0, 1.0, 1.0}).baseline_se == 0);
 }
 
 TEST_CASE("train and fleet verdicts", "[availbw]") {
@@ -738,6 +741,45 @@ TEST_CASE("the crossing's zero is the calibration baseline, never above 1", "[av
   noise.baseline = 0.98;
   e = estimate_availbw(pts, noise, 38e6, 42e6, 100e6);
   CHECK(e.crossing_bps == Approx(40e6));
+  // So with a standard error that puts it 2 or more of them under 1.
+  noise.baseline_se = 0.0099;
+  CHECK(crossing_zero(noise) == 0.98);
+  CHECK(estimate_availbw(pts, noise, 38e6, 42e6, 100e6).crossing_bps == Approx(40e6));
+  // Within 2 standard errors of 1 it is noise: the zero is 1.
+  noise.baseline_se = 0.011;
+  CHECK(crossing_zero(noise) == 1.0);
+}
+
+TEST_CASE("a calibration baseline under 1 within its own noise is not the crossing's zero",
+          "[availbw]") {
+  // Calibration ratios of a TCP-loaded path: widely spread, the median a
+  // little under 1 (0.94) and 0.09 standard errors of a median (1.2533 x
+  // 1.4826 x MAD / sqrt(8), MAD 0.36): within 2 of them of 1.
+  const NoiseModel noise = calibrate_noise({0.31, 0.52, 0.71, 0.93, 0.95, 1.21, 1.44, 2.6});
+  REQUIRE(noise.baseline == Approx(0.94));
+  REQUIRE(noise.baseline_se > 0.03);
+  CHECK(crossing_zero(noise) == 1.0);
+  // Response trains at 105 and 124 Mbit/s on the fluid line of 40 Mbit/s of
+  // cross traffic on a 124 Mbit/s link: A = 84, read as such.
+  std::vector<ResponseSample> pts;
+  for (int g = 0; g < 2; ++g) {
+    const double r = g == 0 ? 105e6 : 124e6;
+    for (int i = 0; i < 6; ++i) pts.push_back({r, (r + 40e6) / 124e6, g});
+  }
+  CHECK(estimate_availbw(pts, noise, 0, 124e6, 124e6).crossing_bps == Approx(84e6));
+  // With the baseline as the zero: 84 - 124 x 0.06, about 76.6.
+  NoiseModel as_zero = noise;
+  as_zero.baseline_se = 0;
+  CHECK(estimate_availbw(pts, as_zero, 0, 124e6, 124e6).crossing_bps ==
+        Approx(84e6 - 124e6 * 0.06));
+  // The same spread around 0.43 (benchmark path 38 at 0de00f7: 8 usable
+  // calibration trains 0.10-2.56, median 0.434, standard error 0.12): more
+  // than 2 standard errors under 1, it stays the zero (the rule cannot tell
+  // such a median from replies compressed on the way back).
+  const NoiseModel low = calibrate_noise({0.433, 0.434, 0.104, 0.669, 0.913, 2.555, 0.41, 0.302});
+  REQUIRE(low.baseline == Approx(0.4336).epsilon(0.001));
+  CHECK(low.baseline_se == Approx(0.1206).epsilon(0.01));
+  CHECK(crossing_zero(low) == low.baseline);
 }
 
 TEST_CASE("search_resolution: no finer than the fleets' verdicts can tell apart", "[availbw]") {

@@ -495,6 +495,7 @@ bool calibrate_search(PacedTrains& runner, PhasePath& path, const Config& c, dou
   }
   res.noise_baseline = noise->baseline;
   res.noise_threshold = noise->threshold;
+  res.noise_baseline_se = noise->baseline_se;
   if (noise->baseline > 1.05) {
     res.warnings.push_back({WarningCode::kCalibrationDisturbed,
                             "even trains at " + std::to_string(c.calibration_rate) +
