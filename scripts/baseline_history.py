@@ -68,6 +68,12 @@ def summary(rows, i):
     return f"median {100 * statistics.median(a):.1f}%, p90 {100 * a[int(0.9 * len(a))]:.1f}%"
 
 
+def moved(sel, old, new):
+    """How many of the rows' errors the column `new` brings closer to 0 than `old`, and further."""
+    return (sum(abs(r[new]) < abs(r[old]) - 0.005 for r in sel),
+            sum(abs(r[new]) > abs(r[old]) + 0.005 for r in sel))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rev", default="HEAD", help="the newest commit whose runs count")
@@ -80,8 +86,7 @@ def main():
                        ("baseline over 1.02", [r for r in rows if r[0] > 1.02])):
         if not sel:
             continue
-        closer = sum(abs(r[2]) < abs(r[1]) - 0.005 for r in sel)
-        further = sum(abs(r[2]) > abs(r[1]) + 0.005 for r in sel)
+        closer, further = moved(sel, 1, 2)
         print(f"  {label}: {len(sel)} runs; zero at the baseline: {summary(sel, 1)}; "
               f"capped at 1: {summary(sel, 2)}; closer {closer}, further {further}")
     # The second rule: a baseline under 1 by no more than 2 of its standard
@@ -94,15 +99,13 @@ def main():
         sel = [r for r in rows if r[0] < 1 and r[5] == 1.0 and lo < r[4] <= hi]
         if not sel:
             continue
-        closer = sum(abs(r[3]) < abs(r[2]) - 0.005 for r in sel)
-        further = sum(abs(r[3]) > abs(r[2]) + 0.005 for r in sel)
+        closer, further = moved(sel, 2, 3)
         print(f"  {label}: {len(sel)} runs; capped at 1: {summary(sel, 2)}; "
               f"zero 1: {summary(sel, 3)}; closer {closer}, further {further}")
     # The baselines the rule keeps: what a zero of 1 would have done to them.
     kept = [r for r in rows if r[0] < 1 and r[5] != 1.0]
     if kept:
-        closer = sum(abs(r[6]) < abs(r[2]) - 0.005 for r in kept)
-        further = sum(abs(r[6]) > abs(r[2]) + 0.005 for r in kept)
+        closer, further = moved(kept, 2, 6)
         print(f"  baselines kept (over 2 standard errors under 1): {len(kept)} runs; zero 1 "
               f"would move {closer} closer, {further} further")
 
