@@ -309,6 +309,14 @@ TEST_CASE("bursty cross traffic: the trains at C give the mean, the bracket the 
   for (int i = 0; i < 12; ++i) tcp.push_back({C, 1.3 + (i % 2) * 0.1, 1});
   CHECK(response_above_knee(tcp, wide, C).size() == tcp.size());
   CHECK(response_above_knee(tcp, wide).empty());
+  // A third of the group held back by our own busy queue (offered 0.65-0.8
+  // C, path 49 of the benchmark): the group is still at C, by its median.
+  std::vector<ResponseSample> held = tcp;
+  for (int i = 0; i < 4; ++i) held[static_cast<std::size_t>(3 * i)].offered_bps = (0.65 + 0.05 * i) * C;
+  CHECK(response_above_knee(held, wide, C).size() == held.size());
+  // Most of it held back: not at C.
+  for (int i = 0; i < 7; ++i) held[static_cast<std::size_t>(i)].offered_bps = 0.8 * C;
+  CHECK(response_above_knee(held, wide, C).empty());
   CHECK(bursty_response(tcp, wide, C));
   e = estimate_availbw(tcp, wide, 0, C, C, {}, 1.5e6);
   CHECK(e.basis == "response_curve");
