@@ -237,14 +237,6 @@ NoiseModel calibrate_noise(const std::vector<double>& r, double k, double floor)
   return m;
 }
 
-bool lengthening_may_help(const std::vector<double>& r, double threshold, int rounds_left) {
-  if (rounds_left <= 0) return false;
-  if (threshold <= std::ldexp(kNoisyThreshold, rounds_left)) return true;
-  const auto quiet = std::count_if(r.begin(), r.end(),
-                                   [](double x) { return std::fabs(x - 1) <= kQuietRatio; });
-  return quiet >= kMinQuietTrains;
-}
-
 double search_resolution(double omega_bps, const NoiseModel& noise, double capacity_bps) {
   const double step = std::min(kTrendSteadyShare * noise.threshold, 0.5) * capacity_bps;
   return std::max(omega_bps, step);

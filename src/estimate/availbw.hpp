@@ -404,25 +404,6 @@ std::vector<ResponseSample> response_above_knee(const std::vector<ResponseSample
 // lengthened, twice at most, while calibration stays above it).
 constexpr double kNoisyThreshold = 0.03;
 
-// Whether trains up to 2^rounds_left times longer may bring a calibration
-// threshold over kNoisyThreshold under it. Timing noise is absolute, so
-// its share of a train's span falls at best as the train grows: a threshold
-// more than 2^rounds_left times kNoisyThreshold stays over it, unless the
-// round was a mixture, at least kMinQuietTrains trains within kQuietRatio of
-// 1 beside others a burst hit (the wide threshold then came from the bursts,
-// and longer trains, averaging them, can fall far faster). Every lengthening
-// multiplies the bytes of every later train of the phase, and at --max-load
-// its time. Of the 1920 distinct committed random-path runs, 413 lengthened
-// from a first round that was neither, and 77 of them (19%) ended under the
-// threshold; their avail-bw phase took 12.8 s median where they stayed noisy
-// (median |error| 32.8%) and 10.5 s where they did not (23.6%), against
-// 5.9 s for the quiet runs that never lengthened. The other 409 that
-// lengthened ended under it in 218. Pure.
-constexpr double kQuietRatio = 0.01;
-constexpr int kMinQuietTrains = 3;
-bool lengthening_may_help(const std::vector<double>& calibration_ratios, double threshold,
-                          int rounds_left);
-
 // Cross traffic in bursts as long as our trains (TCP windows sent at once,
 // on/off sources): a train between bursts meets none and one inside a burst
 // a queue that doubles its dispersion. A fleet's majority then reads

@@ -105,8 +105,7 @@ namespace lw {
   X(kNoEstimate, "no_estimate", "no train gave a usable sample")                                  \
   X(kNoRoute, "no_route", "--dry-run: no route to the target")                                    \
   X(kNoisyPath, "noisy_path",                                                                     \
-    "high timing noise that longer trains would not remove, or no time for them: a wide "         \
-    "threshold")                                                                                  \
+    "high timing noise and no time to calibrate with longer trains: a wide threshold")            \
   X(kOpenPortsSkipped, "open_ports_skipped",                                                      \
     "candidate ports answered SYN/ACK (open) and were skipped")                                   \
   X(kOwnTraffic, "own_traffic",                                                                   \

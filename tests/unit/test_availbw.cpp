@@ -813,27 +813,6 @@ TEST_CASE("search_resolution: no finer than the fleets' verdicts can tell apart"
   CHECK_FALSE(FleetSearch(fp).done());
 }
 
-TEST_CASE("lengthening_may_help: only where longer trains can bring the noise down", "[availbw]") {
-  // Timing noise: a threshold of 0.1 may fall under 0.03 with trains 4 times
-  // longer (two rounds left), not with 2 times (one round).
-  const std::vector<double> spread = {0.96, 1.04, 0.97, 1.05, 0.95, 1.03, 1.06, 0.94};
-  CHECK(lengthening_may_help(spread, 0.1, 2));
-  CHECK_FALSE(lengthening_may_help(spread, 0.1, 1));
-  CHECK(lengthening_may_help(spread, 0.06, 1));
-  // Bursts: a threshold of 2.4 with no quiet train stays noisy.
-  const std::vector<double> bursts = {2.9, 2.5, 2.2, 2.6, 1.7, 1.8, 0.3, 0.36};
-  CHECK_FALSE(lengthening_may_help(bursts, 2.4, 2));
-  // A mixture: three trains within 0.01 of 1 beside burst-hit ones.
-  const std::vector<double> mixture = {1.0001, 0.9995, 1.004, 2.1, 0.4, 1.6, 0.7, 1.9};
-  CHECK(lengthening_may_help(mixture, 3.6, 2));
-  CHECK(lengthening_may_help(mixture, 3.6, 1));
-  // Two quiet trains are not a mixture; nor is anything left without a round.
-  const std::vector<double> two = {1.0001, 0.9995, 1.3, 2.1, 0.4, 1.6, 0.7, 1.9};
-  CHECK_FALSE(lengthening_may_help(two, 3.6, 2));
-  CHECK_FALSE(lengthening_may_help(mixture, 3.6, 0));
-  CHECK_FALSE(lengthening_may_help(spread, 0.04, 0));
-}
-
 // ---- issue 11: the tight link anywhere -----------------------------------
 
 namespace {

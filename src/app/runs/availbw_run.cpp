@@ -464,17 +464,6 @@ bool calibrate_search(PacedTrains& runner, PhasePath& path, const Config& c, dou
         2 * mid.load_packets > c.max_load_packets) {
       break;
     }
-    if (!lengthening_may_help(cal_ratios, noise->threshold, kMaxLengthening - round)) {
-      res.warnings.push_back(
-          {WarningCode::kNoisyPath,
-           "timing noise on this path was high (threshold " + std::to_string(noise->threshold) +
-               "), more than trains " + std::to_string(1 << (kMaxLengthening - round)) +
-               " times longer could bring under " + std::to_string(kNoisyThreshold) +
-               ", and no quiet trains among the calibration's: cross traffic, not timing, "
-               "spread them; the trains keep their length and the search decides with the wide "
-               "threshold"});
-      break;
-    }
     // A round of trains twice as long takes twice as long: on a slow path
     // (3 Mbit/s: 6 s a round) it would leave the search no time. Calibration
     // keeps to 40% of the phase's budget.
