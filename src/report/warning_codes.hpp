@@ -51,6 +51,10 @@ namespace lw {
     "the gaps between the replies to back-to-back full-size SYNs read a faster link than every "  \
     "train; a loaded link after the narrow one may have slowed the trains, and the capacity's "   \
     "interval reaches up to the gaps' rate")                                                      \
+  X(kGapsLeastDelayed, "gaps_least_delayed",                                                     \
+    "the gaps were refused as read after the narrow link, but their least-delayed spans and a "   \
+    "group of kept trains agree on a rate above the trains' estimate: trains that met no cross "  \
+    "traffic; the capacity is that group's")                                                      \
   X(kGapsAtLastHop, "gaps_at_last_hop",                                                           \
     "measure: the hops phase found the narrow link is the last one, into the target: no link "    \
     "after it squeezed the reply gaps, which give the capacity (capacity_source reply_gaps)")     \

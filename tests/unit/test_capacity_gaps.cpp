@@ -451,4 +451,42 @@ TEST_CASE("gaps: a trains' estimate above every train is replaced by sharper gap
       judge_gaps(squeezed, est(266.24e6, 41.50e6, 1400e6), 966e6, true, 138.38e6);
   CHECK_FALSE(gaps_adopted(v));
   CHECK(v == "squeezed_after_narrow");
+  // Gaps wholly below an estimate over every kept train, agreeing with the
+  // least-delayed spans: adopted, with no warning of extrapolation needed
+  // (benchmark path 24 at b625f6b: kept trains 7.8-18.8, the estimate 31.2
+  // [18.4, 56.7]; gaps 16.99 [16.96, 17.02], least-delayed 16.95; truth 17.1).
+  GapEstimate below;
+  below.capacity = est(16.99e6, 16.96e6, 17.02e6);
+  below.min_delay_bps = 16.95e6;
+  const CapacityEstimate fit31 = est(31.25e6, 18.42e6, 56.68e6);
+  CHECK(judge_gaps(below, fit31, 1047e6, false, 18.8e6) == "adopted_below");
+  // Without the trains' readings (or with a fastest train that supports the
+  // estimate) the gaps below stay refused.
+  CHECK(judge_gaps(below, fit31, 1047e6, false) == "below_trains");
+  CHECK(judge_gaps(below, fit31, 1047e6, false, 31e6) == "below_trains");
+  // Nor where the least-delayed spans disagree.
+  below.min_delay_bps = 15e6;
+  CHECK(judge_gaps(below, fit31, 1047e6, false, 18.8e6) == "below_trains");
+}
+
+TEST_CASE("refused gaps: a group of trains that agrees with the least-delayed spans is the capacity",
+          "[gaps]") {
+  // Benchmark path 27 at b625f6b (on/off at 78% on a 167.8 Mbit/s narrow
+  // link, truth 166.3): most trains slowed by bursts, four met none.
+  const std::vector<double> kept = {136.6e6, 166.3e6, 114.8e6, 113.9e6, 114.7e6, 116.7e6,
+                                    166.2e6, 112.0e6, 135.0e6, 128.1e6, 125.3e6, 108.3e6,
+                                    144.7e6, 121.2e6, 91.7e6,  166.9e6, 128.0e6, 121.0e6,
+                                    111.3e6, 166.4e6, 123.7e6, 135.8e6, 93.6e6};
+  const DenseMode d = least_delayed_group(kept, 166.36e6, 113.74e6);
+  REQUIRE(d.found);
+  CHECK(d.count == 4);
+  CHECK(d.rate_bps == Approx(166.35e6).epsilon(0.001));
+  CHECK(d.low_bps == Approx(166.2e6));
+  CHECK(d.high_bps == Approx(166.9e6));
+  // Two trains are not a group.
+  CHECK_FALSE(least_delayed_group({166.3e6, 166.4e6, 113e6, 114e6}, 166.36e6, 113.74e6).found);
+  // Least-delayed spans no higher than the trains' estimate: nothing to say.
+  CHECK_FALSE(least_delayed_group(kept, 115e6, 113.74e6).found);
+  // Nor without them.
+  CHECK_FALSE(least_delayed_group(kept, 0, 113.74e6).found);
 }

@@ -432,6 +432,35 @@ void widen_to_gaps(const GapEstimate& g, const std::string& verdict,
   res.gap_check["widened"] = true;
 }
 
+// Refused gaps whose least-delayed spans a group of kept trains agrees with,
+// above the trains' estimate (estimate/capacity_gaps.hpp,
+// least_delayed_group): the capacity is that group's; the interval keeps its
+// upper end (the gaps') and reaches down to the group.
+void take_least_delayed(const GapEstimate& g, const std::string& verdict, CapacityResult& res) {
+  if (verdict != "trains_too_slow" && verdict != "squeezed_after_narrow") return;
+  std::vector<double> kept;
+  for (const TrainRecord& t : res.trains) {
+    if (t.verdict == "kept") kept.push_back(t.capacity_bps);
+  }
+  const DenseMode d = least_delayed_group(kept, g.min_delay_bps, res.capacity_bps);
+  if (!d.found) return;
+  res.warnings.push_back(
+      {WarningCode::kGapsLeastDelayed,
+       "the trains read " + format_rate(res.capacity_bps) + "; the gaps between replies " +
+           format_rate(g.capacity.capacity_bps) + " were refused (" + verdict +
+           "), but their least-delayed spans read " + format_rate(g.min_delay_bps) + " and " +
+           std::to_string(d.count) + " of " + std::to_string(kept.size()) +
+           " kept trains agree within 1% (" + format_rate(d.low_bps) + " to " +
+           format_rate(d.high_bps) +
+           "): those trains met no cross traffic, the others were slowed by it; the capacity is "
+           "theirs"});
+  res.capacity_bps = d.rate_bps;
+  res.low_bps = std::min(res.low_bps, d.low_bps * (1 - kLeastDelayedTolerance));
+  res.high_bps = std::max(res.high_bps, d.high_bps * (1 + kLeastDelayedTolerance));
+  res.kde_bandwidth_bps = 0;
+  res.gap_check["least_delayed_trains"] = d.count;
+}
+
 }  // namespace
 
 void check_capacity_gaps(Session& s, const Config& c, const std::atomic<bool>& stop, Nanos t_cap,
@@ -539,6 +568,7 @@ void check_capacity_gaps(Session& s, const Config& c, const std::atomic<bool>& s
                    {"adopted", adopt}};
   if (!adopt) {
     widen_to_gaps(g, verdict, trains, res);
+    take_least_delayed(g, verdict, res);
     return;
   }
   if (verdict == "adopted_unsupported") {
@@ -557,7 +587,10 @@ void check_capacity_gaps(Session& s, const Config& c, const std::atomic<bool>& s
         {load_loss ? WarningCode::kLoadLossGaps : WarningCode::kExtrapolationGaps,
          "the trains read " + format_rate(res.capacity_bps) + " (95% interval " +
              format_rate(res.low_bps) + " to " + format_rate(res.high_bps) + ") " +
-             (load_loss ? "with load lost unseen" : "extrapolated over two offered rates") +
+             (load_loss      ? std::string("with load lost unseen")
+              : extrapolated ? std::string("extrapolated over two offered rates")
+                             : "above every kept train's own reading (the fastest " +
+                                   format_rate(max_train) + ")") +
              "; the gaps between replies to back-to-back full-size SYNs say " +
              format_rate(g.capacity.capacity_bps) + " (their least-delayed spans " +
              format_rate(g.min_delay_bps) + "), reported"});
