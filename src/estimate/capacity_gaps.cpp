@@ -243,7 +243,8 @@ std::string judge_gaps(const GapEstimate& g, const CapacityEstimate& trains, dou
   // An estimate no train supports, and sharper gaps whose interval reaches
   // the fastest trains' rate (kUnsupportedLift) and whose own reading lies
   // near it (kUnsupportedReach).
-  const bool unsupported_fit = max_train_bps > 0 && trains.capacity_bps > kUnsupportedLift * max_train_bps;
+  const bool unsupported_fit =
+      max_train_bps > 0 && trains.capacity_bps > kUnsupportedLift * max_train_bps;
   if (unsupported_fit &&
       e.low_bps <= trains.high_bps && e.high_bps >= trains.low_bps &&
       rel_half_width(e) < 0.5 * rel_half_width(trains) &&
@@ -259,7 +260,8 @@ std::string judge_gaps(const GapEstimate& g, const CapacityEstimate& trains, dou
   // 7.8-18.8, the estimate 31.2 [18.4, 56.7]; gaps 16.99 [16.96, 17.02],
   // least-delayed 16.95, truth 17.1).
   if (e.high_bps < trains.low_bps) {
-    return (trains_may_read_high || unsupported_fit) && delay_agrees ? "adopted_below" : "below_trains";
+    return (trains_may_read_high || unsupported_fit) && delay_agrees ? "adopted_below"
+                                                                      : "below_trains";
   }
   // Within the trains' interval the gaps stand in for the trains where they
   // read over 2% higher, more precisely (cross traffic biases trains low,
@@ -271,7 +273,7 @@ std::string judge_gaps(const GapEstimate& g, const CapacityEstimate& trains, dou
   // fit 157 [70, 203]; gaps 122.1 [120.4, 126.3], least-delayed 121.9; truth
   // 122.6).
   const double diff = e.capacity_bps / trains.capacity_bps - 1;
-  const bool higher_precise = diff > 0.02 && rel_half_width(e) < rel_half_width(trains);
+  const bool higher_precise = diff > kGapLift - 1 && rel_half_width(e) < rel_half_width(trains);
   const bool much_sharper = rel_half_width(e) < 0.5 * rel_half_width(trains) &&
                             std::fabs(diff) > std::max(0.01, 2 * rel_half_width(e)) && delay_agrees;
   // Or over 2% higher, however wide, where the least-delayed spans agree with
@@ -283,7 +285,7 @@ std::string judge_gaps(const GapEstimate& g, const CapacityEstimate& trains, dou
   // estimates, 14 for the better, two by 2-8% for the worse:
   // scripts/gap_rule_history.py).
   const bool higher_confirmed =
-      diff > 0.02 && delay_agrees && g.min_delay_bps > 1.02 * trains.capacity_bps;
+      diff > kGapLift - 1 && delay_agrees && g.min_delay_bps > kGapLift * trains.capacity_bps;
   if (e.low_bps <= trains.high_bps && !higher_precise && !much_sharper && !higher_confirmed) {
     return "agrees";
   }

@@ -436,12 +436,9 @@ void widen_to_gaps(const GapEstimate& g, const std::string& verdict,
 // above the trains' estimate (estimate/capacity_gaps.hpp,
 // least_delayed_group): the capacity is that group's; the interval keeps its
 // upper end (the gaps') and reaches down to the group.
-void take_least_delayed(const GapEstimate& g, const std::string& verdict, CapacityResult& res) {
+void take_least_delayed(const GapEstimate& g, const std::string& verdict,
+                        const std::vector<double>& kept, CapacityResult& res) {
   if (verdict != "trains_too_slow" && verdict != "squeezed_after_narrow") return;
-  std::vector<double> kept;
-  for (const TrainRecord& t : res.trains) {
-    if (t.verdict == "kept") kept.push_back(t.capacity_bps);
-  }
   const DenseMode d = least_delayed_group(kept, g.min_delay_bps, res.capacity_bps);
   if (!d.found) return;
   res.warnings.push_back(
@@ -547,10 +544,11 @@ void check_capacity_gaps(Session& s, const Config& c, const std::atomic<bool>& s
   const bool extrapolated = has_warning(res, WarningCode::kCrossTrafficCorrected);
   // The fastest kept train's own reading: an estimate over it by more than
   // a fixed offset explains was extrapolated (judge_gaps).
-  double max_train = 0;
+  std::vector<double> kept;
   for (const TrainRecord& t : res.trains) {
-    if (t.verdict == "kept") max_train = std::max(max_train, t.capacity_bps);
+    if (t.verdict == "kept") kept.push_back(t.capacity_bps);
   }
+  const double max_train = kept.empty() ? 0 : *std::max_element(kept.begin(), kept.end());
   const std::string verdict =
       judge_gaps(g, trains, send_bps, load_loss || extrapolated, max_train);
   const bool adopt = gaps_adopted(verdict);
@@ -568,7 +566,7 @@ void check_capacity_gaps(Session& s, const Config& c, const std::atomic<bool>& s
                    {"adopted", adopt}};
   if (!adopt) {
     widen_to_gaps(g, verdict, trains, res);
-    take_least_delayed(g, verdict, res);
+    take_least_delayed(g, verdict, kept, res);
     return;
   }
   if (verdict == "adopted_unsupported") {
