@@ -52,6 +52,11 @@ void path_view(const TrainTiming& t, const std::vector<Nanos>& sent,
   s.offered_bps = bits_ab / to_seconds(sent[b] - sent[a]);
   const Nanos rspan = t.reply[b] - t.reply[a];
   s.received_bps = rspan > 0 ? bits_ab / to_seconds(rspan) : 0;
+  s.delays.clear();
+  for (std::size_t i : idx) {
+    if (i < a) continue;
+    s.delays.push_back({to_seconds(sent[i] - sent.front()), to_seconds(t.reply[i] - sent.front())});
+  }
   // PDT over the same markers as the ratio (from `a` on).
   const std::size_t first =
       static_cast<std::size_t>(std::find(idx.begin(), idx.end(), a) - idx.begin());

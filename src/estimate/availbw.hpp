@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "estimate/queue_ceiling.hpp"
 #include "linkwidth/time.hpp"
 
 namespace lw {
@@ -81,6 +82,13 @@ struct PacedSample {
   // than our own link carried: above the avail-bw whatever the ratio says
   // (the dropped bits shorten the reply span).
   int lost_load = 0;
+  // The ratio's markers with a reply (its first to the tail), on the
+  // schedule the ratio is over, times relative to the train's first send:
+  // what QueueCeiling reads (issue 11, estimate/queue_ceiling.hpp).
+  std::vector<MarkerDelay> delays;
+  // The ratio is over the markers up to the tight link's full queue
+  // (ratio_below_ceiling), not the whole train's.
+  bool queue_capped = false;
 };
 
 constexpr Nanos kStallFloor = 100 * kUs;

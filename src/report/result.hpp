@@ -232,6 +232,8 @@ struct AvailbwResult {
   double crossing_se_bps = 0;    // its standard error
   int locally_shaped_trains = 0;         // trains our own qdisc spread out (issue 11)
   int own_queue_burst_trains = 0;        // ... at a rate our link had room for
+  double queue_ceiling_s = 0;            // the tight link's full queue seen (0 = none)
+  int queue_capped_trains = 0;           // trains read up to it (ratio_below_ceiling)
   OwnTrafficRecord own_traffic;
   int response_points = 0;
   double resolution_bps = 0;

@@ -307,6 +307,8 @@ nlohmann::json to_json(const MeasureResult& m) {
                                       : nlohmann::json(a.crossing_capacity_source);
   j["locally_shaped_trains"] = a.locally_shaped_trains;
   j["own_queue_burst_trains"] = a.own_queue_burst_trains;
+  j["queue_ceiling_s"] = nullable(a.queue_ceiling_s > 0, a.queue_ceiling_s);
+  j["queue_capped_trains"] = a.queue_capped_trains;
   j["own_traffic"] = own_traffic_json(a.own_traffic);
   j["resolution_bps"] = a.resolution_bps;
   j["noise"] = {{"baseline", a.noise_baseline},

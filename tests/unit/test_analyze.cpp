@@ -148,6 +148,12 @@ void check_same_document(const nlohmann::json& offline, const nlohmann::json& li
     CHECK(offline["own_queue_burst_trains"] == 0);
     ++added;
   }
+  // Recordings made before the tight link's full queue was read: none seen.
+  if (!live.contains("queue_ceiling_s") && offline.contains("queue_ceiling_s")) {
+    CHECK(offline["queue_ceiling_s"].is_null());
+    CHECK(offline["queue_capped_trains"] == 0);
+    added += 2;
+  }
   // Recordings made before the policer probe: it did not run (null).
   if (!live.contains("policer") && offline.contains("policer")) {
     CHECK(offline["policer"].is_null());

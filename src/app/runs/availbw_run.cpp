@@ -97,6 +97,7 @@ class PacedTrains {
     const TrainResult run = r_.run(train, options(train));
     *out = paced_train_sample(run.train, run.outcome, r_.own_link_availbw(), res_);
     settle(out, run.replies_limited);
+    read_to_ceiling(out);
     const double sent_span = std::max(out->send_span_s, to_seconds(span));
     next_start_ = std::max(run.end_mono,
                            run.start_mono + from_seconds(sent_span + idle_after(train, sent_span,
@@ -137,6 +138,7 @@ class PacedTrains {
     for (const TrainResult& run : r_.collect()) {
       PacedSample s = paced_train_sample(run.train, run.outcome, r_.own_link_availbw(), res_);
       settle(&s, run.replies_limited);
+      read_to_ceiling(&s);
       if (s.stalled) r_.after_stall();
       out->push_back(s);
     }
@@ -200,10 +202,29 @@ class PacedTrains {
     }
   }
 
+  // The tight link's full queue (estimate/queue_ceiling.hpp): every usable
+  // train's markers show it; once it is seen, a train whose markers reach it
+  // is read up to it (a lower bound of its fluid ratio, closer than the
+  // whole train's, which the full queue capped).
+  void read_to_ceiling(PacedSample* s) {
+    if (!s->usable || s->stalled || s->delays.size() < 2) return;
+    ceiling_.observe(s->delays);
+    const double q = ceiling_.ceiling_s();
+    if (!(q > 0)) return;
+    res_.queue_ceiling_s = q;
+    const double r = ratio_below_ceiling(s->delays, ceiling_.base_s(), q);
+    if (!(r > s->ratio)) return;
+    s->received_bps = s->received_bps * s->ratio / r;
+    s->ratio = r;
+    s->queue_capped = true;
+    ++res_.queue_capped_trains;
+  }
+
   ProbeRunner& r_;
   const Config& c_;
   double capacity_;
   AvailbwResult& res_;
+  QueueCeiling ceiling_;
   Nanos next_start_ = 0;  // the first train goes at once
   bool pipelined_ = false;
   int stalls_ = 0;
