@@ -276,6 +276,28 @@ def _install_signal_handlers() -> None:
 # the lab
 # --------------------------------------------------------------------------
 
+
+_kept = [0]
+
+
+def keep_document(p) -> Optional[str]:
+    """With LW_LAB_DOCS set (the CTest lab suite sets it to build/lab-docs),
+    write a JSON document a command printed there, named after the pytest
+    test running (PYTEST_CURRENT_TEST): a failure in CI can then be read in
+    full, not only in the assertion's shortened message. Returns the path."""
+    folder = os.environ.get("LW_LAB_DOCS")
+    out = getattr(p, "stdout", None)
+    if not folder or not isinstance(out, str) or not out.lstrip().startswith("{"):
+        return None
+    test = os.environ.get("PYTEST_CURRENT_TEST", "script").split(" ")[0]
+    _kept[0] += 1
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", test.split("/")[-1])
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, f"{name}-{os.getpid()}-{_kept[0]}.json")
+    with open(path, "w") as f:
+        f.write(out)
+    return path
+
 class Lab:
     """A running (after start()/``with``) namespace chain.  See module doc."""
 
@@ -1187,7 +1209,9 @@ class Lab:
         cpus = self.prober_cpus()
         if cpus:
             cmd = ["taskset", "-c", cpus, *cmd]
-        return self.exec(0, cmd, check=check, timeout=timeout, **kw)
+        p = self.exec(0, cmd, check=check, timeout=timeout, **kw)
+        keep_document(p)
+        return p
 
     def log_path(self, name: str) -> str:
         if self._tmp is None:

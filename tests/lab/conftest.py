@@ -9,6 +9,7 @@
 """
 
 import os
+import re
 import shutil
 import sys
 
@@ -34,6 +35,21 @@ def lab_skip_reason():
     if missing:
         return f"namespace lab tests need {', '.join(missing)} (run scripts/install-deps.sh)"
     return None
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failed test lists the tool's JSON documents it produced (kept under
+    LW_LAB_DOCS by scripts/lablib: keep_document), to be read in full."""
+    outcome = yield
+    rep = outcome.get_result()
+    folder = os.environ.get("LW_LAB_DOCS")
+    if not folder or not rep.failed or not os.path.isdir(folder):
+        return
+    prefix = re.sub(r"[^A-Za-z0-9_.-]+", "_", item.nodeid.split("/")[-1]) + "-"
+    docs = sorted(os.path.join(folder, f) for f in os.listdir(folder) if f.startswith(prefix))
+    if docs:
+        rep.sections.append(("linkwidth documents", "\n".join(docs)))
 
 
 def pytest_configure(config):
