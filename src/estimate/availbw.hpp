@@ -86,9 +86,6 @@ struct PacedSample {
   // schedule the ratio is over, times relative to the train's first send:
   // what QueueCeiling reads (issue 11, estimate/queue_ceiling.hpp).
   std::vector<MarkerDelay> delays;
-  // The ratio is over the markers up to the tight link's full queue
-  // (ratio_below_ceiling), not the whole train's.
-  bool queue_capped = false;
 };
 
 constexpr Nanos kStallFloor = 100 * kUs;

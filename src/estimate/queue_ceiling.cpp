@@ -25,8 +25,8 @@ void QueueCeiling::observe(const std::vector<MarkerDelay>& m) {
   if (m.empty()) return;
   double peak = m.front().owd();
   for (const auto& d : m) {
-    peak = std::max(peak, d.owd());
     const double owd = d.owd();
+    peak = std::max(peak, owd);
     if (!has_base_ || owd < base_) base_ = owd;
     has_base_ = true;
     owd_.push_back(owd);

@@ -78,7 +78,6 @@ class QueueCeiling {
   // more; else 0.
   double ceiling_s() const;
   double base_s() const { return base_; }
-  bool has_base() const { return has_base_; }
 
  private:
   // One-way delays are kept raw: the base may still fall.

@@ -216,7 +216,6 @@ class PacedTrains {
     if (!(r > s->ratio)) return;
     s->received_bps = s->received_bps * s->ratio / r;
     s->ratio = r;
-    s->queue_capped = true;
     ++res_.queue_capped_trains;
   }
 
