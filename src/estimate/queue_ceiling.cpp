@@ -21,9 +21,12 @@ double end_plateau(const std::vector<MarkerDelay>& m, double base_s) {
   return level;
 }
 
-void QueueCeiling::observe(const std::vector<MarkerDelay>& m) {
+void QueueCeiling::observe(const std::vector<MarkerDelay>& m, bool light) {
   if (m.empty()) return;
   double peak = m.front().owd();
+  double jump = 0;
+  for (std::size_t k = 1; k < m.size(); ++k) jump = std::max(jump, m[k].owd() - m[k - 1].owd());
+  jump_.push_back(jump);
   for (const auto& d : m) {
     const double owd = d.owd();
     peak = std::max(peak, owd);
@@ -32,6 +35,7 @@ void QueueCeiling::observe(const std::vector<MarkerDelay>& m) {
     owd_.push_back(owd);
   }
   peak_owd_.push_back(peak);
+  if (light) light_peak_owd_.push_back(peak);
   if (const double level = end_plateau(m, base_); level > 0) plateau_owd_.push_back(level + base_);
 }
 
@@ -66,6 +70,22 @@ double QueueCeiling::ceiling_s() const {
     peaked += std::fabs(p - base_ - level) <= ltol ? 1 : 0;
   }
   if (peaked < kCeilingPeakShare * risen) return 0;
+  const double band = std::max(kCeilingBandFloor, kCeilingBandShare * level);
+  int high = 0, on_level = 0;
+  for (double owd : owd_) {
+    const double q = owd - base_;
+    if (q < level / 2) continue;
+    ++high;
+    on_level += std::fabs(q - level) <= band ? 1 : 0;
+  }
+  if (on_level < kCeilingPileUp * high) return 0;
+  if (static_cast<int>(light_peak_owd_.size()) < kCeilingLightTrains) return 0;
+  int light_risen = 0;
+  for (double p : light_peak_owd_) light_risen += p - base_ >= level / 2 ? 1 : 0;
+  if (light_risen >= kCeilingLightRisen * static_cast<double>(light_peak_owd_.size())) return 0;
+  int jumps = 0;
+  for (double j : jump_) jumps += j >= kCeilingJumpShare * level ? 1 : 0;
+  if (jumps >= kCeilingJumpTrains) return 0;
   return level;
 }
 

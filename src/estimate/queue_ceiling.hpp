@@ -53,6 +53,46 @@ constexpr double kCeilingMinLevel = 5 * kCeilingTolFloor;
 // through a 10.8 ms queue: 15 of 75 trains within the tolerance of the
 // top level, against 22 of 49 on path 15's full 11.7 ms queue).
 constexpr double kCeilingPeakShare = 0.35;
+// A full queue holds the markers that reach it at one delay (within a
+// packet's time and the timing noise): of the markers that rose to half the
+// level or more, at least kCeilingPileUp lie within
+// max(kCeilingBandFloor, kCeilingBandShare x level) of it. Bursts of bounded
+// size (an application's writes, e.g. iperf3's 128 KB blocks of a
+// rate-limited TCP flow) leave the markers spread over the range under their
+// top, and trains still end flat on it and peak near it: the random-path
+// benchmark's path 14 (TCP through a 62 Mbit/s link with a 177 ms queue) had
+// a "ceiling" at 17.6-19.5 ms in 5 of 6 runs; replayed on four of their
+// captures (scripts/ceiling_replay.py), 5-12% of the risen markers lay
+// within 3% of it, against 18-45% on the full queues of path 15 and of the
+// lab's small-queue scenarios (seven captures). Trains read up to it had
+// their ratios doubled (1.5 to 3.0: the estimate read -61%).
+constexpr double kCeilingBandShare = 0.03;
+constexpr double kCeilingBandFloor = 0.00025;
+constexpr double kCeilingPileUp = 0.15;
+// Our overload fills a queue to its limit; cross traffic alone seldom brings
+// it half way there (else the bursts, not our trains, set the level). Light
+// trains (offered at kCeilingLightShare of C or less: the calibration's, at a
+// tenth) show what the cross traffic alone does: at least kCeilingLightTrains
+// of them must have been seen, and under kCeilingLightRisen of them may have
+// risen to half the level. Replayed on captures: path 14's bursts took 45-70%
+// of its light trains to half its top plateau in five (the same TCP flow
+// through one 62 Mbit/s link: 50-57% in two, where up to 40% of the risen
+// markers piled on that level, more than on some full queues; path 56: 61%),
+// the full queues of path 15 and of the lab's small-queue scenarios 0-31%
+// (seven captures).
+constexpr double kCeilingLightShare = 0.25;
+constexpr int kCeilingLightTrains = 6;
+constexpr double kCeilingLightRisen = 0.4;
+// A queue that fills at the rate of our trains and the cross traffic rises
+// by (R + X - C)/C per second: 70% of an 11 ms level within one marker
+// interval of 4 ms would need twice C on top of C. A burst that lands at an
+// upstream line rate does it (path 14: 5-16 trains of 46-74 in four
+// captures, against none in the seven full-queue captures), and the
+// level then is where such bursts top out: no ceiling once
+// kCeilingJumpTrains trains rose by kCeilingJumpShare of it between two
+// consecutive markers.
+constexpr double kCeilingJumpShare = 0.7;
+constexpr int kCeilingJumpTrains = 2;
 // A train read up to the ceiling keeps at least this share of its span (one
 // marker interval of the default six markers' four after the head).
 constexpr double kCeilingMinSpan = 0.2;
@@ -67,15 +107,19 @@ double end_plateau(const std::vector<MarkerDelay>& m, double base_s);
 
 class QueueCeiling {
  public:
-  // A train's replied markers, in send order (the ratio's markers on).
-  void observe(const std::vector<MarkerDelay>& m);
+  // A train's replied markers, in send order (the ratio's markers on);
+  // `light`: it was offered at kCeilingLightShare of the capacity or less.
+  void observe(const std::vector<MarkerDelay>& m, bool light);
   // The queueing delay of the ceiling (s): the median of the plateaus on the
   // highest level that kCeilingTrains trains ended on (within the tolerance
   // of one of them), at most
   // kCeilingOutliers of the markers (a late reply of a descheduled host) lay
-  // more than two tolerances above it, and kCeilingPeakShare of the trains
-  // that rose to half of it peaked on it, and it is kCeilingMinLevel or
-  // more; else 0.
+  // more than two tolerances above it, kCeilingPeakShare of the trains
+  // that rose to half of it peaked on it, kCeilingPileUp of the markers that
+  // rose to half of it sit on it, under kCeilingLightRisen of at least
+  // kCeilingLightTrains light trains rose to half of it, fewer than
+  // kCeilingJumpTrains trains rose by kCeilingJumpShare of it between two
+  // markers, and it is kCeilingMinLevel or more; else 0.
   double ceiling_s() const;
   double base_s() const { return base_; }
 
@@ -84,6 +128,8 @@ class QueueCeiling {
   std::vector<double> plateau_owd_;  // each plateau's one-way delay level
   std::vector<double> owd_;          // every marker's
   std::vector<double> peak_owd_;     // each train's highest
+  std::vector<double> light_peak_owd_;  // ... of each light train
+  std::vector<double> jump_;            // each train's largest rise between two markers
   bool has_base_ = false;
   double base_ = 0;
 };

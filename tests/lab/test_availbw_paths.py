@@ -90,6 +90,14 @@ SCENARIOS = {
     # read up to the queue's ceiling, estimate/queue_ceiling.hpp).
     "remote_small_queue_onoff": ([lab.Link(rate=None), lab.Link(rate=35e6, limit=51362)],
                                  {2: (0.7, "onoff", {"on_s": 0.037, "off_s": 0.014})}),
+    # ... and its look-alike: a rate-limited TCP flow (iperf3 -b writes 128 KB
+    # blocks, each a burst of 17.7 ms at this rate) through a 177 ms queue:
+    # trains at C end flat on the bursts' top, where no queue is full (the
+    # random-path benchmark's path 14: a "ceiling" at 17.6-19.5 ms in 5 of 6
+    # runs, trains read up to it, -61% in one).
+    "remote_tcp_bursts_big_queue": ([lab.Link(rate=None),
+                                     lab.Link(rate=62e6, shaper="htb", limit=1373523)],
+                                    {2: (0.62, "tcp")}),
 }
 
 
@@ -258,6 +266,17 @@ def test_small_queue_filled_by_bursts_on_a_remote_link():
     assert sum(q is not None and abs(q / queue_s - 1) <= 0.3 for q in found) >= 2, found
     assert all(doc["queue_capped_trains"] > 0 for _, doc, _, _ in results
                if doc.get("queue_ceiling_s") is not None)
+
+
+def test_bursts_of_tcp_through_a_big_queue_are_no_ceiling():
+    """The bursts' top is no full queue: no ceiling in 2 of 3 runs, the
+    estimate within 25% in the median (2026-12-05: the binary before the
+    burst checks found one in 1 of 2 runs, -16% and -18%; a draft with the
+    pile-up check alone in 2 of 2, -5% and -39%; with all three, none in 2
+    of 2, -10% and +3%)."""
+    results = check("remote_tcp_bursts_big_queue", bound=0.25)
+    found = [doc.get("queue_ceiling_s") for _, doc, _, _ in results]
+    assert sum(q is None for q in found) >= 2, found
 
 
 @pytest.mark.xfail(strict=False, reason=(

@@ -208,7 +208,7 @@ class PacedTrains {
   // whole train's, which the full queue capped).
   void read_to_ceiling(PacedSample* s) {
     if (!s->usable || s->stalled || s->delays.size() < 2) return;
-    ceiling_.observe(s->delays);
+    ceiling_.observe(s->delays, s->offered_bps <= kCeilingLightShare * capacity_);
     const double q = ceiling_.ceiling_s();
     if (!(q > 0)) return;
     res_.queue_ceiling_s = q;
