@@ -454,6 +454,10 @@ Crossing response_crossing_tight(const std::vector<ResponseSample>& s, double ba
   return x;
 }
 
+bool calibration_needs_longer_trains(const NoiseModel& noise) {
+  return noise.threshold > kNoisyThreshold || noise.baseline < kCompressedBaseline;
+}
+
 bool baseline_contradicted(const std::vector<RatePoint>& fleets, const NoiseModel& noise, double C,
                            double calibration_bps, double* rebased) {
   if (fleets.empty() || !(C > 0)) return false;

@@ -409,6 +409,23 @@ std::vector<ResponseSample> response_above_knee(const std::vector<ResponseSample
 // lengthened, twice at most, while calibration stays above it).
 constexpr double kNoisyThreshold = 0.03;
 
+// A train far below the avail-bw reads 1 on average (the delay its last
+// marker meets is distributed as its first's), whatever the cross traffic.
+// A calibration whose median ratio lies under this met bursts as long as its
+// trains: a burst ahead of the first marker drains before the last, most
+// trains come back compressed and the few a burst landed in spread far. Its
+// median is then no baseline (the paths benchmark's path 58 at 4033245: TCP
+// at 60% of a 208 Mbit/s link in 128 KB bursts of 5 ms every 8 ms, our
+// 5 ms calibration trains read 0.04-0.05, seven of eight; a baseline of
+// 0.046, every fleet above it, -93%), and the trains are lengthened as for
+// a wide threshold.
+constexpr double kCompressedBaseline = 0.8;
+
+// Whether the calibration's trains are to be doubled in length (before the
+// round limit): a threshold over kNoisyThreshold, or a baseline under
+// kCompressedBaseline. Pure.
+bool calibration_needs_longer_trains(const NoiseModel& noise);
+
 // Cross traffic in bursts as long as our trains (TCP windows sent at once,
 // on/off sources): a train between bursts meets none and one inside a burst
 // a queue that doubles its dispersion. A fleet's majority then reads

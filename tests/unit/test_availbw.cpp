@@ -154,6 +154,26 @@ TEST_CASE("noise calibration sets the threshold from the path", "[availbw]") {
   CHECK(calibrate_noise({1.0, 1.0, 1.0}).baseline_se == 0);
 }
 
+TEST_CASE("a compressed or noisy calibration asks for longer trains", "[availbw]") {
+  // Quiet: ratios within 0.3% of 1.
+  CHECK_FALSE(calibration_needs_longer_trains(
+      calibrate_noise({1.0, 1.001, 0.999, 1.0, 1.002, 0.998, 1.0, 1.001})));
+  // Wide: a threshold over kNoisyThreshold.
+  CHECK(calibration_needs_longer_trains(
+      calibrate_noise({0.9, 1.1, 0.95, 1.05, 0.85, 1.2, 1.0, 0.8})));
+  // Path 58 at 4033245: TCP bursts as long as the trains; seven of eight
+  // trains compressed to 0.04-0.15, one spread. A narrow band (0.016)
+  // around a baseline of 0.046: no baseline at all.
+  const NoiseModel bursts =
+      calibrate_noise({1.322, 0.044, 0.044, 0.046, 0.044, 0.047, 0.105, 0.153});
+  CHECK(bursts.threshold < kNoisyThreshold);
+  CHECK(bursts.baseline < 0.05);
+  CHECK(calibration_needs_longer_trains(bursts));
+  // Spread, not compressed (A under the calibration's rate): longer trains
+  // do not help; the threshold decides.
+  CHECK_FALSE(calibration_needs_longer_trains(calibrate_noise({1.3, 1.31, 1.29, 1.3, 1.3})));
+}
+
 TEST_CASE("train and fleet verdicts", "[availbw]") {
   const NoiseModel m{1.0, 0.004};
   CHECK(classify_train(1.001, false, m) == TrainVerdict::kBelow);

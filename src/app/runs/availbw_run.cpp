@@ -480,7 +480,7 @@ bool calibrate_search(PacedTrains& runner, PhasePath& path, const Config& c, dou
       return false;
     }
     *noise = calibrate_noise(cal_ratios);
-    if (noise->threshold <= kNoisyThreshold || round >= kMaxLengthening ||
+    if (!calibration_needs_longer_trains(*noise) || round >= kMaxLengthening ||
         2 * mid.load_packets > c.max_load_packets) {
       break;
     }
@@ -498,9 +498,15 @@ bool calibrate_search(PacedTrains& runner, PhasePath& path, const Config& c, dou
     }
     *scale *= 2;
     res.warnings.push_back(
-        {WarningCode::kTrainsLengthened, "timing noise on this path was high (threshold " +
-                                             std::to_string(noise->threshold) +
-                                             "); trains doubled in length and calibrated again"});
+        {WarningCode::kTrainsLengthened,
+         noise->threshold > kNoisyThreshold
+             ? "timing noise on this path was high (threshold " +
+                   std::to_string(noise->threshold) +
+                   "); trains doubled in length and calibrated again"
+             : "the calibration trains came back compressed (median ratio " +
+                   std::to_string(noise->baseline) +
+                   ": cross traffic in bursts as long as the trains); trains doubled in length "
+                   "and calibrated again"});
   }
   res.noise_baseline = noise->baseline;
   res.noise_threshold = noise->threshold;
