@@ -487,26 +487,23 @@ bool calibrate_search(PacedTrains& runner, PhasePath& path, const Config& c, dou
     // A round of trains twice as long takes twice as long: on a slow path
     // (3 Mbit/s: 6 s a round) it would leave the search no time. Calibration
     // keeps to 40% of the phase's budget.
+    const std::string why =
+        noise->threshold > kNoisyThreshold
+            ? "timing noise on this path was high (threshold " +
+                  std::to_string(noise->threshold) + ")"
+            : "the calibration trains came back compressed (median ratio " +
+                  std::to_string(noise->baseline) +
+                  ": cross traffic in bursts as long as the trains)";
     const Nanos at = runner.now();
     if (at + 2 * (at - round_start) > cal_start + (t_cap - cal_start) * 2 / 5) {
       res.warnings.push_back({WarningCode::kNoisyPath,
-                              "timing noise on this path was high (threshold " +
-                                  std::to_string(noise->threshold) +
-                                  ") but there was no time to calibrate with longer trains; the "
-                                  "search decides with the wide threshold"});
+                              why + " but there was no time to calibrate with longer trains; the "
+                                    "search decides with this calibration"});
       break;
     }
     *scale *= 2;
     res.warnings.push_back(
-        {WarningCode::kTrainsLengthened,
-         noise->threshold > kNoisyThreshold
-             ? "timing noise on this path was high (threshold " +
-                   std::to_string(noise->threshold) +
-                   "); trains doubled in length and calibrated again"
-             : "the calibration trains came back compressed (median ratio " +
-                   std::to_string(noise->baseline) +
-                   ": cross traffic in bursts as long as the trains); trains doubled in length "
-                   "and calibrated again"});
+        {WarningCode::kTrainsLengthened, why + "; trains doubled in length and calibrated again"});
   }
   res.noise_baseline = noise->baseline;
   res.noise_threshold = noise->threshold;
