@@ -308,6 +308,56 @@ TEST_CASE("measure: our own tight interface's counters where the search reached 
   }
 }
 
+TEST_CASE("measure: no traffic of this host in our queue: the counters do not override the search",
+          "[own_traffic]") {
+  // Benchmark path 39 at d5c039b: our own 6.54 Mbit/s htb (6.48 at the IP
+  // layer) with no other traffic, Poisson at 60% of a 7.85 Mbit/s link two
+  // hops on (truth 3.10). The crossing read 3.69, the search's range [0,
+  // 7.0] reached our link's rate; the counters' 6.48 was reported (+109%).
+  const double rate = 6.54e6, ip = rate * 1500 / 1514;
+  auto path39 = [&](double other_link_bps) {
+    AvailbwResult a = searched(ip, 3.69e6, other_link_bps);
+    a.low_bps = 0;
+    a.high_bps = 7.0e6;
+    a.own_traffic.qdisc_kind = "htb";
+    a.own_traffic.qdisc_rate_bps = rate;
+    return a;
+  };
+  MeasureResult m = measured_capacity(ip, 0.99 * ip, 1.2 * ip);
+  add_availbw(m, path39(0), 0);
+  CHECK_FALSE(m.availbw.own_traffic.applied);
+  CHECK(m.availbw.availbw_bps == 3.69e6);
+  CHECK(m.availbw.basis == "response_curve");
+  CHECK_FALSE(warned(m.availbw, "own_traffic"));
+  SECTION("a trickle under 5% of our link in every bin: the same") {
+    MeasureResult m2 = measured_capacity(ip, 0.99 * ip, 1.2 * ip);
+    add_availbw(m2, path39(0.03 * rate), 0);  // busiest bin 1.2 x 3%
+    CHECK_FALSE(m2.availbw.own_traffic.applied);
+    CHECK(m2.availbw.availbw_bps == 3.69e6);
+  }
+  SECTION("traffic of this host that could fill our queue: the counters, as before") {
+    MeasureResult m2 = measured_capacity(ip, 0.99 * ip, 1.2 * ip);
+    AvailbwResult a = path39(0.4 * rate);
+    a.availbw_bps = 3.6e6;  // within the range, under our link's 3.9
+    add_availbw(m2, a, 0);
+    CHECK(m2.availbw.own_traffic.applied);
+    CHECK(m2.availbw.availbw_bps == Approx(ip - 0.4 * rate * 1500 / 1514).epsilon(0.001));
+  }
+  SECTION("our interface the narrow link (local_bottleneck), idle: the search stands too") {
+    MeasureResult m2 = local_narrow(ip);
+    add_availbw(m2, searched(ip, 0.995 * ip, 0), 0);
+    CHECK_FALSE(m2.availbw.own_traffic.applied);
+    CHECK(m2.availbw.basis == "response_curve");
+  }
+  SECTION("a search that read over our idle link's rate: the counters still cap it") {
+    MeasureResult m2 = measured_capacity(ip, 0.99 * ip, 1.2 * ip);
+    AvailbwResult a = path39(0);
+    a.availbw_bps = 1.1 * ip;
+    add_availbw(m2, a, 0);
+    CHECK(m2.availbw.availbw_bps <= ip);
+  }
+}
+
 TEST_CASE("measure: our own narrow interface's shaper rate is its capacity", "[own_traffic]") {
   // Benchmark path 54 at 999e704: an htb of 112.39 Mbit/s on our own
   // interface (111.35 at the IP layer), 91.9 Mbit/s of on/off from this host
