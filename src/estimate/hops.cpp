@@ -182,8 +182,12 @@ int narrow_hop_above_trains(const std::vector<HopRate>& hops, double trains_bps,
         h.choke_fraction < kChoke) {
       continue;
     }
-    // Cross traffic on the later link at its whole rate would leave this.
-    if (trains_bps <= later_bps * h.rate_bps / (h.rate_bps + later_bps)) continue;
+    // Cross traffic on the later link at its whole rate would leave this,
+    // or on any link faster than the hop (at most half of its rate).
+    if (trains_bps <= later_bps * h.rate_bps / (h.rate_bps + later_bps) ||
+        2 * trains_bps <= h.rate_bps) {
+      continue;
+    }
     if (slowed_after(hops, k, kAbove)) found = k;
   }
   return found;

@@ -120,7 +120,14 @@ HopsEstimate estimate_hops(const std::vector<HopTrainTiming>& trains, const Hops
 // T = C_t r / (r + X) > C_t r / (r + C_t), C_t the gaps' reading
 // `later_bps` (benchmark path 14: trains right at 61.9, gaps refused at 445
 // from a TCP-loaded link after it, and hop 1 at 405.7 was taken for the
-// narrow link: +558%). The last such hop; -1 when none.
+// narrow link: +558%). And T above half of r, as for narrow_hop_passed: the
+// later link is faster than r (else it is the narrow one), and whatever it
+// carries leaves a train at least r/2 (benchmark path 15 at 7730fff: gaps
+// adopted at 35.45 Mbit/s with an interval up to 432, the hops 424.9 at hop
+// 1, our own bursting 379 Mbit/s htb, and 34.3-34.7 at hops 2-4; hop 1 was
+// taken, +983%; 105 firings over 16 committed runs had r/T of 1.05-1.59,
+// right within 6% each time but one, path 12 at 1.93 by narrow_hop_passed).
+// The last such hop; -1 when none.
 struct HopRate {
   bool used = false;
   double rate_bps = 0;

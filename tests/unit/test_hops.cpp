@@ -338,6 +338,22 @@ TEST_CASE("the narrow link's hop when a loaded link after it spread the capacity
   CHECK(narrow_hop_above_trains(only_target, 14.0e6, 26.1e6, 25.95e6) == -1);
 }
 
+TEST_CASE("no loaded link after the narrow one halves a train: a hop over twice the trains is "
+          "not the narrow link") {
+  // Benchmark path 15 at 7730fff: our own 379 Mbit/s htb (bursting: the hop
+  // trains left hop 1 at 424.9), then the narrow 35.0 Mbit/s link (hops 2-4
+  // read 34.3-34.7). The gaps were adopted at 35.45 with an interval up to
+  // 432, and hop 1 was taken for the narrow link: +983%.
+  const std::vector<HopRate> h = {{true, 424.93e6, 1.0},
+                                  {true, 34.65e6, 1.0},
+                                  {true, 34.32e6, 0.0},
+                                  {true, 34.31e6, 0.0}};
+  CHECK(narrow_hop_above_trains(h, 35.45e6, 431.96e6, 35.45e6) == -1);
+  // Just under half: a loaded later link could have done that.
+  const std::vector<HopRate> k = {{true, 70.0e6, 1.0}, {true, 34.65e6, 0.5}};
+  CHECK(narrow_hop_above_trains(k, 35.45e6, 80e6, 71e6) == 0);
+}
+
 TEST_CASE("the last qualifying hop: a narrower link after a wider one") {
   // 142.7 -> 142.7 -> 22.9 (choke) -> 20.8 (few chokes) -> 20.4: path 19.
   const std::vector<HopRate> h = {{true, 142.7e6, 1.0}, {true, 142.7e6, 0.0},
