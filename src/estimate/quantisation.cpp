@@ -114,6 +114,10 @@ QuantisationFinding detect_quantisation(const std::vector<std::vector<Nanos>>& r
     if (f.rms <= best_rms * 1.1 + 50 && f.period > best.period) best = f;
   }
   if (best.period <= 0) return out;
+  if (out.zero_gaps == 0 && p.packet_time_ns > 0 &&
+      std::abs(best.period - p.packet_time_ns) <= p.rel_tol * p.packet_time_ns) {
+    return out;
+  }
   out.quantised = true;
   out.period_s = best.period / 1e9;
   out.fit_fraction = best.fit;

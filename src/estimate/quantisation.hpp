@@ -25,6 +25,16 @@ struct QuantisationParams {
   // a lattice as coarse as the gaps themselves fits any set of clean
   // dispersions of two train lengths (D and about 2D).
   double zero_share_for_coarse = 0.1;
+  // One full-size packet's time at the capacity the trains read (ns; 0 =
+  // not known). A slow FIFO link puts reply gaps on a lattice of its own:
+  // whole packets, ours and the cross traffic's between them, each take
+  // that long. Without batch gaps at zero, a lattice whose step is within
+  // rel_tol of it is that clock, not coalescence (the random-path
+  // benchmark's path 7 at d5c039b: a 10 Mbit/s htb on our own interface with
+  // this host's on/off traffic in it, 12 reply gaps on multiples of 1214.8
+  // us for a packet time of 1211.4; no zero gap; the capacity was cut to a
+  // lower bound 11% under the truth, and the avail-bw from it read -33%).
+  double packet_time_ns = 0;
 };
 
 struct QuantisationFinding {
@@ -41,7 +51,8 @@ struct QuantisationFinding {
 // them) and two neighbouring multiples (0 and 1, or k and k+1) are both
 // occupied, by at least three gaps together: the lattice's own step shows.
 // Clean timestamps do not show that: spread-out gaps miss the lattice, and a
-// tight cluster of equal dispersions sits on one multiple only.
+// tight cluster of equal dispersions sits on one multiple only. Nor when
+// the lattice is the link's own packet clock (packet_time_ns above).
 QuantisationFinding detect_quantisation(const std::vector<std::vector<Nanos>>& reply_times,
                                         const QuantisationParams& p = {});
 

@@ -153,3 +153,53 @@ TEST_CASE("batch gaps at zero make a coarse period credible", "[quantisation]") 
   CHECK(q.zero_gaps > 0);
   CHECK(q.period_s == Approx(1e-3).epsilon(0.02));
 }
+
+TEST_CASE("a slow link's own packet clock is no coalescence", "[quantisation]") {
+  // The random-path benchmark's path 7 at d5c039b: a 10 Mbit/s htb on our
+  // own interface with this host's on/off traffic in it. Whole packets,
+  // ours and the host's between them, put every head-tail reply gap on
+  // multiples of one packet's time (1211.4 us at 9.906 Mbit/s), none at zero.
+  const double C = 9.906e6;
+  const double P = 1500 * 8 / C;  // s
+  std::mt19937 rng(7);
+  std::normal_distribution<double> jitter(0, 2e-6);
+  std::uniform_int_distribution<int> cross(0, 3);  // host packets inside a train
+  std::vector<std::vector<Nanos>> run;
+  double t = 1.7e9;
+  for (int i = 0; i < 12; ++i) {
+    const int n = i % 2 ? 16 : 8;
+    const double head = t + jitter(rng);
+    const double tail = head + (n + cross(rng)) * P + jitter(rng);
+    run.push_back({static_cast<Nanos>(head * 1e9), static_cast<Nanos>(tail * 1e9)});
+    t += 0.3;
+  }
+  // Without the link's packet time the lattice reads as coalescence (as it did).
+  const QuantisationFinding blind = detect_quantisation(run);
+  INFO("blind: " << blind.period_s << " fit " << blind.fit_fraction);
+  REQUIRE(blind.quantised);
+  CHECK(blind.period_s == Approx(P).epsilon(0.02));
+  QuantisationParams p;
+  p.packet_time_ns = P * 1e9;
+  CHECK_FALSE(detect_quantisation(run, p).quantised);
+  SECTION("a capacity read 10% off: no match, still quantised") {
+    p.packet_time_ns = 1.1 * P * 1e9;
+    CHECK(detect_quantisation(run, p).quantised);
+  }
+  SECTION("batch gaps at zero: coalescence whatever the period") {
+    auto batched = run;
+    for (auto& r : batched) r.insert(r.begin(), r.front() - 500);  // a reply in the head's batch
+    const QuantisationFinding q = detect_quantisation(batched, p);
+    CHECK(q.zero_gaps > 0);
+    CHECK(q.quantised);
+  }
+  SECTION("coalescing timers on 10 Mbit/s trains still fire with the packet time given") {
+    RunShape base;  // 10 Mbit/s: a packet time of 1.2 ms
+    QuantisationParams q10;
+    q10.packet_time_ns = 1500 * 8 / base.rate_bps * 1e9;
+    for (const Nanos period : {125 * kUs, 1 * kMs, 50 * kUs}) {
+      const auto q = detect_quantisation(quantise(clean_run(base, 2), period, 37 * kUs), q10);
+      INFO("period " << period);
+      CHECK(q.quantised);
+    }
+  }
+}

@@ -351,7 +351,15 @@ void CapacityTally::conclude(CapacityResult& res) const {
 // one plus P, and at least bits/C, so C >= bits / (D + P) for every kept
 // train; their median is reported as a lower bound.
 void CapacityTally::check_quantisation(CapacityResult& res) const {
-  const QuantisationFinding q = detect_quantisation(reply_times_);
+  QuantisationParams qp;
+  // The link's own packet clock at the capacity the trains read (before
+  // this check makes it a bound).
+  const auto size = res.params.find("packet_size");
+  const int L = size != res.params.end() && size->is_number_integer() ? size->get<int>() : 0;
+  if (res.valid && !res.lower_bound && res.capacity_bps > 0 && L > 0) {
+    qp.packet_time_ns = 8.0 * L / res.capacity_bps * 1e9;
+  }
+  const QuantisationFinding q = detect_quantisation(reply_times_, qp);
   if (!q.quantised) return;
   char period[64];
   std::snprintf(period, sizeof period, "%.1f us", q.period_s * 1e6);
