@@ -39,7 +39,7 @@ void QueueCeiling::observe(const std::vector<MarkerDelay>& m, bool light) {
   if (const double level = end_plateau(m, base_); level > 0) plateau_owd_.push_back(level + base_);
 }
 
-double QueueCeiling::ceiling_s() const {
+double QueueCeiling::plateau_level() const {
   if (!has_base_ || static_cast<int>(plateau_owd_.size()) < kCeilingTrains) return 0;
   std::vector<double> levels;
   for (double p : plateau_owd_) levels.push_back(p - base_);
@@ -57,19 +57,27 @@ double QueueCeiling::ceiling_s() const {
   }
   if (static_cast<int>(on.size()) < kCeilingTrains) return 0;
   std::sort(on.begin(), on.end());
-  const double level = on[on.size() / 2];
-  if (level < kCeilingMinLevel) return 0;
+  return on[on.size() / 2];
+}
+
+bool QueueCeiling::few_markers_over(double level) const {
   std::size_t above = 0;
   for (double owd : owd_) above += owd - base_ > level + 2 * ceiling_tolerance(level) ? 1 : 0;
-  if (static_cast<double>(above) > kCeilingOutliers * static_cast<double>(owd_.size())) return 0;
-  const double ltol = ceiling_tolerance(level);
+  return static_cast<double>(above) <= kCeilingOutliers * static_cast<double>(owd_.size());
+}
+
+bool QueueCeiling::risen_trains_peak_on(double level) const {
+  const double tol = ceiling_tolerance(level);
   int risen = 0, peaked = 0;
   for (double p : peak_owd_) {
     if (p - base_ < level / 2) continue;
     ++risen;
-    peaked += std::fabs(p - base_ - level) <= ltol ? 1 : 0;
+    peaked += std::fabs(p - base_ - level) <= tol ? 1 : 0;
   }
-  if (peaked < kCeilingPeakShare * risen) return 0;
+  return peaked >= kCeilingPeakShare * risen;
+}
+
+bool QueueCeiling::markers_pile_up_on(double level) const {
   const double band = std::max(kCeilingBandFloor, kCeilingBandShare * level);
   int high = 0, on_level = 0;
   for (double owd : owd_) {
@@ -78,15 +86,29 @@ double QueueCeiling::ceiling_s() const {
     ++high;
     on_level += std::fabs(q - level) <= band ? 1 : 0;
   }
-  if (on_level < kCeilingPileUp * high) return 0;
-  if (static_cast<int>(light_peak_owd_.size()) < kCeilingLightTrains) return 0;
-  int light_risen = 0;
-  for (double p : light_peak_owd_) light_risen += p - base_ >= level / 2 ? 1 : 0;
-  if (light_risen >= kCeilingLightRisen * static_cast<double>(light_peak_owd_.size())) return 0;
+  return on_level >= kCeilingPileUp * high;
+}
+
+bool QueueCeiling::light_trains_stay_under(double level) const {
+  if (static_cast<int>(light_peak_owd_.size()) < kCeilingLightTrains) return false;
+  int risen = 0;
+  for (double p : light_peak_owd_) risen += p - base_ >= level / 2 ? 1 : 0;
+  return risen < kCeilingLightRisen * static_cast<double>(light_peak_owd_.size());
+}
+
+bool QueueCeiling::few_jumps_to(double level) const {
   int jumps = 0;
   for (double j : jump_) jumps += j >= kCeilingJumpShare * level ? 1 : 0;
-  if (jumps >= kCeilingJumpTrains) return 0;
-  return level;
+  return jumps < kCeilingJumpTrains;
+}
+
+double QueueCeiling::ceiling_s() const {
+  const double level = plateau_level();
+  if (!(level >= kCeilingMinLevel)) return 0;
+  const bool full = few_markers_over(level) && risen_trains_peak_on(level) &&
+                    markers_pile_up_on(level) && light_trains_stay_under(level) &&
+                    few_jumps_to(level);
+  return full ? level : 0;
 }
 
 double ratio_below_ceiling(const std::vector<MarkerDelay>& m, double base_s, double ceiling_s) {

@@ -124,6 +124,21 @@ class QueueCeiling {
   double base_s() const { return base_; }
 
  private:
+  // The checks ceiling_s() runs in turn, each on queueing delays over base_:
+  // the highest level kCeilingTrains plateaus share (0: none)...
+  double plateau_level() const;
+  // ... at most kCeilingOutliers of the markers more than two tolerances over it,
+  bool few_markers_over(double level) const;
+  // ... kCeilingPeakShare of the trains risen to half of it peaked on it,
+  bool risen_trains_peak_on(double level) const;
+  // ... kCeilingPileUp of the markers risen to half of it lie on it,
+  bool markers_pile_up_on(double level) const;
+  // ... under kCeilingLightRisen of at least kCeilingLightTrains light
+  // trains rose to half of it,
+  bool light_trains_stay_under(double level) const;
+  // ... and fewer than kCeilingJumpTrains trains jumped kCeilingJumpShare of it.
+  bool few_jumps_to(double level) const;
+
   // One-way delays are kept raw: the base may still fall.
   std::vector<double> plateau_owd_;  // each plateau's one-way delay level
   std::vector<double> owd_;          // every marker's
