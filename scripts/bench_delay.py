@@ -32,6 +32,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import lab  # noqa: E402
+from lablib.pcap import read_ipv4  # noqa: E402
 from lablib.traffic import crossgen_path  # noqa: E402
 
 PORT = 9
@@ -42,23 +43,9 @@ RATES = (("1k", 1000, 1500, 0, 0), ("8k", 8000, 1500, 0, 0), ("20k", 20000, 64, 
 
 
 def read_pcap(path):
-    """[(ts_ns, src_ip_bytes, ip_len)] of a nanosecond pcap (Ethernet)."""
-    out = []
-    with open(path, "rb") as f:
-        data = f.read()
-    magic = struct.unpack("<I", data[:4])[0]
-    if magic != 0xa1b23c4d:
-        raise RuntimeError(f"{path}: not a nanosecond pcap (magic {magic:#x})")
-    off = 24
-    while off + 16 <= len(data):
-        sec, nsec, incl, _ = struct.unpack("<IIII", data[off:off + 16])
-        pkt = data[off + 16:off + 16 + incl]
-        off += 16 + incl
-        if len(pkt) < 34 or pkt[12:14] != b"\x08\x00":
-            continue
-        ip_len = struct.unpack(">H", pkt[16:18])[0]
-        out.append((sec * 1_000_000_000 + nsec, pkt[26:30], ip_len))
-    return out
+    """[(ts_ns, src_ip_bytes, ip_len)] of a nanosecond pcap."""
+    return [(ts, ip[12:16], struct.unpack(">H", ip[2:4])[0])
+            for ts, ip in read_ipv4(path, need_nanos=True)]
 
 
 def pct(xs, q):

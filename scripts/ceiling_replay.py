@@ -16,8 +16,12 @@ it, and the trains whose delay rose by 70% of it between two markers.
 
     python3 scripts/ceiling_replay.py run1.pcap [run2.pcap ...]
 """
+import os
 import struct
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from lablib.pcap import read_ipv4  # noqa: E402
 
 TOL_FLOOR, TOL_SHARE = 0.0005, 0.12
 
@@ -27,29 +31,16 @@ def tol(level):
 
 
 def read_pcap(path):
-    with open(path, "rb") as f:
-        head = f.read(24)
-        magic = struct.unpack("<I", head[:4])[0]
-        nanos = magic == 0xA1B23C4D
-        linktype = struct.unpack("<I", head[20:24])[0]
-        off = {1: 14, 113: 16}.get(linktype, 0)
-        packets = []
-        while True:
-            h = f.read(16)
-            if len(h) < 16:
-                break
-            sec, frac, incl, _ = struct.unpack("<IIII", h)
-            data = f.read(incl)
-            ip = data[off:]
-            if len(ip) < 20 or ip[0] >> 4 != 4 or ip[9] != 6:
-                continue
-            ihl = (ip[0] & 15) * 4
-            tcp = ip[ihl:]
-            if len(tcp) < 14:
-                continue
-            _, _, seq, ack = struct.unpack("!HHII", tcp[:12])
-            t = sec + frac * (1e-9 if nanos else 1e-6)
-            packets.append((t, ip[12:16], seq, ack, tcp[13], struct.unpack("!H", ip[2:4])[0]))
+    packets = []
+    for ts_ns, ip in read_ipv4(path):
+        if ip[9] != 6:
+            continue
+        ihl = (ip[0] & 15) * 4
+        tcp = ip[ihl:]
+        if len(tcp) < 14:
+            continue
+        _, _, seq, ack = struct.unpack("!HHII", tcp[:12])
+        packets.append((ts_ns * 1e-9, ip[12:16], seq, ack, tcp[13], struct.unpack("!H", ip[2:4])[0]))
     return packets
 
 
