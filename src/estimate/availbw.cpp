@@ -499,19 +499,21 @@ std::vector<ResponseSample> response_above_knee(const std::vector<ResponseSample
     if (std::find(groups.begin(), groups.end(), x.group) == groups.end()) groups.push_back(x.group);
   }
   for (int g : groups) {
-    double sum = 0;
+    double sum = 0, asked = 0;
     std::vector<double> offered;
     for (const auto& x : s) {
       if (x.group != g) continue;
       sum += x.ratio;
       offered.push_back(x.offered_bps);
+      asked = std::max(asked, x.asked_bps);
     }
     const double n = static_cast<double>(offered.size());
     // The median: trains our own busy queue held back leave slower than the
     // rest of their group (and their ratio is against that slower rate); a
-    // few of them must not take the group off C.
-    const bool at_capacity =
-        capacity_bps > 0 && median(offered) >= kAtCapacity * capacity_bps;
+    // few of them must not take the group off C, nor most of them where the
+    // group was paced at C (asked_bps).
+    const bool at_capacity = capacity_bps > 0 && (median(offered) >= kAtCapacity * capacity_bps ||
+                                                  asked >= kAtCapacity * capacity_bps);
     if (!at_capacity && sum / n <= noise.baseline + noise.threshold) continue;
     for (const auto& x : s) {
       if (x.group == g) out.push_back(x);

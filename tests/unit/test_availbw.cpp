@@ -334,9 +334,17 @@ TEST_CASE("bursty cross traffic: the trains at C give the mean, the bracket the 
   std::vector<ResponseSample> held = tcp;
   for (int i = 0; i < 4; ++i) held[static_cast<std::size_t>(3 * i)].offered_bps = (0.65 + 0.05 * i) * C;
   CHECK(response_above_knee(held, wide, C).size() == held.size());
-  // Most of it held back: not at C.
+  // Most of it held back: not at C by its median...
   for (int i = 0; i < 7; ++i) held[static_cast<std::size_t>(i)].offered_bps = 0.8 * C;
   CHECK(response_above_knee(held, wide, C).empty());
+  // ... but paced at C all the same (path 49 at 7730fff: 10 of 16 left at
+  // 0.72-0.94 C): each train a point at the rate it left at, all kept.
+  std::vector<ResponseSample> paced = held;
+  for (auto& x : paced) x.asked_bps = C;
+  CHECK(response_above_knee(paced, wide, C).size() == paced.size());
+  // A group paced below C and inside the noise band stays out.
+  for (auto& x : paced) x.asked_bps = 0.9 * C;
+  CHECK(response_above_knee(paced, wide, C).empty());
   CHECK(bursty_response(tcp, wide, C));
   e = estimate_availbw(tcp, wide, 0, C, C, {}, 1.5e6);
   CHECK(e.basis == "response_curve");

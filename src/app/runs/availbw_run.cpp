@@ -686,7 +686,7 @@ class FleetRun {
       // response trains at C as much as the response phase's own are, and
       // count among them (group 1, the response phase's rate C), not twice
       // in the slope.
-      for (const auto& p : fleet_points) response.push_back({p.offered_bps, p.ratio, 1});
+      for (const auto& p : fleet_points) response.push_back({p.offered_bps, p.ratio, 1, rate});
     } else if (*fv == FleetVerdict::kAbove && rr.ratio > noise.baseline + 2 * noise.threshold) {
       // issue 11: an above fleet well past the noise band lies on the response
       // curve's second segment; its trains help the slope (PRC-MT §II-D).
@@ -910,7 +910,7 @@ class FleetRun {
                         : !s.usable       ? "unusable"
                                           : "";
         if (v.empty()) {
-          response.push_back({s.offered_bps, s.ratio, group[j]});
+          response.push_back({s.offered_bps, s.ratio, group[j], rates[j]});
           v = train_verdict_name(classify_train(s.ratio, false, noise, trend_of(s)));
         }
         lost += s.lost && !s.stalled ? 1 : 0;
