@@ -236,6 +236,13 @@ GapEstimate estimate_capacity_from_gaps(const std::vector<TrainTiming>& trains, 
   return out;
 }
 
+double fastest_train_bps(std::vector<double> kept_bps) {
+  if (kept_bps.empty()) return 0;
+  std::sort(kept_bps.rbegin(), kept_bps.rend());
+  if (kept_bps.size() >= 3 && kept_bps[0] > kLoneFastest * kept_bps[1]) return kept_bps[1];
+  return kept_bps[0];
+}
+
 std::string judge_gaps(const GapEstimate& g, const CapacityEstimate& trains, double send_bps,
                        bool trains_may_read_high, double max_train_bps) {
   const CapacityEstimate& e = g.capacity;

@@ -469,6 +469,27 @@ TEST_CASE("gaps: a trains' estimate above every train is replaced by sharper gap
   CHECK(judge_gaps(below, fit31, 1047e6, false, 18.8e6) == "below_trains");
 }
 
+TEST_CASE("a lone fastest train far above the rest is no reading of the path", "[gaps]") {
+  // Benchmark path 24 at 7b0178f: kept trains 6.8-20.9 and one at 80.3, the
+  // fit 38.2 [24.7, 75.0]; gaps 16.96 [16.90, 17.01], least-delayed 16.81,
+  // truth 16.99. With 80.3 as the fastest train the fit looked supported and
+  // the gaps were refused: +125%.
+  const std::vector<double> kept = {12.9e6, 18.8e6, 10.1e6, 10.1e6, 11.3e6, 17.4e6, 13.1e6,
+                                    12.1e6, 13.1e6, 12.4e6, 80.3e6, 12.7e6, 20.9e6, 6.8e6};
+  CHECK(fastest_train_bps(kept) == 20.9e6);
+  GapEstimate g;
+  g.capacity = est(16.96e6, 16.90e6, 17.01e6);
+  g.min_delay_bps = 16.81e6;
+  const CapacityEstimate fit = est(38.17e6, 24.68e6, 75.03e6);
+  CHECK(judge_gaps(g, fit, 1019e6, false, fastest_train_bps(kept)) == "adopted_below");
+  CHECK(judge_gaps(g, fit, 1019e6, false, 80.3e6) == "below_trains");
+  // Not lone (under 1.5 times the next): the fastest stands.
+  CHECK(fastest_train_bps({128.63e6, 123.37e6, 120e6}) == 128.63e6);
+  // Two trains decide nothing about which is the odd one; none gives 0.
+  CHECK(fastest_train_bps({80e6, 20e6}) == 80e6);
+  CHECK(fastest_train_bps({}) == 0);
+}
+
 TEST_CASE("refused gaps: a group of trains that agrees with the least-delayed spans is the capacity",
           "[gaps]") {
   // Benchmark path 27 at b625f6b (on/off at 78% on a 167.8 Mbit/s narrow

@@ -542,13 +542,14 @@ void check_capacity_gaps(Session& s, const Config& c, const std::atomic<bool>& s
   // 47.28).
   const bool load_loss = has_warning(res, WarningCode::kLoadLossSuspected);
   const bool extrapolated = has_warning(res, WarningCode::kCrossTrafficCorrected);
-  // The fastest kept train's own reading: an estimate over it by more than
-  // a fixed offset explains was extrapolated (judge_gaps).
+  // The fastest kept train's own reading (a lone one far above the rest
+  // left out: fastest_train_bps): an estimate over it by more than a fixed
+  // offset explains was extrapolated (judge_gaps).
   std::vector<double> kept;
   for (const TrainRecord& t : res.trains) {
     if (t.verdict == "kept") kept.push_back(t.capacity_bps);
   }
-  const double max_train = kept.empty() ? 0 : *std::max_element(kept.begin(), kept.end());
+  const double max_train = fastest_train_bps(kept);
   const std::string verdict =
       judge_gaps(g, trains, send_bps, load_loss || extrapolated, max_train);
   const bool adopt = gaps_adopted(verdict);
