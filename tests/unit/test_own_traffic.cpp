@@ -439,6 +439,16 @@ TEST_CASE("measure: trains our own queue spread below its shaper, gaps above it"
   auto path58 = [&](double gaps_bps) {
     MeasureResult m = measured_capacity(74.28e6, 72.0e6, 214.9e6);
     m.capacity.gap_check = {{"capacity_bps", gaps_bps}, {"min_delay_bps", 146.6e6}};
+    // The hops phase named hop 4 (a 208 Mbit/s link with TCP after ours).
+    for (double r : {105.2e6, 104.4e6, 104.4e6, 74.2e6}) {
+      HopRecord h;
+      h.used = true;
+      h.rate_bps = r;
+      h.choke_fraction = r < 100e6 ? 0.5 : 1.0;
+      m.hops.hops.push_back(h);
+    }
+    m.hops.bottleneck_hop = m.hops.bottleneck_earliest_hop = 4;
+    m.hops.warnings.push_back({WarningCode::kLowConfidence, "fewer than half"});
     return m;
   };
   auto search = [&] {
@@ -459,11 +469,17 @@ TEST_CASE("measure: trains our own queue spread below its shaper, gaps above it"
   CHECK(m.capacity.warnings.back().code == "capacity_from_own_shaper");
   CHECK(m.capacity.warnings.back().message.find("209.76") != std::string::npos);
   CHECK(m.availbw.high_bps <= m.capacity.high_bps);
+  // The narrow link is ours: the bottleneck is the link into hop 1.
+  CHECK(m.hops.bottleneck_hop == 1);
+  CHECK(m.hops.bottleneck_earliest_hop == 1);
+  CHECK(m.hops.bottleneck_rate_bps == 105.2e6);
+  CHECK(m.hops.warnings.empty());
   SECTION("gaps below the shaper: a slower link after ours may be the narrow one") {
     MeasureResult m2 = path58(0.9 * ip);
     add_availbw(m2, search(), 0);
     CHECK(m2.capacity.capacity_bps == 74.28e6);
     CHECK(m2.capacity.capacity_source != "own_shaper");
+    CHECK(m2.hops.bottleneck_hop == 4);
   }
   SECTION("no gap check: nothing says the links after ours are faster") {
     MeasureResult m2 = path58(0);
