@@ -450,6 +450,34 @@ TEST_CASE("measure takes the narrow link's hop rate when the gaps read above the
   CHECK(C == 40.96e6);
 }
 
+TEST_CASE("measure takes the narrow link's hop rate when the gaps were refused as squeezed inside "
+          "the trains' interval") {
+  // Benchmark path 40 at 967b8cc: 752 -> 9.5 (narrow, CBR) -> 80.5 -> 20.8
+  // (on/off) -> 880 Mbit/s; trains 6.38 [5.78, 9.58], gaps 7.62 [5.94, 8.71]
+  // squeezed after the narrow link (least-delayed 6.90), nothing widened;
+  // the hops 534.5 (few chokes), 9.41, 9.41, 8.06, 8.03. Truth 9.44.
+  MeasureResult m = measured("rst_trains", 6.38e6, 5.78e6, 9.58e6,
+                             {{"verdict", "squeezed_after_narrow"}, {"capacity_bps", 7.62e6},
+                              {"low_bps", 5.94e6}, {"high_bps", 8.71e6}, {"widened", false}},
+                             {{534.5e6, 0.25}, {9.41e6, 1.0}, {9.41e6, 0.0}, {8.06e6, 0.5},
+                              {8.03e6, 0.0}});
+  m.hops.bottleneck_hop = 4;
+  double C = 6.38e6;
+  narrow_capacity_from_hops(m, &C);
+  CHECK(C == 9.41e6);
+  CHECK(m.capacity.capacity_source == "hop_dispersion");
+  CHECK(m.hops.bottleneck_hop == 2);
+  // Gaps that simply agree inside the interval: nothing changes.
+  MeasureResult agree = measured("rst_trains", 6.38e6, 5.78e6, 9.58e6,
+                                 {{"verdict", "agrees"}, {"capacity_bps", 6.5e6},
+                                  {"low_bps", 5.94e6}, {"high_bps", 8.71e6}},
+                                 {{534.5e6, 0.25}, {9.41e6, 1.0}, {9.41e6, 0.0}, {8.06e6, 0.5},
+                                  {8.03e6, 0.0}});
+  C = 6.38e6;
+  narrow_capacity_from_hops(agree, &C);
+  CHECK(C == 6.38e6);
+}
+
 TEST_CASE("measure: the target's own hop trains do not overrule the gaps") {
   // Benchmark path 21 at 93287ab: links of 232.7, 380.6 and 198.8 Mbit/s,
   // CBR of 76.2 on the last; trains 143.1, gaps 200.4 [197.6, 202.6]
