@@ -59,6 +59,11 @@ struct ShaperOptions {
   // A reply interval in the sustained phase longer than twice what the rate
   // spaces it by, and by at least this much, is a stall, not the shaper.
   Nanos min_pause = 5 * kMs;
+  // A shorter step in the reply curve (remove_steps in shaper.cpp): taken
+  // out when it stands at least this far, and 6 robust standard deviations,
+  // above the intervals' scatter, up to this many per stream.
+  Nanos min_step = 400 * kUs;
+  int max_steps = 2;
   // Our own sending standing still this much longer than the stream's usual
   // spacing, early enough that the bucket's refill over it outweighs a
   // quarter of what was sent before: ShaperFinding::send_stall_bits.
@@ -105,6 +110,7 @@ struct ShaperFinding {
   // busy host; the replies only show that): not a shaper.
   bool sender_limited = false;
   double pause_s = 0;             // the longest such stall, beyond the expected spacing
+  int steps_removed = 0;          // steps taken out of the reply curve (ShaperOptions::min_step)
   // Our own sending stood still early in the stream (ShaperOptions::
   // min_send_stall): a bucket not yet empty refilled in mid-stream, and a
   // stream that showed none says little. Bits (after the head) where it
