@@ -306,9 +306,13 @@ bool gaps_adopted(const std::string& verdict) {
   return verdict == "adopted" || verdict == "adopted_below" || verdict == "adopted_unsupported";
 }
 
+bool gaps_squeezed(const std::string& verdict) {
+  return verdict == "trains_too_slow" || verdict == "squeezed_after_narrow";
+}
+
 bool gaps_bound_from_above(const std::string& verdict, const GapEstimate& g,
                            const CapacityEstimate& trains) {
-  return (verdict == "trains_too_slow" || verdict == "squeezed_after_narrow") &&
+  return gaps_squeezed(verdict) &&
          g.capacity.valid && g.capacity.high_bps > trains.high_bps;
 }
 

@@ -110,6 +110,9 @@ double fastest_train_bps(std::vector<double> kept_bps);
 std::string judge_gaps(const GapEstimate& g, const CapacityEstimate& trains, double send_bps,
                        bool trains_may_read_high, double max_train_bps = 0);
 bool gaps_adopted(const std::string& verdict);
+// Refused as squeezed by a loaded link after the narrow one (trains_too_slow,
+// squeezed_after_narrow).
+bool gaps_squeezed(const std::string& verdict);
 // Refused gaps that still bound the narrow link from above: a loaded link
 // after it squeezed them (trains_too_slow, squeezed_after_narrow), so they
 // read that later, faster link, while the trains read below the narrow link

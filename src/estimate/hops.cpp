@@ -170,6 +170,13 @@ bool slowed_after(const std::vector<HopRate>& hops, int k, double drop) {
   return !later_faster && later_slower;
 }
 
+// The hop reads over kAbove above the trains' T, and T lies above half its
+// rate r: a later link faster than r, whatever it carries, leaves a train
+// at least r/2 (a slower one would be the narrow link).
+bool hop_above_trains(const HopRate& h, double trains_bps) {
+  return h.rate_bps > kAbove * trains_bps && 2 * trains_bps > h.rate_bps;
+}
+
 }  // namespace
 
 int narrow_hop_above_trains(const std::vector<HopRate>& hops, double trains_bps, double high_bps,
@@ -178,16 +185,12 @@ int narrow_hop_above_trains(const std::vector<HopRate>& hops, double trains_bps,
   int found = -1;
   for (int k = 0; k < static_cast<int>(hops.size()); ++k) {
     const HopRate& h = hops[k];
-    if (!h.used || !(h.rate_bps > kAbove * trains_bps) || h.rate_bps > high_bps ||
+    if (!h.used || !hop_above_trains(h, trains_bps) || h.rate_bps > high_bps ||
         h.choke_fraction < kChoke) {
       continue;
     }
-    // Cross traffic on the later link at its whole rate would leave this,
-    // or on any link faster than the hop (at most half of its rate).
-    if (trains_bps <= later_bps * h.rate_bps / (h.rate_bps + later_bps) ||
-        2 * trains_bps <= h.rate_bps) {
-      continue;
-    }
+    // Cross traffic on the later link at its whole rate would leave this.
+    if (trains_bps <= later_bps * h.rate_bps / (h.rate_bps + later_bps)) continue;
     if (slowed_after(hops, k, kAbove)) found = k;
   }
   return found;
@@ -199,8 +202,7 @@ int narrow_hop_passed(const std::vector<HopRate>& hops, double trains_bps) {
   for (int k = 0; k < static_cast<int>(hops.size()); ++k) {
     const HopRate& h = hops[k];
     if (!h.used || h.passed_fraction < kMinPassed || h.passed_trains < kMinPassedTrains ||
-        h.choke_fraction < kChoke ||
-        !(h.rate_bps > kAbove * trains_bps) || !(2 * trains_bps > h.rate_bps)) {
+        h.choke_fraction < kChoke || !hop_above_trains(h, trains_bps)) {
       continue;
     }
     if (slowed_after(hops, k, kPassedDrop)) found = k;

@@ -438,7 +438,7 @@ void widen_to_gaps(const GapEstimate& g, const std::string& verdict,
 // upper end (the gaps') and reaches down to the group.
 void take_least_delayed(const GapEstimate& g, const std::string& verdict,
                         const std::vector<double>& kept, CapacityResult& res) {
-  if (verdict != "trains_too_slow" && verdict != "squeezed_after_narrow") return;
+  if (!gaps_squeezed(verdict)) return;
   const DenseMode d = least_delayed_group(kept, g.min_delay_bps, res.capacity_bps);
   if (!d.found) return;
   res.warnings.push_back(

@@ -14,6 +14,7 @@
 #include "app/plumbing/session.hpp"
 #include "estimate/availbw.hpp"
 #include "estimate/capacity.hpp"
+#include "estimate/capacity_gaps.hpp"
 #include "estimate/hops.hpp"
 #include "estimate/load_budget.hpp"
 #include "estimate/own_qdisc.hpp"
@@ -1547,7 +1548,7 @@ bool gaps_at_last_hop(MeasureResult& m, double* capacity_bps) {
     return false;
   }
   const std::string verdict = gc.value("verdict", std::string());
-  if (verdict != "squeezed_after_narrow" && verdict != "trains_too_slow") return false;
+  if (!gaps_squeezed(verdict)) return false;
   const double gaps = gap_check_number(gc, "capacity_bps");
   const double low = gap_check_number(gc, "low_bps");
   const double high = gap_check_number(gc, "high_bps");
@@ -1600,8 +1601,7 @@ void capacity_from_hop_rates(MeasureResult& m, double* capacity_bps) {
   // 8.19 [5.84, 9.28], trains 6.38 and 7.21, the hops 9.41 at hop 2 for
   // 9.44; -32.4% and -23.7%. Over 18 committed runs the rule would have
   // fired on those two only).
-  const std::string verdict = gc.is_object() ? gc.value("verdict", std::string()) : std::string();
-  const bool squeezed = verdict == "squeezed_after_narrow" || verdict == "trains_too_slow";
+  const bool squeezed = gc.is_object() && gaps_squeezed(gc.value("verdict", std::string()));
   const std::vector<HopRate> rates = hop_rates(m.hops);
   const double gaps_upper = std::max(cap.high_bps, gaps_high);
   int k = (widened || above || gaps_adopted || squeezed) && gaps > 0
