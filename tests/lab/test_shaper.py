@@ -113,8 +113,16 @@ def test_token_bucket_behind_a_peak_rate_the_trains_never_empty(cmd, rate, burst
         assert chk["trigger"] == "routine", chk
         assert abs(doc["capacity_bps"] / R - 1) <= 0.03, (doc["capacity_bps"], R)
         assert abs(sh["bucket_bytes"] / (burst * 1500 / 1514) - 1) <= 0.25, sh
-        # The peak is the second bucket's rate (IP layer), read by the trains.
-        assert abs(sh["peak_bps"] / (peakrate * 1500 / 1514) - 1) <= 0.15, sh
+        # The peak is the second bucket's rate (IP layer), read by the trains,
+        # less what the lab's tbf loses per packet: its peak bucket holds one
+        # packet (minburst 1514), so each packet waits for the qdisc's
+        # watchdog timer, and comes out late by the same 16-17 us at both
+        # rates here (our reading of the numbers: 86.1-88.7 Mbit/s for a
+        # peak of 100 (99.1 at the IP layer) in 28 readings, 45.8-46.6 for 50
+        # in 8 (2026-12-05, the binaries before and after 06bbcec alike), 82.7
+        # on the busy fresh CI of c2bf3e2). Never above the configured peak.
+        expected = peakrate * 1500 / 1514
+        assert 0.78 * expected <= sh["peak_bps"] <= 1.05 * expected, sh
         assert not sh["peak_is_lower_bound"], sh
         if cmd == "measure":
             a = doc["availbw_bps"]
