@@ -109,10 +109,11 @@ void find_stall(const std::vector<double>& x, const std::vector<double>& y, doub
 // hid a 30 KB burst at 100 Mbit/s (2.2 ms ahead of the sustained line)
 // behind a 4-7 ms step: "no level shift", "burst within the timing noise"
 // (the lab, 25 Mbit/s of UDP through the tbf: 4 runs in 30). Up to
-// `max_steps` are taken out of `y`, the largest first; a curve with more is
-// ragged (bursty cross traffic) and is left as it came. Returns how many.
+// `max_steps` are taken out of `y`; a curve with more is ragged (bursty
+// cross traffic) and is left as it came. Returns how many.
 int remove_steps(const std::vector<double>& x, std::vector<double>& y, double min_step_s,
                  int max_steps) {
+  constexpr double kMadToSd = 1.4826;  // a normal's SD per median absolute deviation
   const int m = static_cast<int>(x.size()) - 1;
   if (m < 8) return 0;
   const IntervalExcess ex = interval_excess(x, y);
@@ -123,7 +124,7 @@ int remove_steps(const std::vector<double>& x, std::vector<double>& y, double mi
   for (int i = 0; i < m; ++i) {
     abs_excess.push_back(std::min(std::fabs(ex.late[i]), std::fabs(ex.early[i])));
   }
-  const double sd = 1.4826 * median(abs_excess);
+  const double sd = kMadToSd * median(abs_excess);
   const double threshold = std::max(6 * sd, min_step_s);
   // What stays of a step after the next three intervals' catch-up (a
   // reply late on its own, the ones after it on time, is no step).
@@ -146,7 +147,7 @@ int remove_steps(const std::vector<double>& x, std::vector<double>& y, double mi
       std::vector<double> side(abs_excess.begin() + lo, abs_excess.begin() + std::max(lo, hi));
       std::sort(side.begin(), side.end());
       if (side.size() == 4) side.pop_back();
-      if (!side.empty()) sd_near = std::max(sd_near, 1.4826 * median(side));
+      if (!side.empty()) sd_near = std::max(sd_near, kMadToSd * median(side));
     }
     return sd_near;
   };
