@@ -521,3 +521,129 @@ TwoRateEstimate estimate_capacity_two_rates(const std::vector<TrainDispersion>& 
 }
 
 }  // namespace lw
+
+namespace lw {
+
+LostLoadLadder lift_lost_load(const std::vector<double>& d, double bits, double load_bits,
+                              double tol) {
+  LostLoadLadder out;
+  out.dispersions_s = d;
+  const std::size_t n = d.size();
+  if (n < 5 || !(bits > 0) || !(load_bits > 0) || load_bits >= bits) return out;
+  for (double x : d) {
+    if (!(x > 0)) return out;
+  }
+  std::vector<double> s = d;
+  std::sort(s.begin(), s.end());
+  // A first rung from the slowest train (within a rung or so of the top:
+  // close enough to find the clusters; the top's own rate refines it).
+  const double rung0 = load_bits * s.back() / bits;
+  const double w = tol * rung0;
+  // The top: the highest cluster that holds a fifth of the trains (and 2).
+  const auto need = std::max<std::size_t>(2, static_cast<std::size_t>(std::ceil(kLadderTopShare * static_cast<double>(n))));
+  std::size_t best = n;
+  for (std::size_t i = n; i-- > 0;) {
+    const auto lo = std::lower_bound(s.begin(), s.end(), s[i] - w);
+    const auto hi = std::upper_bound(s.begin(), s.end(), s[i] + w);
+    if (static_cast<std::size_t>(hi - lo) >= need) {
+      best = i;
+      break;
+    }
+  }
+  if (best == n) return out;
+  std::vector<double> top_cluster;
+  for (double x : s) {
+    if (std::abs(x - s[best]) <= w) top_cluster.push_back(x);
+  }
+  const double top = median(top_cluster);
+  const double rung = load_bits * top / bits;
+  const double band = tol * rung;
+  // Deeper rungs for longer trains: up to a quarter of the train lost.
+  const int max_rungs =
+      std::max(kMaxLostRungs, static_cast<int>(std::floor(bits / load_bits / 4)));
+  std::size_t above = 0, below = 0, off = 0;
+  std::vector<int> rung_of(n, 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    const double x = (top - d[i]) / rung;
+    if (x < -tol) {
+      ++above;
+      rung_of[i] = -1;
+      continue;
+    }
+    const double k = std::round(x);
+    if (std::abs(x - k) * rung > band || k > max_rungs) {
+      ++off;
+      rung_of[i] = -1;
+    } else {
+      rung_of[i] = static_cast<int>(k);
+      if (k >= 1) ++below;
+    }
+  }
+  // (a) nothing but noise lies above the top, and no lower rung holds more
+  // than kLostRungCrowding times as many trains.
+  std::vector<std::size_t> per_rung(static_cast<std::size_t>(max_rungs) + 1, 0);
+  for (int k : rung_of) {
+    if (k >= 0) ++per_rung[static_cast<std::size_t>(k)];
+  }
+  for (std::size_t k = 1; k < per_rung.size(); ++k) {
+    if (static_cast<double>(per_rung[k]) > kLostRungCrowding * static_cast<double>(per_rung[0])) {
+      return out;
+    }
+  }
+  // The deepest rung is loss's tail: thinner than the top (cross traffic
+  // read upside down has its crowded foot there).
+  std::size_t deepest = 0;
+  for (std::size_t k = 1; k < per_rung.size(); ++k) {
+    if (per_rung[k] > 0) deepest = k;
+  }
+  if (deepest > 0 && per_rung[deepest] >= per_rung[0]) return out;
+  if (above + off > n / 10) return out;
+  out.found = true;
+  out.top_s = top;
+  out.rung_s = rung;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (rung_of[i] >= 1) {
+      out.dispersions_s[i] = d[i] + rung_of[i] * rung;
+      ++out.lifted;
+      out.rungs += rung_of[i];
+    }
+  }
+  return out;
+}
+
+}  // namespace lw
+
+namespace lw {
+
+TopShift align_ladder_tops(double ts, double bs, double tl, double bl, double rung) {
+  TopShift out;
+  auto offset = [&](int ms, int ml) {
+    const double ds = ts + ms * rung, dl = tl + ml * rung;
+    return dl > ds ? ds - bs * (dl - ds) / (bl - bs) : 1e9;
+  };
+  if (!(rung > 0) || !(bl > bs) || !(tl > ts)) return out;
+  out.offset_s = offset(0, 0);
+  if (std::abs(out.offset_s) <= 0.5 * rung) return out;
+  // The fewest rungs that do it (a short top one rung down and a long one
+  // three down cancel too), the offset nearest zero among those.
+  for (int total = 1; total <= 2 * kMaxLostRungs; ++total) {
+    double best = kTopAlignTolerance * rung;
+    int best_s = -1;
+    for (int ms = std::max(0, total - kMaxLostRungs); ms <= std::min(total, kMaxLostRungs); ++ms) {
+      const double a = std::abs(offset(ms, total - ms));
+      if (a <= best) {
+        best = a;
+        best_s = ms;
+      }
+    }
+    if (best_s >= 0) {
+      out.short_rungs = best_s;
+      out.long_rungs = total - best_s;
+      out.offset_s = offset(out.short_rungs, out.long_rungs);
+      return out;
+    }
+  }
+  return out;
+}
+
+}  // namespace lw

@@ -128,6 +128,7 @@ struct CapacityResult {
   double high_bps = 0;
   double kde_bandwidth_bps = 0;
   double per_train_capacity_bps = 0;  // KDE mode of bits/dispersion per train (diagnostic)
+  int lost_load_lifted = 0;  // trains lifted a whole packet time or more (lift_lost_load)
   double dispersion_offset_s = 0;     // fixed part of the dispersion, from the slope fit
   // "rst_trains", or "syn_pairs": a fallback from full-size SYN trains when the
   // RST load was dropped on the way (low confidence), or "reply_gaps": the

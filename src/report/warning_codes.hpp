@@ -93,6 +93,9 @@ namespace lw {
   X(kLocalShaping, "local_shaping",                                                               \
     "this host's own queue spread avail-bw trains out before they left: our interface may be "    \
     "the tight link")                                                                             \
+  X(kLostLoadCorrected, "lost_load_corrected",                                                  \
+    "replies were lost on the path and trains came back whole packets short (load lost unseen): " \
+    "they were counted as whole trains")                                                          \
   X(kOwnQueueBursts, "own_queue_bursts",                                                         \
     "bursts of this host's traffic in its own queue moved avail-bw trains about, at rates that "   \
     "link had room for: each was judged on the lower of its ratios as sent and as it left")       \

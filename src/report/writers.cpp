@@ -216,6 +216,7 @@ nlohmann::json to_json(const CapacityResult& r) {
             {"capacity_is_lower_bound", r.lower_bound},
             {"kde_bandwidth_bps", nullable(r.valid, r.kde_bandwidth_bps)},
             {"per_train_capacity_bps", r.per_train_capacity_bps},
+            {"trains_lifted_for_lost_load", r.lost_load_lifted},
             {"dispersion_offset_s", r.dispersion_offset_s},
             {"capacity_source", r.capacity_source},
             {"capacity_confidence", confidence(r)},

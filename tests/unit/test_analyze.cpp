@@ -66,6 +66,22 @@ void check_same_document(const nlohmann::json& offline, const nlohmann::json& li
   // Recordings made before the per-hop passed share and rate spread: the
   // replay's hops carry them besides every recorded field.
   nlohmann::json replay = offline;
+  std::set<std::string> skip;
+  // Recordings made before trains that lost load unseen were lifted onto the
+  // whole trains' rung (lift_lost_load): where the replay lifted some, its
+  // capacity is not the recorded one (loss_10m's recording read 3.2% high);
+  // the truth test below checks it. Everything else stays the same.
+  if (!live.contains("trains_lifted_for_lost_load") &&
+      replay.value("trains_lifted_for_lost_load", 0) > 0) {
+    skip = {"capacity_bps", "capacity_low_bps", "capacity_high_bps", "dispersion_offset_s",
+            "per_train_capacity_bps"};
+    nlohmann::json kept = nlohmann::json::array();
+    for (const auto& w : replay["warnings"]) {
+      if (w["code"] != "lost_load_corrected") kept.push_back(w);
+    }
+    CHECK(kept.size() + 1 == replay["warnings"].size());
+    replay["warnings"] = kept;
+  }
   if (live.contains("hops") && live["hops"].is_array() && replay.contains("hops") &&
       replay["hops"].size() == live["hops"].size()) {
     for (std::size_t i = 0; i < live["hops"].size(); ++i) {
@@ -108,6 +124,7 @@ void check_same_document(const nlohmann::json& offline, const nlohmann::json& li
   }
   for (const auto& [key, value] : live.items()) {
     INFO(key);
+    if (skip.count(key) > 0) continue;
     // Recordings made before an avail-bw range that stops at the search's
     // capacity reached the capacity's upper end: the replay's does (and
     // one that reached the old upper end reaches the floored one).
@@ -157,6 +174,12 @@ void check_same_document(const nlohmann::json& offline, const nlohmann::json& li
   // Recordings made before the policer probe: it did not run (null).
   if (!live.contains("policer") && offline.contains("policer")) {
     CHECK(offline["policer"].is_null());
+    ++added;
+  }
+  // Recordings made before lost load was lifted: the replay counts the trains.
+  if (!live_doc.contains("trains_lifted_for_lost_load") &&
+      offline.contains("trains_lifted_for_lost_load")) {
+    CHECK(offline["trains_lifted_for_lost_load"].get<int>() >= 0);
     ++added;
   }
   // Recordings made before the reply-gap check: it did not run (null).
@@ -254,7 +277,16 @@ TEST_CASE("analyze estimates match the lab truth and name what went wrong", "[an
     int lost = 0;
     for (const auto& t : d["trains"]) lost += t["verdict"] == "lost_reply" ? 1 : 0;
     CHECK(lost >= 2);
-    CHECK(d["capacity_bps"].get<double>() == Approx(truth("loss_10m")).epsilon(0.10));
+    // Trains that lost load unseen sat whole packet times below the rest
+    // (7 of 11 kept trains), and were lifted: the estimate is within 1% and
+    // its interval holds the truth (the live run read 3.2% high, outside its
+    // interval, before).
+    CHECK(warning_codes(d).count("lost_load_corrected") == 1);
+    CHECK(d["trains_lifted_for_lost_load"].get<int>() >= 3);
+    const double t = truth("loss_10m");
+    CHECK(d["capacity_bps"].get<double>() == Approx(t).epsilon(0.01));
+    CHECK(d["capacity_low_bps"].get<double>() <= t);
+    CHECK(d["capacity_high_bps"].get<double>() >= t);
   }
   SECTION("reordered replies: those trains rejected as reordered, estimate within 3%") {
     const nlohmann::json d = analyze_doc("reordered_10m");

@@ -529,3 +529,174 @@ TEST_CASE("the capacity interval is at least +-0.3% of the estimate, never narro
   CHECK(none.low_bps == 0);
   CHECK(none.high_bps == 0);
 }
+
+namespace {
+
+// Trains of `n_load` 1500-byte load packets (40-byte markers) at `cap`: the
+// whole train's dispersion, the bits after its head, one packet's time.
+struct LadderPath {
+  double bits, load_bits, top_s, rung_s;
+};
+LadderPath ladder_path(int n_load, double cap) {
+  LadderPath p;
+  p.load_bits = 1500 * 8;
+  p.bits = n_load * p.load_bits + 40 * 8;
+  p.rung_s = p.load_bits / cap;
+  p.top_s = p.bits / cap + 20e-6;  // and a fixed offset
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("lost load: trains whole packets short are lifted onto the whole trains' rung",
+          "[capacity][loss]") {
+  int found = 0, cases = 0;
+  for (double cap : {10e6, 50e6, 100e6}) {
+    for (int n_load : {8, 16, 28}) {
+      for (unsigned seed = 1; seed <= 10; ++seed) {
+        const LadderPath p = ladder_path(n_load, cap);
+        std::mt19937 rng(seed);
+        std::binomial_distribution<int> lost(n_load, 0.03);
+        std::normal_distribution<double> noise(0, 2e-6);
+        std::vector<double> d;
+        int short_trains = 0;
+        // 3% loss before the narrow link, with a train short for sure (the
+        // seed may draw none).
+        for (int i = 0; i < 14; ++i) {
+          const int k = i == 0 ? 1 : lost(rng);
+          short_trains += k > 0 ? 1 : 0;
+          d.push_back(p.top_s - k * p.rung_s + noise(rng));
+        }
+        std::string ks;
+        for (double x : d) ks += std::to_string(std::lround((p.top_s - x) / p.rung_s)) + " ";
+        INFO("cap " << cap << " N " << n_load << " seed " << seed << " rungs " << ks);
+        const LostLoadLadder l = lift_lost_load(d, p.bits, p.load_bits);
+        ++cases;
+        if (!l.found) {
+          // More trains a rung down than whole (it happens at 3% on 16 or
+          // more packets): cross traffic's ladder looks like that, and
+          // nothing is lifted.
+          CHECK(l.lifted == 0);
+          CHECK(l.dispersions_s == d);
+          continue;
+        }
+        ++found;
+        CHECK(l.lifted == short_trains);
+        // (The rung is read at the top rung's own rate, offset included.)
+        CHECK(l.rung_s == Approx(p.rung_s).epsilon(0.03));
+        for (double x : l.dispersions_s) CHECK(x == Approx(p.top_s).margin(10e-6));
+      }
+    }
+  }
+  INFO(found << " of " << cases << " ladders found");
+  CHECK(found >= cases * 8 / 10);
+}
+
+TEST_CASE("lost load: the slope through lifted trains of two lengths reads the capacity",
+          "[capacity][loss]") {
+  const double cap = 50e6;
+  const LadderPath s = ladder_path(14, cap), l = ladder_path(28, cap);
+  // The lab's failing run at 3% loss (issue 11 notes): short trains mostly
+  // whole, long ones often one or two packets short.
+  const std::vector<int> ks = {0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0};
+  const std::vector<int> kl = {1, 0, 1, 0, 1, 2, 0, 1, 0, 0, 0};
+  std::vector<double> ds, dl;
+  for (int k : ks) ds.push_back(s.top_s - k * s.rung_s);
+  for (int k : kl) dl.push_back(l.top_s - k * l.rung_s);
+  const SlopeEstimate raw = estimate_capacity_slope(ds, s.bits, dl, l.bits);
+  const LostLoadLadder ls = lift_lost_load(ds, s.bits, s.load_bits);
+  const LostLoadLadder ll = lift_lost_load(dl, l.bits, l.load_bits);
+  REQUIRE(ls.found);
+  REQUIRE(ll.found);
+  const SlopeEstimate fixed = estimate_capacity_slope(ls.dispersions_s, s.bits, ll.dispersions_s, l.bits);
+  CHECK(raw.capacity.capacity_bps > 1.05 * cap);
+  CHECK(raw.capacity.low_bps > cap);  // and its interval missed the truth
+  CHECK(fixed.capacity.capacity_bps == Approx(cap).epsilon(0.002));
+  CHECK(fixed.capacity.low_bps <= cap * 1.001);
+  CHECK(fixed.capacity.high_bps >= cap * 0.999);
+}
+
+TEST_CASE("lost load: cross traffic's ladder and continuous noise are left alone",
+          "[capacity][loss]") {
+  const double cap = 50e6;
+  const LadderPath p = ladder_path(16, cap);
+  std::normal_distribution<double> noise(0, 2e-6);
+  int lifted_ct = 0, lifted_noise = 0, cases = 0;
+  for (unsigned seed = 1; seed <= 20; ++seed) {
+    std::mt19937 rng(seed);
+    // Full-size cross packets, Poisson: a train meets j of them and comes
+    // back j rungs long (the bottom is the train that met none).
+    for (double lambda : {0.3, 0.6, 1.0, 2.0, 4.0}) {
+      std::poisson_distribution<int> met(lambda);
+      std::vector<double> d;
+      for (int i = 0; i < 14; ++i) d.push_back(p.top_s + met(rng) * p.rung_s + noise(rng));
+      const LostLoadLadder l = lift_lost_load(d, p.bits, p.load_bits);
+      lifted_ct += l.lifted > 0 ? 1 : 0;
+      ++cases;
+    }
+    // Cross traffic of every size: a continuous spread above the bottom.
+    std::exponential_distribution<double> wait(1 / (0.8 * p.rung_s));
+    std::vector<double> d;
+    for (int i = 0; i < 14; ++i) d.push_back(p.top_s + wait(rng));
+    lifted_noise += lift_lost_load(d, p.bits, p.load_bits).lifted > 0 ? 1 : 0;
+  }
+  INFO(lifted_ct << " of " << cases << " cross-traffic ladders lifted, " << lifted_noise
+                 << " of 20 continuous spreads");
+  // A draw of two rungs, the upper one a little more crowded and nothing
+  // above it, is loss's ladder exactly (one group in 15 to 20 at 0.5 to 1
+  // cross packets a train, none at 2 or more): the tally lifts only when
+  // both lengths are ladders and the load they lost is no more than the
+  // markers' loss rate allows.
+  CHECK(lifted_ct <= cases / 10);
+  CHECK(lifted_noise <= 1);
+}
+
+TEST_CASE("lost load: too few trains, or all whole, lift nothing", "[capacity][loss]") {
+  const LadderPath p = ladder_path(16, 50e6);
+  const std::vector<double> four = {p.top_s, p.top_s, p.top_s - p.rung_s, p.top_s};
+  CHECK_FALSE(lift_lost_load(four, p.bits, p.load_bits).found);
+  const std::vector<double> whole(8, p.top_s);
+  const LostLoadLadder l = lift_lost_load(whole, p.bits, p.load_bits);
+  CHECK(l.found);
+  CHECK(l.lifted == 0);
+  CHECK(l.dispersions_s == whole);
+  CHECK_FALSE(lift_lost_load({p.top_s, 0, p.top_s, p.top_s, p.top_s}, p.bits, p.load_bits).found);
+  CHECK_FALSE(lift_lost_load(whole, p.bits, 0).found);
+}
+
+TEST_CASE("lost load: ladder tops a whole rung off a small offset are raised",
+          "[capacity][loss]") {
+  const double cap = 50e6;
+  const LadderPath s = ladder_path(13, cap), l = ladder_path(26, cap);
+  const double r = s.rung_s;
+  SECTION("whole tops: the path's offset stands") {
+    const TopShift t = align_ladder_tops(s.top_s, s.bits, l.top_s, l.bits, r);
+    CHECK(t.short_rungs == 0);
+    CHECK(t.long_rungs == 0);
+    CHECK(t.offset_s == Approx(20e-6).margin(1e-6));
+  }
+  SECTION("the long trains' top one or two rungs down (none came back whole)") {
+    for (int m : {1, 2}) {
+      const TopShift t = align_ladder_tops(s.top_s, s.bits, l.top_s - m * r, l.bits, r);
+      CHECK(t.short_rungs == 0);
+      CHECK(t.long_rungs == m);
+      CHECK(t.offset_s == Approx(20e-6).margin(2e-6));
+    }
+  }
+  SECTION("the short top down, or both") {
+    TopShift t = align_ladder_tops(s.top_s - r, s.bits, l.top_s, l.bits, r);
+    CHECK(t.short_rungs == 1);
+    CHECK(t.long_rungs == 0);
+    t = align_ladder_tops(s.top_s - r, s.bits, l.top_s - r, l.bits, r);
+    CHECK(t.short_rungs == 1);
+    CHECK(t.long_rungs == 1);
+  }
+  SECTION("an offset under half a rung, or one no whole rungs explain, is left") {
+    for (double a : {0.4 * r, -0.45 * r, 0.6 * r, -0.6 * r}) {
+      INFO(a / r);
+      const TopShift t = align_ladder_tops(s.top_s + a, s.bits, l.top_s + a, l.bits, r);
+      CHECK(t.short_rungs == 0);
+      CHECK(t.long_rungs == 0);
+    }
+  }
+}

@@ -30,6 +30,10 @@ namespace {
 // phase when they are most of the trains (CapacityLoop::run).
 constexpr int kCloserTrains = 4;
 
+// Kept trains of each length before a run that lifted trains for lost load
+// may stop on precision (CapacityLoop::precise_enough).
+constexpr std::size_t kLadderTrains = 8;
+
 // The rate a sample says the path carried, for sizing and budgeting the
 // trains and for the shaper's hints: none from replies that came back closer
 // together than the train left (they read the way back, not the path: a
@@ -659,8 +663,13 @@ bool CapacityLoop::precise_enough() const {
   const bool lengths_disagree =
       two_lengths_ && est_.valid && group_rates_[0].size() >= 2 &&
       est_.capacity_bps < (1 - std::max(0.05, 3 * c_.precision)) * median(group_rates_[0]);
-  const bool fit_ready =
-      (!any_slow_ || measured >= 16 || slow_agree) && (!lengths_disagree || measured >= 16);
+  // Trains lifted for load lost unseen: each length's top rung (its whole
+  // trains) is only known once enough trains came back (3% loss on 28-packet
+  // trains: 57% of them a packet or more short; 5 long trains all short
+  // made the top a rung low and the slope +7.8% at 5 trains a length).
+  const bool ladder_ready = out_.tally.lifted() == 0 || out_.tally.kept_per_length(kLadderTrains);
+  const bool fit_ready = (!any_slow_ || measured >= 16 || slow_agree) &&
+                         (!lengths_disagree || measured >= 16) && ladder_ready;
   return out_.tally.enough(c_.min_trains) && est_.valid && fit_ready &&
          (est_.high_bps - est_.low_bps) / 2 <= c_.precision * est_.capacity_bps;
 }

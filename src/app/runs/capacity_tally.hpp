@@ -52,7 +52,10 @@ class CapacityTally {
 
   // The last train's lost replies were the target's reply limit, not the
   // path (a reply check found it): they do not count towards shortening.
-  void forgive_losses() { long_losses_ = 0; }
+  void forgive_losses() {
+    long_losses_ = 0;
+    forgiven_ = true;
+  }
 
   // Forget every sample (after the train size or packet size changed).
   void restart();
@@ -64,6 +67,12 @@ class CapacityTally {
   // on the narrow link showed in the dispersions; estimate/capacity.hpp).
   bool rate_corrected() const { return two_rate_.rate_corrected; }
   const TwoRateEstimate& two_rate() const { return two_rate_; }
+  // Trains the last estimate() lifted for load lost unseen, and whether each
+  // length has at least `n` kept trains.
+  int lifted() const { return lifted_; }
+  bool kept_per_length(std::size_t n) const {
+    return sm_.disp[0].size() >= n && (!two_lengths_ || sm_.disp[1].size() >= n);
+  }
   // Trains counted since sizing ended (or the last restart): picks the group.
   int measured() const { return measured_; }
 
@@ -84,6 +93,12 @@ class CapacityTally {
     std::vector<double> kept_disp;   // and its reply dispersion
     std::vector<TrainDispersion> trains;  // kept trains, for the two-rate fit
   };
+  // The samples with trains that lost load unseen lifted onto the whole
+  // trains' dispersion (estimate/capacity.hpp, lift_lost_load), where the
+  // path lost marker replies; else the samples as they came.
+  // `short_only`: the short trains' lifted rates where only they are a
+  // ladder (else left empty).
+  Samples lifted_samples(std::vector<double>* short_only) const;
   void conclude(CapacityResult& res) const;
   void check_quantisation(CapacityResult& res) const;
 
@@ -91,6 +106,13 @@ class CapacityTally {
   bool verbose_;
   double precision_;
   Samples sm_;
+  Samples view_;     // what estimate() last drew from: sm_ or lifted()
+  int lifted_ = 0;   // trains view_ lifted
+  std::vector<double> short_only_;  // lifted_samples()'s short-only rates
+  int path_losses_ = 0;  // marker replies the path lost (not the target's limit)
+  int markers_sent_ = 0;  // markers of the measured trains
+  bool forgiven_ = false;
+  double load_bits_ = 0;
   int measured_ = 0;
   int long_losses_ = 0;
   CapacityEstimate est_;
