@@ -114,6 +114,7 @@ void find_stall(const std::vector<double>& x, const std::vector<double>& y, doub
 int remove_steps(const std::vector<double>& x, std::vector<double>& y, double min_step_s,
                  int max_steps) {
   constexpr double kMadToSd = 1.4826;  // a normal's SD per median absolute deviation
+  constexpr double kStepPaceRatio = 1.5;
   const int m = static_cast<int>(x.size()) - 1;
   if (m < 8) return 0;
   const IntervalExcess ex = interval_excess(x, y);
@@ -151,10 +152,26 @@ int remove_steps(const std::vector<double>& x, std::vector<double>& y, double mi
     }
     return sd_near;
   };
+  // ... and with the same pace on both sides: where the replies' spacing
+  // per bit before and after differs by more than kStepPaceRatio, the rate
+  // shifted there (burst to sustained: a 3 MB bucket at 100 Mbit/s whose
+  // stream had few sustained intervals before its overflow read the shift
+  // as a step, took it out, and the bucket was "not emptied").
+  auto pace = [&](int lo, int hi) {
+    std::vector<double> p;
+    for (int k = std::max(0, lo); k < std::min(m, hi); ++k) {
+      if (x[k + 1] > x[k]) p.push_back((y[k + 1] - y[k]) / (x[k + 1] - x[k]));
+    }
+    return p.empty() ? 0.0 : median(p);
+  };
+  auto same_pace = [&](int i) {
+    const double before = pace(i - 4, i), after = pace(i + 1, i + 5);
+    return before > 0 && after > 0 && std::max(before, after) <= kStepPaceRatio * std::min(before, after);
+  };
   std::vector<std::pair<int, double>> steps;
   for (int i = 0; i < m; ++i) {
     const double step = net(i);
-    if (step > threshold && step > 6 * near_sd(i)) steps.emplace_back(i, step);
+    if (step > threshold && step > 6 * near_sd(i) && same_pace(i)) steps.emplace_back(i, step);
   }
   if (steps.empty() || static_cast<int>(steps.size()) > max_steps) return 0;
   for (const auto& [i, step] : steps) {
@@ -202,8 +219,30 @@ double shaper_drain_time_s(double bucket_bytes, double rate_bps, double offered_
   return 8.0 * bucket_bytes / (offered_bps - rate_bps);
 }
 
+namespace {
+
+ShaperFinding detect_shaper_once(const std::vector<ShaperPoint>& points, double offered_bps,
+                                 const ShaperOptions& opt, bool take_steps_out);
+
+}  // namespace
+
 ShaperFinding detect_shaper(const std::vector<ShaperPoint>& points, double offered_bps,
                             const ShaperOptions& opt) {
+  // The curve as it came first; with its steps taken out only where that
+  // found no bucket. Steps out of a curve that shows one can only move it:
+  // a 3 MB bucket at 100 Mbit/s whose queue overflowed 1.2 MB after the
+  // shift had one 0.6 ms step in its overflow taken out, and the refit put
+  // the overflow three points early and the sustained phase "too short".
+  const ShaperFinding plain = detect_shaper_once(points, offered_bps, opt, false);
+  if (plain.found || opt.max_steps <= 0) return plain;
+  ShaperFinding stepped = detect_shaper_once(points, offered_bps, opt, true);
+  return stepped.found ? stepped : plain;
+}
+
+namespace {
+
+ShaperFinding detect_shaper_once(const std::vector<ShaperPoint>& points, double offered_bps,
+                                 const ShaperOptions& opt, bool take_steps_out) {
   ShaperFinding f;
   f.offered_bps = offered_bps;
   // Usable points: answered, in send order, replies not running backwards (a
@@ -233,7 +272,7 @@ ShaperFinding detect_shaper(const std::vector<ShaperPoint>& points, double offer
     return f;
   }
   find_stall(x, y, to_seconds(opt.min_pause), f);
-  f.steps_removed = remove_steps(x, y, to_seconds(opt.min_step), opt.max_steps);
+  if (take_steps_out) f.steps_removed = remove_steps(x, y, to_seconds(opt.min_step), opt.max_steps);
 
   // Every model of up to three phases (burst, sustained, overflow), each
   // phase a line: the burst is faster than the sustained phase, the overflow
@@ -393,6 +432,8 @@ ShaperFinding detect_shaper(const std::vector<ShaperPoint>& points, double offer
   f.shift_time = from_seconds(best.burst.a + best.burst.b * xs);
   return f;
 }
+
+}  // namespace
 
 }  // namespace lw
 
