@@ -156,58 +156,58 @@ CapacityTally::Samples CapacityTally::lifted_samples(std::vector<double>* short_
   Samples v = sm_;
   std::vector<std::size_t> idx[2];
   LostLoadLadder ladder[2];
-  int lifted = 0, rungs = 0;
-  double load_packets = 0;
+  double bits[2] = {0, 0};          // per length, the median bits after the head
+  double load_packets[2] = {0, 0};  // per length, the load packets of its kept trains
   for (int g = 0; g < 2; ++g) {
-    std::vector<double> d, bits;
+    std::vector<double> d, b;
     for (std::size_t i = 0; i < v.trains.size(); ++i) {
       if (v.trains[i].group != g) continue;
       idx[g].push_back(i);
       d.push_back(v.trains[i].reply_s);
-      bits.push_back(v.trains[i].bits);
+      b.push_back(v.trains[i].bits);
     }
     if (idx[g].empty()) continue;
-    ladder[g] = lift_lost_load(d, median(bits), load_bits_);
-    // Both lengths, or neither: one lifted alone skews the slope. Short
-    // trains on a ladder of their own while the long ones come back whole
-    // too rarely to show one (loss that grows with the train: a third of
-    // 28-packet trains whole where 3% would leave 43%) give the short
-    // trains' lifted rates.
-    if (g == 1 && !ladder[1].found && ladder[0].found && ladder[0].lifted > 0 &&
-        markers_sent_ > 0 &&
-        ladder[0].rungs / load_packets <= 2.0 * (path_losses_ + 1) / markers_sent_) {
-      for (std::size_t j = 0; j < idx[0].size(); ++j) {
-        short_only->push_back(v.trains[idx[0][j]].bits / ladder[0].dispersions_s[j]);
-      }
-    }
-    if (!ladder[g].found) return v;
-    lifted += ladder[g].lifted;
-    rungs += ladder[g].rungs;
-    load_packets += static_cast<double>(idx[g].size()) * median(bits) / load_bits_;
-  }
-  if (lifted == 0) return v;
-  // Two tops that disagree with a small offset by whole rungs: a group whose
-  // whole trains never came back (estimate/capacity.hpp, align_ladder_tops).
-  if (!idx[0].empty() && !idx[1].empty()) {
-    std::vector<double> b0, b1;
-    for (std::size_t i : idx[0]) b0.push_back(v.trains[i].bits);
-    for (std::size_t i : idx[1]) b1.push_back(v.trains[i].bits);
-    const TopShift shift = align_ladder_tops(ladder[0].top_s, median(b0), ladder[1].top_s,
-                                             median(b1), ladder[0].rung_s);
-    const int by[2] = {shift.short_rungs, shift.long_rungs};
-    for (int g = 0; g < 2; ++g) {
-      if (by[g] == 0) continue;
-      for (double& d : ladder[g].dispersions_s) d += by[g] * ladder[0].rung_s;
-      rungs += by[g] * static_cast<int>(idx[g].size());
-    }
+    bits[g] = median(b);
+    ladder[g] = lift_lost_load(d, bits[g], load_bits_);
+    load_packets[g] = static_cast<double>(idx[g].size()) * bits[g] / load_bits_;
   }
   // The load lost (forward only) at no more than twice the markers' loss
   // rate (forward and back), with one more marker lost for the count's
   // noise: a ladder that claims far more is something else (cross traffic's
   // own ladder, read upside down).
-  if (markers_sent_ <= 0 || rungs / load_packets > 2.0 * (path_losses_ + 1) / markers_sent_) {
-    return v;
+  auto within_marker_loss = [&](double rungs, double packets) {
+    return markers_sent_ > 0 && packets > 0 &&
+           rungs / packets <= 2.0 * (path_losses_ + 1) / markers_sent_;
+  };
+  const bool two = !idx[0].empty() && !idx[1].empty();
+  // Short trains on a ladder of their own while the long ones come back
+  // whole too rarely to show one (loss that grows with the train: a third of
+  // 28-packet trains whole where 3% would leave 43%) give the short trains'
+  // lifted rates.
+  if (two && ladder[0].found && !ladder[1].found && ladder[0].lifted > 0 &&
+      within_marker_loss(ladder[0].rungs, load_packets[0])) {
+    for (std::size_t j = 0; j < idx[0].size(); ++j) {
+      short_only->push_back(v.trains[idx[0][j]].bits / ladder[0].dispersions_s[j]);
+    }
   }
+  // Both lengths, or neither: one lifted alone skews the slope.
+  for (int g = 0; g < 2; ++g) {
+    if (!idx[g].empty() && !ladder[g].found) return v;
+  }
+  if (ladder[0].lifted + ladder[1].lifted == 0) return v;
+  int rungs = ladder[0].rungs + ladder[1].rungs;
+  // Two tops that disagree with a small offset by whole rungs: a group whose
+  // whole trains never came back (estimate/capacity.hpp, align_ladder_tops).
+  if (two) {
+    const TopShift shift =
+        align_ladder_tops(ladder[0].top_s, bits[0], ladder[1].top_s, bits[1], ladder[0].rung_s);
+    const int by[2] = {shift.short_rungs, shift.long_rungs};
+    for (int g = 0; g < 2; ++g) {
+      for (double& d : ladder[g].dispersions_s) d += by[g] * ladder[0].rung_s;
+      rungs += by[g] * static_cast<int>(idx[g].size());
+    }
+  }
+  if (!within_marker_loss(rungs, load_packets[0] + load_packets[1])) return v;
   for (int g = 0; g < 2; ++g) {
     for (std::size_t j = 0; j < idx[g].size(); ++j) {
       v.trains[idx[g][j]].reply_s = ladder[g].dispersions_s[j];
@@ -261,8 +261,8 @@ void CapacityTally::finish(CapacityResult& res, double max_rate_bps) {
   estimate();
   res.dispersion_offset_s = offset_s_;
   conclude(res);
-  if (lifted_ > 0) res.lost_load_lifted = lifted_;
   if (lifted_ > 0) {
+    res.lost_load_lifted = lifted_;
     res.warnings.push_back(
         {WarningCode::kLostLoadCorrected,
          std::to_string(path_losses_) + " marker repl" + (path_losses_ == 1 ? "y was" : "ies were") +
