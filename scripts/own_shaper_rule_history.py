@@ -5,8 +5,9 @@ apply_own_shaper_capacity) over random-path benchmark documents.
 `measure` read our interface's root shaper (own_traffic.qdisc), IP-layer rate
 S. The capacity becomes S when
   * "above": the capacity phase read above S (every packet of ours passes it);
-  * "below": the capacity read over 1% below S, the trains were spread by our
-    own queue (warning local_bottleneck or local_shaping), the reply gaps
+  * "below": the capacity read over 0.1% below S (1% before 2026-12-06), the
+    trains were spread by our own queue (warning local_bottleneck or
+    local_shaping), the reply gaps
     (gap_check.capacity_bps) read at least 0.97 S, and this host's other
     traffic took over 5% of S.
 For each directory (a bench_paths.py --out), prints every run where a rule
@@ -45,7 +46,7 @@ def fires(doc):
         return "above" if c > s else "read"
     if not codes & {"local_bottleneck", "local_shaping"}:
         return ""
-    return "below" if c < 0.99 * s and gaps >= 0.97 * s and other > 0.05 * s else ""
+    return "below" if c < 0.999 * s and gaps >= 0.97 * s and other > 0.05 * s else ""
 
 
 def main():

@@ -1285,8 +1285,9 @@ void apply_own_qdisc(AvailbwResult& a) {
 // The trains read below our interface's root shaper's rate because this
 // host's other traffic shared its queue with them: they were spread by our
 // own queue (local_bottleneck, or local_shaping: the search's trains or the
-// capacity phase's), read over 1% below the shaper's IP-layer rate, this
-// host's traffic took at least kOwnTrafficShare of it, and the reply gaps of
+// capacity phase's), read over kTrainsUnderOwnShaper below the shaper's
+// IP-layer rate, this host's traffic took at least kOwnTrafficShare of it,
+// and the reply gaps of
 // back-to-back full-size SYNs (a pair the shaper lets out together, its
 // bucket holding two packets) read at least kGapsClearOfShaper of it: no
 // link after ours is slower than the shaper, nor the NIC under it. The
@@ -1298,8 +1299,15 @@ void apply_own_qdisc(AvailbwResult& a) {
 // (scripts/own_shaper_rule_history.py), the rule fires 12 times (path 58 in
 // 8 runs, trains at 71.6-106.4; paths 35, 36 and 46, trains 1-3% under the
 // shaper, spread leaving our interface), the shaper's rate the truth each
-// time.
+// time. The trains' margin under the shaper was 1% (kOwnShaperSlack) until
+// the fresh-clone CI of fe7be48 read 98.25 Mbit/s from the trains for the lab's
+// 100 Mbit/s tbf (99.08 at the IP layer, 75% of it this host's CBR): 0.84%
+// under it, so the rule did not fire. Over the 16 committed benchmark runs
+// to a89f333, trains 0.1-1% under the shaper with the other conditions met
+// came 72 times, the shaper's rate the truth every time (the trains -0.10%
+// to -0.99%). The lab's tbf and htb run within 0.1% of their rate.
 constexpr double kGapsClearOfShaper = 0.97;
+constexpr double kTrainsUnderOwnShaper = 0.001;
 
 // A number of the gap check's document (capacity/gap_check_json); 0 when
 // absent or not a number.
@@ -1314,7 +1322,7 @@ bool trains_below_own_shaper(const CapacityResult& cap, const AvailbwResult& a, 
   const bool spread = warned_of(cap.warnings, WarningCode::kLocalBottleneck) ||
                       warned_of(cap.warnings, WarningCode::kLocalShaping) ||
                       warned_of(a.warnings, WarningCode::kLocalShaping);
-  return spread && shaper > 0 && cap.capacity_bps < (1 - kOwnShaperSlack) * shaper &&
+  return spread && shaper > 0 && cap.capacity_bps < (1 - kTrainsUnderOwnShaper) * shaper &&
          gap_check_number(cap.gap_check, "capacity_bps") >= kGapsClearOfShaper * shaper &&
          link_availbw(shaper, o.link_bps, o.packet_size, o.l2_header) <
              (1 - kOwnTrafficShare) * shaper;
