@@ -163,6 +163,10 @@ namespace lw {
   X(kSlopeTooNoisy, "slope_too_noisy",                                                            \
     "the two-length slope was too wide; the rate most trains agree on within 1.5%, or the "       \
     "per-train estimate, is used")                                                                \
+  X(kTighterLinkAfterOurs, "tighter_link_after_ours",                                             \
+    "trains that left our own interface as sent, at rates its counters gave room for, reached "   \
+    "the target spread: a link after ours is tighter, and our link's counters are not the "        \
+    "estimate")                                                                                    \
   X(kTimestampsQuantised, "timestamps_quantised",                                                 \
     "reply times are quantised: the capacity is reported as a lower bound")                       \
   X(kTokenBucket, "token_bucket",                                                                 \

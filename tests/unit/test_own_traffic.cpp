@@ -689,3 +689,107 @@ TEST_CASE("measure: our interface's qdisc rate and counters bound the avail-bw w
     CHECK_FALSE(m.availbw.own_traffic.applied);
   }
 }
+
+namespace {
+
+// A fleet of trains at `offered` that left our interface as sent (local
+// ratio `local_ratio`, their packets' delay in our queue spread by
+// `local_queue_s`), our link's avail-bw from its counters `own`, each
+// reaching the target at `ratios`.
+RateRecord fleet_left_as_sent(double offered, double own, const std::vector<double>& ratios,
+                              double local_ratio = 1.0, double local_queue_s = 0.0) {
+  RateRecord r;
+  r.phase = "search";
+  r.rate_bps = offered;
+  r.offered_bps = offered;
+  for (double x : ratios) {
+    PacedTrainRecord t;
+    t.offered_bps = offered;
+    t.ratio = x;
+    t.local_ratio = local_ratio;
+    t.local_queue_s = local_queue_s;
+    t.own_link_availbw_bps = own;
+    t.verdict = x > 1.01 ? "above" : "below";
+    r.trains.push_back(t);
+  }
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("measure: trains that left our interface as sent and still read a rise keep the "
+          "search's reading over our link's counters", "[own_traffic]") {
+  // Benchmark path 6 at a89f333: our interface a 48.2 Mbit/s htb with 14.2
+  // Mbit/s of this host's on/off through it (33.66 left); a 126.6 Mbit/s
+  // link with 100 Mbit/s of Poisson two hops on (26.9 left). The search read
+  // 24.0 in [17.5, 40.4]: its range reached 0.9 x 33.66, and the counters
+  // were reported (+25%). Its fleet at 20.7 Mbit/s: four trains that left
+  // unspread read 1.069, 1.070, 1.093 and 0.948, at 22.4 three read 1.011
+  // to 1.018.
+  const double rate = 48.2e6;
+  const double other = 14.23e6;
+  const double own = (rate - other) * 1500 / 1514;
+  MeasureResult m = measured_capacity(41.6e6, 40e6, 43e6);
+  AvailbwResult a = searched(41.6e6, 24.0e6, other);
+  a.low_bps = 17.5e6;
+  a.high_bps = 40.4e6;
+  a.own_traffic.qdisc_kind = "htb";
+  a.own_traffic.qdisc_rate_bps = rate;
+  a.noise_baseline = 1.0;
+  a.noise_threshold = 0.003;
+  RateRecord calib = fleet_left_as_sent(4.2e6, own, {1.2, 1.3, 1.2, 1.3, 1.2});
+  calib.phase = "calibration";  // never evidence, whatever it read
+  a.rates.push_back(calib);
+  SECTION("a rise: the search stands, and says why") {
+    a.rates.push_back(fleet_left_as_sent(20.7e6, own, {1.069, 1.070, 1.093, 0.948}));
+    a.rates.push_back(fleet_left_as_sent(22.4e6, own, {1.013, 1.018, 1.011}));
+    // (Its fleet at 29.7, over 0.85 x 33.66, is no evidence: left out.)
+    a.rates.push_back(fleet_left_as_sent(29.7e6, own, {0.9, 0.9, 0.9, 0.9, 0.9, 0.9}));
+    add_availbw(m, a, 0);
+    CHECK(m.availbw.availbw_bps == 24.0e6);
+    CHECK(m.availbw.basis == "response_curve");
+    CHECK_FALSE(m.availbw.own_traffic.applied);
+    CHECK(warned(m.availbw, "tighter_link_after_ours"));
+    CHECK_FALSE(warned(m.availbw, "own_traffic"));
+  }
+  SECTION("without those trains: the counters, as before") {
+    add_availbw(m, a, 0);
+    CHECK(m.availbw.own_traffic.applied);
+    CHECK(m.availbw.availbw_bps == Approx(own));
+    CHECK_FALSE(warned(m.availbw, "tighter_link_after_ours"));
+  }
+  SECTION("fewer than five such trains: not enough") {
+    a.rates.push_back(fleet_left_as_sent(20.7e6, own, {1.069, 1.070, 1.093, 1.05}));
+    add_availbw(m, a, 0);
+    CHECK(m.availbw.own_traffic.applied);
+  }
+  SECTION("flat trains (a tighter link not seen): the counters") {
+    a.rates.push_back(fleet_left_as_sent(20.7e6, own, {1.0, 1.001, 0.999, 1.003, 1.0, 1.02}));
+    add_availbw(m, a, 0);
+    CHECK(m.availbw.own_traffic.applied);
+  }
+  SECTION("a rise within the noise threshold: the counters") {
+    a.noise_threshold = 0.06;
+    a.rates.push_back(fleet_left_as_sent(20.7e6, own, {1.02, 1.03, 1.01, 1.025, 1.02}));
+    add_availbw(m, a, 0);
+    CHECK(m.availbw.own_traffic.applied);
+  }
+  SECTION("trains our queue spread or moved about: our queue, not evidence") {
+    a.rates.push_back(fleet_left_as_sent(20.7e6, own, {1.07, 1.08, 1.09, 1.07, 1.1}, 1.05));
+    a.rates.push_back(fleet_left_as_sent(20.7e6, own, {1.07, 1.08, 1.09, 1.07, 1.1}, 1.0, 2e-3));
+    add_availbw(m, a, 0);
+    CHECK(m.availbw.own_traffic.applied);
+  }
+  SECTION("trains near our link's avail-bw: our own link may do it") {
+    a.rates.push_back(fleet_left_as_sent(0.9 * own, own, {1.07, 1.08, 1.09, 1.07, 1.1}));
+    add_availbw(m, a, 0);
+    CHECK(m.availbw.own_traffic.applied);
+  }
+  SECTION("the counters below the search's reading still cap it") {
+    a.availbw_bps = 38e6;
+    a.rates.push_back(fleet_left_as_sent(20.7e6, own, {1.069, 1.070, 1.093, 0.948, 1.05}));
+    add_availbw(m, a, 0);
+    CHECK(m.availbw.own_traffic.applied);
+    CHECK(m.availbw.availbw_bps == Approx(own));
+  }
+}
