@@ -2,8 +2,9 @@
 """Replays the response-curve crossing of estimate_availbw() (src/estimate/availbw.cpp) over every
 committed random-path benchmark run in git history (results/paths_runs/, each distinct file once),
 with the calibration's baseline as the crossing's zero (as the runs had it), with that baseline
-capped at 1 (the rule of 2026-12-04), and with the zero at 1 also where the baseline lies under 1
-by no more than 2 of its standard errors (the rule since 2026-12-05).
+capped at 1 (the rule of 2026-12-04), with the zero at 1 also where the baseline lies under 1
+by no more than 2 of its standard errors (the rule of 2026-12-05), and also where baseline +
+threshold reaches 1 (a train at 1 within the noise band: the rule since 2026-12-06).
 
 Only runs whose reported avail-bw was the crossing (availbw_basis "response_curve") are replayed.
 Their response trains are rebuilt from the run's document: the response groups above the knee
@@ -59,8 +60,11 @@ def replay(d):
         m = statistics.median(cal)
         se = 1.2533 * 1.4826 * statistics.median(abs(x - m) for x in cal) / len(cal) ** 0.5
     zero = base if base < 1 - 2 * se else 1.0
+    # crossing_zero since 2026-12-06: nor where a ratio of 1 lies within the noise band
+    zero_band = zero if base + thr < 1 else 1.0
     return (base, crossing(base) / truth - 1, crossing(min(base, 1.0)) / truth - 1,
-            crossing(zero) / truth - 1, thr, zero, crossing(1.0) / truth - 1)
+            crossing(zero) / truth - 1, thr, zero, crossing(1.0) / truth - 1,
+            crossing(zero_band) / truth - 1, zero_band)
 
 
 def summary(rows, i):
@@ -108,6 +112,16 @@ def main():
         closer, further = moved(kept, 2, 6)
         print(f"  baselines kept (over 2 standard errors under 1): {len(kept)} runs; zero 1 "
               f"would move {closer} closer, {further} further")
+    # The third rule: nor where baseline + threshold reaches 1 (a train at 1
+    # within the noise band).
+    changed = [r for r in kept if r[8] == 1.0]
+    if changed:
+        closer, further = moved(changed, 3, 7)
+        print(f"  of those, baseline + threshold >= 1 (zero 1 since 2026-12-06): {len(changed)} "
+              f"runs, {closer} closer, {further} further:")
+        for r in changed:
+            print(f"    baseline {r[0]:.3f} threshold {r[4]:.3f}: {100 * r[3]:+.0f}% -> "
+                  f"{100 * r[7]:+.0f}%")
 
 
 if __name__ == "__main__":

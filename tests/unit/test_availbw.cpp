@@ -804,18 +804,37 @@ TEST_CASE("a calibration baseline under 1 within its own noise is not the crossi
   }
   CHECK(estimate_availbw(pts, noise, 0, 124e6, 124e6).crossing_bps == Approx(84e6));
   // With the baseline as the zero: 84 - 124 x 0.06, about 76.6.
+  // (a baseline known exactly, and a train at 1 outside the noise band).
   NoiseModel as_zero = noise;
   as_zero.baseline_se = 0;
+  as_zero.threshold = 0.02;
   CHECK(estimate_availbw(pts, as_zero, 0, 124e6, 124e6).crossing_bps ==
         Approx(84e6 - 124e6 * 0.06));
   // The same spread around 0.43 (benchmark path 38 at 0de00f7: 8 usable
   // calibration trains 0.10-2.56, median 0.434, standard error 0.12): more
-  // than 2 standard errors under 1, it stays the zero (the rule cannot tell
-  // such a median from replies compressed on the way back).
+  // than 2 standard errors under 1, but a train at 1 lies within its noise
+  // band (threshold 0.55): the trains' spread covers the deficit, and the
+  // zero is 1 (at 2b58964 the same path's crossing read -90% with the
+  // baseline as the zero, -8% with 1).
   const NoiseModel low = calibrate_noise({0.433, 0.434, 0.104, 0.669, 0.913, 2.555, 0.41, 0.302});
   REQUIRE(low.baseline == Approx(0.4336).epsilon(0.001));
   CHECK(low.baseline_se == Approx(0.1206).epsilon(0.01));
-  CHECK(crossing_zero(low) == low.baseline);
+  REQUIRE(low.baseline + low.threshold >= 1.0);
+  CHECK(crossing_zero(low) == 1.0);
+  // Benchmark path 8 at 66cc257: 0.68 in ratios of 0.09-2.65.
+  // (its document's noise: baseline 0.681, threshold 1.309, standard error
+  // 0.145: 2.2 of them under 1).
+  NoiseModel p8;
+  p8.baseline = 0.681;
+  p8.threshold = 1.309;
+  p8.baseline_se = 0.145;
+  REQUIRE(p8.baseline < 1.0 - 2 * p8.baseline_se);
+  CHECK(crossing_zero(p8) == 1.0);
+  // Replies compressed on the way back, every train alike: 0.90 +- 0.01,
+  // a train at 1 far outside the band: the zero is the baseline.
+  const NoiseModel squeezed = calibrate_noise({0.9, 0.91, 0.89, 0.9, 0.905, 0.895, 0.9, 0.91});
+  REQUIRE(squeezed.baseline + squeezed.threshold < 1.0);
+  CHECK(crossing_zero(squeezed) == squeezed.baseline);
 }
 
 TEST_CASE("search_resolution: no finer than the fleets' verdicts can tell apart", "[availbw]") {
