@@ -4,6 +4,8 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <utility>
+#include <vector>
 
 #include "app/runs/availbw_run.hpp"
 #include "app/runs/capacity_run.hpp"
@@ -758,38 +760,34 @@ TEST_CASE("measure: trains that left our interface as sent and still read a rise
     CHECK(m.availbw.availbw_bps == Approx(own));
     CHECK_FALSE(warned(m.availbw, "tighter_link_after_ours"));
   }
-  SECTION("fewer than five such trains: not enough") {
-    a.rates.push_back(fleet_left_as_sent(20.7e6, own, {1.069, 1.070, 1.093, 1.05}));
+  // The counters are taken with these fleets added.
+  auto counters_taken = [&](std::vector<RateRecord> fleets) {
+    for (RateRecord& r : fleets) a.rates.push_back(std::move(r));
     add_availbw(m, a, 0);
-    CHECK(m.availbw.own_traffic.applied);
+    return m.availbw.own_traffic.applied;
+  };
+  SECTION("fewer than five such trains: not enough") {
+    CHECK(counters_taken({fleet_left_as_sent(20.7e6, own, {1.069, 1.070, 1.093, 1.05})}));
   }
   SECTION("flat trains (a tighter link not seen): the counters") {
-    a.rates.push_back(fleet_left_as_sent(20.7e6, own, {1.0, 1.001, 0.999, 1.003, 1.0, 1.02}));
-    add_availbw(m, a, 0);
-    CHECK(m.availbw.own_traffic.applied);
+    CHECK(counters_taken(
+        {fleet_left_as_sent(20.7e6, own, {1.0, 1.001, 0.999, 1.003, 1.0, 1.02})}));
   }
   SECTION("a rise within the noise threshold: the counters") {
     a.noise_threshold = 0.06;
-    a.rates.push_back(fleet_left_as_sent(20.7e6, own, {1.02, 1.03, 1.01, 1.025, 1.02}));
-    add_availbw(m, a, 0);
-    CHECK(m.availbw.own_traffic.applied);
+    CHECK(counters_taken({fleet_left_as_sent(20.7e6, own, {1.02, 1.03, 1.01, 1.025, 1.02})}));
   }
   SECTION("trains our queue spread or moved about: our queue, not evidence") {
-    a.rates.push_back(fleet_left_as_sent(20.7e6, own, {1.07, 1.08, 1.09, 1.07, 1.1}, 1.05));
-    a.rates.push_back(fleet_left_as_sent(20.7e6, own, {1.07, 1.08, 1.09, 1.07, 1.1}, 1.0, 2e-3));
-    add_availbw(m, a, 0);
-    CHECK(m.availbw.own_traffic.applied);
+    CHECK(counters_taken(
+        {fleet_left_as_sent(20.7e6, own, {1.07, 1.08, 1.09, 1.07, 1.1}, 1.05),
+         fleet_left_as_sent(20.7e6, own, {1.07, 1.08, 1.09, 1.07, 1.1}, 1.0, 2e-3)}));
   }
   SECTION("trains near our link's avail-bw: our own link may do it") {
-    a.rates.push_back(fleet_left_as_sent(0.9 * own, own, {1.07, 1.08, 1.09, 1.07, 1.1}));
-    add_availbw(m, a, 0);
-    CHECK(m.availbw.own_traffic.applied);
+    CHECK(counters_taken({fleet_left_as_sent(0.9 * own, own, {1.07, 1.08, 1.09, 1.07, 1.1})}));
   }
   SECTION("the counters below the search's reading still cap it") {
     a.availbw_bps = 38e6;
-    a.rates.push_back(fleet_left_as_sent(20.7e6, own, {1.069, 1.070, 1.093, 0.948, 1.05}));
-    add_availbw(m, a, 0);
-    CHECK(m.availbw.own_traffic.applied);
+    CHECK(counters_taken({fleet_left_as_sent(20.7e6, own, {1.069, 1.070, 1.093, 0.948, 1.05})}));
     CHECK(m.availbw.availbw_bps == Approx(own));
   }
 }
