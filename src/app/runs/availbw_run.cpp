@@ -1284,16 +1284,14 @@ RiseAfterOurs rise_after_our_link(const AvailbwResult& a) {
 bool tighter_link_after_ours(AvailbwResult& a, double own) {
   const RiseAfterOurs rise = rise_after_our_link(a);
   if (!rise.found) return false;
-  char buf[96];
-  std::snprintf(buf, sizeof buf, "%d trains", rise.trains);
-  std::string n(buf);
-  std::snprintf(buf, sizeof buf, "%.3f", rise.median_ratio);
+  char ratio[32];
+  std::snprintf(ratio, sizeof ratio, "%.3f", rise.median_ratio);
   a.warnings.push_back(
       {WarningCode::kTighterLinkAfterOurs,
-       n + " that left " + a.own_traffic.interface +
-           " as they were sent, at under " + std::to_string(static_cast<int>(kRiseShareOfOwnLink * 100)) +
+       std::to_string(rise.trains) + " trains that left " + a.own_traffic.interface +
+           " as they were sent, at under " + std::to_string(std::lround(kRiseShareOfOwnLink * 100)) +
            "% of its avail-bw from its counters (" + format_rate(own) +
-           "), reached the target spread (median ratio " + buf +
+           "), reached the target spread (median ratio " + ratio +
            "): a link after ours is tighter; the trains' " + format_rate(a.availbw_bps) +
            " stands"});
   return true;
