@@ -68,8 +68,8 @@ std::vector<Step> drive(ReplyGovernor& g, int trains, int per_train, double idle
         std::vector<ReplyGovernor::BurstCheck> bursts;
         for (int j = 0; j < 2; ++j) {
           now += from_seconds(2.0 * b / g.rate_per_s());
-          const int got = send(b, true);
-          bursts.push_back({b, got, last_lost});
+          const int got_b = send(b, true);
+          bursts.push_back({b, got_b, last_lost});
         }
         g.on_burst_check(bursts);
       }

@@ -913,7 +913,7 @@ TEST_CASE("a refuted bucket gives the capacity back to the trains", "[shaper]") 
   CHECK_FALSE(res.shaper.found);
   CHECK(res.shaper.verdict == kShaperRefutedVerdict);
   CHECK(res.shaper.streams == 4);
-  CHECK(res.shaper.refill_bytes == 800e3);
+  CHECK(res.shaper.refill_bytes == 800000u);
   // Once: the snapshot is spent.
   CHECK_FALSE(unapply_shaper(res, 2));
 }
