@@ -177,7 +177,8 @@ namespace lw {
     "trains were not sent faster than the path and were not used")                                \
   X(kTrainsRejected, "trains_rejected", "trains were rejected, with the reasons counted")         \
   X(kTrainsShortened, "trains_shortened",                                                         \
-    "trains lost marker replies, or this host's own queue dropped their load; they were "         \
+    "trains lost marker replies, this host's own queue dropped their load, or long trains read "  \
+    "far faster than short ones (a small queue on the path dropped their load); they were "       \
     "shortened")                                                                                  \
   X(kUncompressedTrains, "uncompressed_trains",                                                   \
     "some trains came back at our own sending rate while others were compressed")

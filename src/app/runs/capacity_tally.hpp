@@ -32,8 +32,9 @@ constexpr int kSizingLoadPackets = 16;
 struct TallyStep {
   CapacitySample sample;
   int path_mtu = 0;      // > 0: a router reported this smaller path MTU (samples forgotten)
-  int shortened_to = 0;  // > 0: long trains kept losing their tail, or our own queue
-                         // dropped load; trains halved to this
+  int shortened_to = 0;  // > 0: long trains kept losing their tail, our own queue
+                         // dropped load, or a queue on the path did unseen
+                         // (long trains faster than short): trains halved to this
 };
 
 class CapacityTally {
@@ -100,6 +101,10 @@ class CapacityTally {
   // ladder (else left empty).
   Samples lifted_samples(std::vector<double>* short_only) const;
   void conclude(CapacityResult& res) const;
+  // Every long train read far faster than every short one (load lost in a
+  // queue on the path), and halved short trains of `n_short` load packets of
+  // `packet_size` bytes would still span enough time to measure.
+  bool queue_drops_load(int n_short, int packet_size) const;
   void check_quantisation(CapacityResult& res) const;
 
   bool two_lengths_;
