@@ -71,6 +71,9 @@ namespace lw {
     "measure: the hop where most hop trains last slowed reads far from the capacity (a loaded "    \
     "link, the tight one, made that step); the bottleneck hop is the one whose rate is the "      \
     "capacity")                                                                                   \
+  X(kBottleneckOwnLink, "bottleneck_own_link",                                                   \
+    "measure: no hop trains named the narrow link, but the capacity trains were already spread "  \
+    "to the capacity when they left this host (local_bottleneck): the bottleneck is hop 1")       \
   X(kLoadLossGaps, "load_loss_gaps",                                                             \
     "trains lost load unseen and read high; the gaps between the replies to back-to-back "        \
     "full-size SYNs, whose losses show, give the capacity (capacity_source reply_gaps)")          \

@@ -791,3 +791,39 @@ TEST_CASE("measure: trains that left our interface as sent and still read a rise
     CHECK(m.availbw.availbw_bps == Approx(own));
   }
 }
+
+TEST_CASE("measure: no hop named, trains spread as they left us: the bottleneck is hop 1",
+          "[own_traffic]") {
+  // The random-path benchmark's path 10 at 5c6288a: our own 5.5 Mbit/s htb
+  // with this host's TCP in it, a 7 Mbit/s link after it; the hops phase ran
+  // out of time after one hop train answered by every hop and named none.
+  auto path10 = [](bool spread, int named) {
+    MeasureResult m = spread ? local_narrow(5.41e6) : measured_capacity(5.41e6, 5.36e6, 5.46e6);
+    for (double r : {565e6, 584e6}) {
+      HopRecord h;
+      h.used = true;
+      h.rate_bps = r;
+      h.choke_fraction = r < 570e6 ? 1.0 : 0.0;
+      m.hops.hops.push_back(h);
+    }
+    m.hops.bottleneck_hop = m.hops.bottleneck_earliest_hop = named;
+    if (named == 0) m.hops.warnings.push_back({WarningCode::kNoBottleneck, "too few trains"});
+    return m;
+  };
+  MeasureResult m = path10(true, 0);
+  add_availbw(m, searched(5.41e6, 4.2e6, 1.2e6), 0);
+  CHECK(m.hops.bottleneck_hop == 1);
+  REQUIRE(m.hops.warnings.size() == 1);
+  CHECK(m.hops.warnings[0].code == "bottleneck_own_link");
+  SECTION("a hop named by the hop trains stands") {
+    MeasureResult m2 = path10(true, 2);
+    add_availbw(m2, searched(5.41e6, 4.2e6, 1.2e6), 0);
+    CHECK(m2.hops.bottleneck_hop == 2);
+  }
+  SECTION("trains not spread as they left: nothing names our own link") {
+    MeasureResult m2 = path10(false, 0);
+    add_availbw(m2, searched(5.41e6, 4.2e6, 1.2e6), 0);
+    CHECK(m2.hops.bottleneck_hop == 0);
+    CHECK(m2.hops.warnings[0].code == "no_bottleneck");
+  }
+}
