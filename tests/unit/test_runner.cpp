@@ -507,6 +507,25 @@ TEST_CASE("a queue of a few packets on a slow link: trains are halved until two 
   int shortest = 1 << 20;
   for (const auto& t : r.res.trains) shortest = std::min(shortest, t.load_packets);
   CHECK(shortest <= 4);
+  // Wherever the phase ends (the time cap, the byte cap), a halving leaves
+  // an estimate: the short trains stay as the long ones of the halved pair.
+  // Right after the first halving that is the 8-packet trains' own reading
+  // (2 x C here, where the queue holds 4 packets), as before the halving;
+  // from the second on, the 4-packet trains', C.
+  for (int k = 6; k <= 30; ++k) {
+    INFO("ended after " << k << " trains");
+    FakeRunner cut(C);
+    cut.queue_limit(10400);
+    cut.reply_jitter(50 * kUs);
+    cut.refuse_after(k, StopReason::kMaxTime);
+    const Run rc = run_fake(cut, capacity_config());
+    if (!warned(rc.res, "trains_shortened")) continue;
+    CHECK(rc.res.valid);
+    CHECK(rc.res.capacity_bps < 2.05 * C);
+    int halvings = 0;
+    for (const auto& w : rc.res.warnings) halvings += w.code == "trains_shortened";
+    if (halvings >= 2) CHECK(rc.res.capacity_bps == Approx(C).epsilon(0.02));
+  }
   // The same link with a queue that holds the trains: no halving.
   FakeRunner deep(C);
   deep.queue_limit(200000);

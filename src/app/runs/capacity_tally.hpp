@@ -105,6 +105,9 @@ class CapacityTally {
   // queue on the path), and halved short trains of `n_short` load packets of
   // `packet_size` bytes would still span enough time to measure.
   bool queue_drops_load(int n_short, int packet_size) const;
+  // The trains were halved for load lost unseen (queue_drops_load): the
+  // short trains' samples become the long length's, the long ones' go.
+  void keep_short_as_long();
   void check_quantisation(CapacityResult& res) const;
 
   bool two_lengths_;
