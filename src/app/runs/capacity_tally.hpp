@@ -123,6 +123,7 @@ class CapacityTally {
   double load_bits_ = 0;
   int measured_ = 0;
   int long_losses_ = 0;
+  bool halved_ = false;  // keep_short_as_long() since the last restart()
   CapacityEstimate est_;
   TwoRateEstimate two_rate_;
   double offset_s_ = 0;
