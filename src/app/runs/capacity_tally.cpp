@@ -144,10 +144,10 @@ TallyStep CapacityTally::add(const Train& train, const TrainOutcome& outcome, in
                             "long trains lost their tail reply repeatedly; trains shortened to " +
                                 std::to_string(step.shortened_to) + " load packets"});
   } else if (!sizing && s.kept() && n_short > 1 && queue_drops_load(n_short, packet_size)) {
-    // Long trains carry more per second than short ones, every one of them:
-    // a queue on the path holds fewer packets than a long train piles up and
-    // drops its load unseen, so its dispersion is the queue's drain time,
-    // whatever the train's length. The short trains may not fit either (a
+    // The long trains' dispersion hardly grew with their bits: a queue on
+    // the path holds fewer packets than a long train piles up and drops its
+    // load unseen, so its dispersion is the queue's drain time, whatever the
+    // train's length. The short trains may not fit either (a
     // 10.4 KB queue at 5.2 Mbit/s: 8 and 16 load packets both came back
     // 14.06 ms apart, +33% from the short ones; README, "A queue of a few
     // packets"): halve the trains until two lengths agree. The short trains

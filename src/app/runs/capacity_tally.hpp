@@ -34,7 +34,7 @@ struct TallyStep {
   int path_mtu = 0;      // > 0: a router reported this smaller path MTU (samples forgotten)
   int shortened_to = 0;  // > 0: long trains kept losing their tail, our own queue
                          // dropped load, or a queue on the path did unseen
-                         // (long trains faster than short): trains halved to this
+                         // (long trains' dispersion hardly grew): trains halved to this
 };
 
 class CapacityTally {
@@ -101,9 +101,10 @@ class CapacityTally {
   // ladder (else left empty).
   Samples lifted_samples(std::vector<double>* short_only) const;
   void conclude(CapacityResult& res) const;
-  // Every long train read far faster than every short one (load lost in a
-  // queue on the path), and halved short trains of `n_short` load packets of
-  // `packet_size` bytes would still span enough time to measure.
+  // The long trains' median dispersion grew by under half what their bits
+  // did (load lost in a queue on the path), and halved short trains of
+  // `n_short` load packets of `packet_size` bytes would still span enough
+  // time to measure.
   bool queue_drops_load(int n_short, int packet_size) const;
   // The trains were halved for load lost unseen (queue_drops_load): the
   // short trains' samples become the long length's, the long ones' go.
