@@ -177,6 +177,25 @@ bool hop_above_trains(const HopRate& h, double trains_bps) {
   return h.rate_bps > kAbove * trains_bps && 2 * trains_bps > h.rate_bps;
 }
 
+// The last hop that `min_trains` of the hops phase's trains (and a share of
+// `min_share`) went on from at its rate, with narrow_hop_passed's other
+// conditions.
+int last_hop_passed(const std::vector<HopRate>& hops, double trains_bps, double min_share,
+                    int min_trains) {
+  if (!(trains_bps > 0)) return -1;
+  int found = -1;
+  for (int k = 0; k < static_cast<int>(hops.size()); ++k) {
+    const HopRate& h = hops[k];
+    if (!h.used || !(h.passed_fraction > 0) || h.passed_fraction < min_share ||
+        h.passed_trains < min_trains || h.choke_fraction < kChoke ||
+        !hop_above_trains(h, trains_bps)) {
+      continue;
+    }
+    if (slowed_after(hops, k, kPassedDrop)) found = k;
+  }
+  return found;
+}
+
 }  // namespace
 
 int narrow_hop_above_trains(const std::vector<HopRate>& hops, double trains_bps, double high_bps,
@@ -197,17 +216,12 @@ int narrow_hop_above_trains(const std::vector<HopRate>& hops, double trains_bps,
 }
 
 int narrow_hop_passed(const std::vector<HopRate>& hops, double trains_bps) {
-  if (!(trains_bps > 0)) return -1;
-  int found = -1;
-  for (int k = 0; k < static_cast<int>(hops.size()); ++k) {
-    const HopRate& h = hops[k];
-    if (!h.used || h.passed_fraction < kMinPassed || h.passed_trains < kMinPassedTrains ||
-        h.choke_fraction < kChoke || !hop_above_trains(h, trains_bps)) {
-      continue;
-    }
-    if (slowed_after(hops, k, kPassedDrop)) found = k;
-  }
-  return found;
+  return last_hop_passed(hops, trains_bps, kMinPassed, kMinPassedTrains);
+}
+
+int hop_one_train_passed(const std::vector<HopRate>& hops, double trains_bps) {
+  if (narrow_hop_passed(hops, trains_bps) >= 0) return -1;
+  return last_hop_passed(hops, trains_bps, 0, 1);
 }
 
 int hop_at_capacity(const std::vector<HopRate>& hops, int named, double capacity_bps) {

@@ -163,6 +163,17 @@ constexpr double kMinPassed = 0.2;
 constexpr int kMinPassedTrains = 2;
 int narrow_hop_passed(const std::vector<HopRate>& hops, double trains_bps);
 
+// Fewer trains through than narrow_hop_passed asks (one train, or a share
+// under kMinPassed), the other conditions met: that hop may be the narrow
+// link's end, a loaded link after it slowing the rest, but one train can
+// have lost load at a full queue (path 12 above), so it bounds the capacity
+// from above instead of giving it (the lab's 50 Mbit/s link before a 120
+// carrying 90 of UDP, CI at 657c4d7: the trains and the gaps agreed at
+// 42.5 and 39.6, hop 2 read 49.45 and one train of 8 reached the target at
+// that rate; truth 49.54 lay above the interval). The last such hop; -1
+// when none, or when narrow_hop_passed finds one.
+int hop_one_train_passed(const std::vector<HopRate>& hops, double trains_bps);
+
 // `measure`, once the capacity C is final: the hop named as the bottleneck
 // (index `named`, the most trains' last step) reads over kHopFar away from
 // C, so it is not where the narrow link ends: a loaded link (the tight one)

@@ -67,6 +67,10 @@ namespace lw {
     "measure: the capacity trains (or reply gaps) were slowed by a loaded link after the narrow "  \
     "one; the hops phase's rate at the hop the narrow link ends at gives the capacity "           \
     "(capacity_source hop_dispersion) and the bottleneck hop")                                    \
+  X(kHopTrainPassed, "hop_train_passed",                                                         \
+    "measure: the hops phase's trains slowed after a hop that read above the capacity, and one "   \
+    "of them (too few to give the capacity) reached the target at that hop's rate: a loaded link " \
+    "may have slowed the rest; the capacity's interval reaches that hop's rate")                 \
   X(kBottleneckAtCapacity, "bottleneck_at_capacity",                                             \
     "measure: the hop where most hop trains last slowed reads far from the capacity (a loaded "    \
     "link, the tight one, made that step); the bottleneck hop is the one whose rate is the "      \

@@ -598,10 +598,20 @@ TEST_CASE("narrow_hop_passed: the conditions one by one") {
                                     {true, 6.77e6, 0.0, 0.0}};
   // One train of eight through is not enough (kMinPassed); two are.
   CHECK(narrow_hop_passed(p40, 8.242e6) == -1);
+  // It bounds the capacity from above, though (hop_one_train_passed); not
+  // once narrow_hop_passed takes a hop, nor with no train through.
+  std::vector<HopRate> p40one = p40;
+  p40one[1].passed_trains = p40one[2].passed_trains = 1;
+  CHECK(hop_one_train_passed(p40one, 8.242e6) == 1);
+  CHECK(hop_one_train_passed(p40, 8.242e6) == -1);  // no train counted through
+  std::vector<HopRate> p40none = p40one;
+  p40none[1].passed_fraction = p40none[2].passed_fraction = 0;
+  CHECK(hop_one_train_passed(p40none, 8.242e6) == -1);
   std::vector<HopRate> p40b = p40;
   p40b[1].passed_fraction = p40b[2].passed_fraction = 0.25;
   p40b[1].passed_trains = p40b[2].passed_trains = 2;
   CHECK(narrow_hop_passed(p40b, 8.242e6) == 1);
+  CHECK(hop_one_train_passed(p40b, 8.242e6) == -1);
   // No train through: nothing.
   h[0].passed_fraction = 0;
   CHECK(narrow_hop_passed(h, 5.06e6) == -1);
@@ -655,6 +665,8 @@ TEST_CASE("measure takes the narrow hop's rate from trains that passed, without 
   CHECK(C == 5.06e6);
   CHECK(none.capacity.capacity_source == "rst_trains");
   CHECK(none.hops.bottleneck_hop == 3);
+  CHECK(none.capacity.high_bps == 6.038e6);
+  CHECK(none.capacity.warnings.empty());
   // Nor without a gap check at all when none passed; with one that passed,
   // the gap check is not needed.
   none.capacity.gap_check = nullptr;
@@ -667,9 +679,38 @@ TEST_CASE("measure takes the narrow hop's rate from trains that passed, without 
   one.hops.trains_voting = 4;
   one.hops.hops[0].passed_trains = one.hops.hops[1].passed_trains = 1;
   C = 5.06e6;
+  MeasureResult one_of_eight = one;
   narrow_capacity_from_hops(one, &C);
   CHECK(C == 5.06e6);
   CHECK(one.capacity.capacity_source == "rst_trains");
+  // But its interval reaches the hop's rate: a loaded link after the hop
+  // may have slowed the others (hop_one_train_passed).
+  CHECK(one.capacity.low_bps == 4.581e6);
+  CHECK(one.capacity.high_bps == 6.52e6);  // the hop's fastest train, within 3%
+  CHECK(one.hops.bottleneck_hop == 3);
+  REQUIRE(one.capacity.warnings.size() == 1);
+  CHECK(one.capacity.warnings[0].code == "hop_train_passed");
+  // One train of eight (the lab's 50 Mbit/s link before a 120 carrying 90
+  // of UDP): the same.
+  one_of_eight.hops.trains_voting = 8;
+  one_of_eight.hops.hops[0].passed_fraction = one_of_eight.hops.hops[1].passed_fraction = 0.125;
+  narrow_capacity_from_hops(one_of_eight, &C);
+  CHECK(C == 5.06e6);
+  CHECK(one_of_eight.capacity.high_bps == 6.52e6);
+  // A fastest train far above the hop's median is noise: 3% over it at most.
+  MeasureResult far = one_of_eight;
+  far.capacity.warnings.clear();
+  far.capacity.high_bps = 6.038e6;
+  far.hops.hops[0].rate_high_bps = 15e6;
+  narrow_capacity_from_hops(far, &C);
+  CHECK(far.capacity.high_bps == Approx(1.03 * 6.474e6));
+  // An interval that already reaches the hop is left alone.
+  MeasureResult wide = one_of_eight;
+  wide.capacity.warnings.clear();
+  wide.capacity.high_bps = 7e6;
+  narrow_capacity_from_hops(wide, &C);
+  CHECK(wide.capacity.high_bps == 7e6);
+  CHECK(wide.capacity.warnings.empty());
 }
 
 TEST_CASE("hop_at_capacity: a bottleneck hop far from the capacity gives way to the hop at it") {

@@ -1671,6 +1671,32 @@ bool gaps_at_last_hop(MeasureResult& m, double* capacity_bps) {
   return true;
 }
 
+// One hop train reached the target at a hop's rate, too few to give the
+// capacity (estimate/hops.hpp, hop_one_train_passed): the capacity's
+// interval reaches up to that hop's rate, the estimate and the bottleneck
+// stay.
+void interval_to_passed_hop(MeasureResult& m, const std::vector<HopRate>& rates) {
+  CapacityResult& cap = m.capacity;
+  const int k = hop_one_train_passed(rates, cap.capacity_bps);
+  if (k < 0) return;
+  const HopRecord& h = m.hops.hops[static_cast<std::size_t>(k)];
+  // Up to the hop's fastest train within 3% of its median (a train far above
+  // it read noise: benchmark path 49 at a history commit, 18.61 Mbit/s at
+  // hop 3 with one train at 43.5, for 17.31), and at least 0.3% over it.
+  const double high =
+      std::max(h.rate_bps * (1 + kSystematicRel), std::min(h.rate_high_bps, 1.03 * h.rate_bps));
+  if (!(high > cap.high_bps)) return;
+  cap.warnings.push_back(
+      {WarningCode::kHopTrainPassed,
+       "the capacity estimate (" + cap.capacity_source + ") read " + format_rate(cap.capacity_bps) +
+           "; the hops phase's trains left hop " + std::to_string(k + 1) + " at " +
+           format_rate(h.rate_bps) + " and slowed after it, but " +
+           std::to_string(h.passed_trains) + " of them reached the target at that rate: the " +
+           "links after that hop may be loaded rather than narrower, so the capacity's interval "
+           "reaches " + format_rate(high) + " (was up to " + format_rate(cap.high_bps) + ")"});
+  cap.high_bps = high;
+}
+
 // Trains (or adopted gaps) slowed by a loaded link after the narrow one: the
 // narrow hop's rate (narrow_hop_above_trains, narrow_hop_passed).
 void capacity_from_hop_rates(MeasureResult& m, double* capacity_bps) {
@@ -1711,7 +1737,10 @@ void capacity_from_hop_rates(MeasureResult& m, double* capacity_bps) {
   // on from the hop to the target unslowed (benchmark paths 39, 40 and 52
   // at e048c44).
   if (!from_gaps) k = narrow_hop_passed(rates, cap.capacity_bps);
-  if (k < 0) return;
+  if (k < 0) {
+    interval_to_passed_hop(m, rates);
+    return;
+  }
   const HopRecord& h = m.hops.hops[static_cast<std::size_t>(k)];
   // Up to the gaps' upper end when they bounded the hop; else the hop's own
   // spread over its trains.
