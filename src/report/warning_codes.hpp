@@ -94,7 +94,9 @@ namespace lw {
   X(kLoadLossSuspected, "load_loss_suspected",                                                    \
     "long trains looked much faster than short ones; the estimate uses the short trains only")    \
   X(kLoadLost, "load_lost",                                                                       \
-    "most of the RST load was lost on the way; the capacity is the SYN trains' (low confidence)") \
+    "most of the RST load was lost on the way (or, where the capacity phase halved its trains for " \
+    "load lost unseen and one length was left, whole full-size SYN trains read under 0.9 of it); " \
+    "the capacity is the SYN trains' (low confidence)")                                          \
   X(kLocalBottleneck, "local_bottleneck",                                                         \
     "the trains left this host already spread to the measured rate: the narrow link is local")    \
   X(kLocalShaping, "local_shaping",                                                               \

@@ -1,6 +1,7 @@
 // Issue 6: who answers in the target's name, and did the RST load arrive?
 // The pure checks of estimate/middlebox.hpp and the full-size SYN train.
 #include <catch2/catch.hpp>
+#include "app/plumbing/path_checks.hpp"
 
 #include "estimate/capacity.hpp"
 #include "estimate/middlebox.hpp"
@@ -146,6 +147,38 @@ TEST_CASE("judging the load by full-size SYN trains", "[middlebox]") {
   CHECK_FALSE(judge_load(950e6, {800e6, 790e6, 810e6}, 0).dropped);
   // Too few trains to say.
   CHECK_FALSE(judge_load(950e6, {50e6, 50e6}, 0).dropped);
+}
+
+TEST_CASE("load lost unseen at a full queue: the SYN trains judged by a tighter bound",
+          "[middlebox]") {
+  auto warned = [](std::initializer_list<WarningCode> codes) {
+    std::vector<Warning> w;
+    for (WarningCode c : codes) w.push_back({c, "x"});
+    return w;
+  };
+  // The tally halved (or kept the short trains) and one length was left.
+  CHECK(load_lost_unseen(
+      warned({WarningCode::kTrainsShortened, WarningCode::kSingleLengthEstimate})));
+  CHECK(load_lost_unseen(
+      warned({WarningCode::kSingleLengthEstimate, WarningCode::kLoadLossSuspected})));
+  // Either alone: the lengths were compared after it, or nothing was lost.
+  CHECK_FALSE(load_lost_unseen(warned({WarningCode::kTrainsShortened})));
+  CHECK_FALSE(load_lost_unseen(warned({WarningCode::kLoadLossSuspected})));
+  CHECK_FALSE(load_lost_unseen(warned({WarningCode::kSingleLengthEstimate})));
+  CHECK_FALSE(load_lost_unseen({}));
+  // The lab's 10.4 KB queue kept full by TCP: 2 whole SYN trains at 5.156
+  // and 5.147 against RST trains at 6.85 (0.75, not dropped by judge_load).
+  const std::vector<double> syn = {5.156e6, 5.147e6};
+  CHECK_FALSE(judge_load(6.85e6, syn, 0).dropped);
+  const LoadCheck j = judge_unseen_loss(6.85e6, syn, 0);
+  CHECK(j.dropped);
+  CHECK(j.syn_capacity_bps == Approx(5.1515e6));
+  // Within 10% of the trains: they stand.
+  CHECK_FALSE(judge_unseen_loss(5.5e6, syn, 0).dropped);
+  // One whole train is not enough; uncompressed ones outnumbering them speak
+  // against it.
+  CHECK_FALSE(judge_unseen_loss(6.85e6, {5.15e6}, 0).dropped);
+  CHECK_FALSE(judge_unseen_loss(6.85e6, syn, 3).dropped);
 }
 
 TEST_CASE("full-size SYN train: drains, markers, acks and the rate cap", "[plan][middlebox]") {
