@@ -369,23 +369,18 @@ void apply_load_check(const Suspicion& u, const LoadCheck& j, bool unseen,
                                              w.code == warning_name(WarningCode::kMaxRateLimited);
                                     }),
                      res.warnings.end());
-  if (unseen) {
-    res.warnings.push_back(
-        {WarningCode::kLoadLost,
-         "trains of full-size SYNs that lost no packet show about " +
-             format_rate(j.syn_capacity_bps) + ", below the RST trains' " +
-             format_rate(lc.rst_capacity_bps) +
-             ", which lost load unseen even at one length (a short queue kept full by cross "
-             "traffic): the capacity reported is the SYN trains' (low confidence)"});
-    return;
-  }
-  if (!u.at_rate) {
+  if (unseen || !u.at_rate) {
+    const std::string why =
+        unseen ? ", which lost load unseen even at one length (a short queue kept full by cross "
+                 "traffic)"
+               : ": most of our RST load was lost on the way";
     res.warnings.push_back({WarningCode::kLoadLost,
-                            "trains of full-size SYNs show about " +
-                                format_rate(j.syn_capacity_bps) + ", far below the RST trains' " +
-                                format_rate(lc.rst_capacity_bps) +
-                                ": most of our RST load was lost on the way; the capacity reported "
-                                "is the SYN trains' (low confidence)"});
+                            "trains of full-size SYNs " +
+                                std::string(unseen ? "that lost no packet " : "") + "show about " +
+                                format_rate(j.syn_capacity_bps) +
+                                (unseen ? ", below" : ", far below") + " the RST trains' " +
+                                format_rate(lc.rst_capacity_bps) + why +
+                                "; the capacity reported is the SYN trains' (low confidence)"});
     return;
   }
   res.warnings.push_back(
