@@ -26,8 +26,7 @@ constexpr int kEnoughSynTrains = 5;  // kept trains after which we stop
 constexpr int kEnoughUncompressed = 3;
 // Whole SYN trains under this share of the RST trains' estimate replace it
 // when the tally says the RST trains lost load unseen (Suspicion::
-// unseen_loss); judge_load's 0.7 otherwise.
-// Two whole SYN trains suffice then (this check's usual 3 met half of them
+// unseen_loss); judge_load's 0.7 otherwise. Two whole SYN trains suffice then (this check's usual 3 met half of them
 // losing a SYN in the lab's 10.4 KB queue kept full by TCP: 2 whole ones of
 // 5 read 5.156 and 5.147 Mbit/s for 5.152, the RST trains 17.9 and 6.85).
 constexpr double kUnseenLossRatio = 0.9;
@@ -427,8 +426,9 @@ void check_capacity_plausible(Session& s, const Config& c, const std::atomic<boo
   // dropping the RST load (with 20- and 40-packet trains at 17.9 Mbit/s in
   // that queue, the SYN trains' ratio of 0.29 made it load_dropped, and the
   // avail-bw search was skipped). A queue that drops our load drops SYNs
-  // too, and whole SYN trains read it; the replies' spacing is not the way
-  // back's then (the head waited behind a full queue the tail did not find).
+  // too, and whole SYN trains read it; replies closer than sent are not the
+  // way back's doing then (a full byte-limited queue takes both 40-byte
+  // markers of a train and drops its whole load: 74 us apart in the lab).
   const LoadCheck strict = u.unseen_loss && !u.at_rate
                                ? judge_unseen_loss(res.capacity_bps, kept, lc.trains_uncompressed)
                                : LoadCheck{};
