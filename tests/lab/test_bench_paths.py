@@ -200,3 +200,57 @@ def test_time_budget_splits_the_phases_and_replays_the_response(tmp_path):
     # replay: all 32 usable trains (12 x 50 + 20 x 70) / 32 = 62.5 against 60; the first 12: 50
     assert rows["0"] == ["60.00", "62.50 (32)", "+4.2 %", "50.00", "-16.7 %"]
     assert "all trains 4.2 %, first 12 16.7 %" in md
+
+
+@pytest.mark.noroot
+def test_spread_history_sets_the_error_beside_the_standard_error(tmp_path):
+    """scripts/availbw_spread_history.py over a git repository of two committed
+    runs whose numbers are known."""
+    repo = tmp_path / "repo"
+    runs = repo / "results" / "paths_runs"
+    runs.mkdir(parents=True)
+
+    def git(*args):
+        subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
+                       env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+                            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"})
+
+    def crossing(est, se, n):
+        # n response trains over the 2 s from at_s 4.0 to the phase's end at 6.0
+        return {"availbw_bps": est, "availbw_basis": "response_curve", "crossing_bps": est,
+                "crossing_se_bps": se, "response_points": n, "availbw_elapsed_s": 6.0,
+                "rates": [{"phase": "search", "at_s": 1.0, "trains": [_train(100, 1500)]},
+                          {"phase": "response", "at_s": 4.0,
+                           "trains": [_train(100, 1500, verdict="above")] * n}]}
+
+    git("init", "-q")
+    # Path 0: +20% with a standard error of 20% of the truth; path 1: our
+    # interface's counters, +5%.
+    docs = [crossing(12e6, 2e6, 16),
+            {"availbw_bps": 21e6, "availbw_basis": "own_interface_counters"}]
+    for i, doc in enumerate(docs):
+        (runs / f"path{i:03d}.json").write_text(json.dumps(
+            {"path": {"index": i}, "truth": {"availbw_bps": [10e6, 20e6][i]}, "doc": doc}))
+    git("add", "-A")
+    git("commit", "-qm", "first run")
+    # The second run: path 0 within 10% (+2%, standard error 1% of the truth).
+    (runs / "path000.json").write_text(json.dumps(
+        {"path": {"index": 0}, "truth": {"availbw_bps": 10e6}, "doc": crossing(10.2e6, 0.1e6, 20)}))
+    git("commit", "-qam", "second run")
+    out = tmp_path / "spread.md"
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "availbw_spread_history.py"),
+                        "--repo", str(repo), "--runs", "2", "--out", str(out)],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    md = out.read_text()
+    assert md == p.stdout
+    assert "4 runs with an avail-bw estimate; 1 of them (25%) over 10% off" in md
+    assert "| response_curve | 2 | 1 |" in md and "| own_interface_counters | 2 | 0 |" in md
+    # The +20% run: within 2 SE (z = 1); trains for SE = 5% of 12 Mbit/s:
+    # 16 x (2 / 0.6)^2 = 177.8; at 2 s / 16 trains, 22.2 s, 20.2 more.
+    assert "the truth within two of the crossing's standard errors in 2 (100%)" in md
+    assert "| error over 10% | 1 | 20.0% | 20.0% | 1.00 | 16 | 178 | 20.2 |" in md
+    # The +2% run: 20 x (0.1 / 0.51)^2 = 0.77 trains, nothing more.
+    assert "| error within 10% | 1 | 1.0% | 1.0% | 2.00 | 20 | 1 | 0.0 |" in md
+    assert "Of the 1 crossings over 10% off, 1 had a standard error over 5%" in md
+    assert "| 0 | 1 | +20 | 20 | 16 | 178 |" in md
