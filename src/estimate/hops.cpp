@@ -256,6 +256,20 @@ int hop_below_capacity(const std::vector<HopRate>& hops, double capacity_bps) {
   return best;
 }
 
+int hop_far_below_capacity(const std::vector<HopRate>& hops, double capacity_bps) {
+  if (!(capacity_bps > 0)) return -1;
+  int best = -1;
+  for (int k = 0; k < static_cast<int>(hops.size()); ++k) {
+    const HopRate& h = hops[k];
+    if (!h.used || h.choke_fraction < kChoke || !(h.rate_bps > 0) || !(h.rate_high_bps > 0) ||
+        capacity_bps <= kCrossTrafficFloor * h.rate_high_bps) {
+      continue;
+    }
+    if (best < 0 || h.rate_bps < hops[best].rate_bps) best = k;
+  }
+  return best;
+}
+
 bool narrow_link_is_last(const std::vector<HopRate>& hops, double gaps_high_bps) {
   if (hops.empty() || !(gaps_high_bps > 0)) return false;
   for (std::size_t i = 0; i + 1 < hops.size(); ++i) {

@@ -49,8 +49,9 @@ namespace lw {
     "capacity (capacity_source reply_gaps)")                                                      \
   X(kGapsAboveTrains, "gaps_above_trains",                                                       \
     "the gaps between the replies to back-to-back full-size SYNs read a faster link than every "  \
-    "train; a loaded link after the narrow one may have slowed the trains, and the capacity's "   \
-    "interval reaches up to the gaps' rate")                                                      \
+    "train; a loaded link after the narrow one may have slowed the trains (or a class-sharing "   \
+    "scheduler, htb classes that borrow or fair queueing, gave them their share), and the "       \
+    "capacity's interval reaches up to the gaps' rate")                                           \
   X(kGapsLeastDelayed, "gaps_least_delayed",                                                     \
     "the gaps were refused as read after the narrow link, but their least-delayed spans and a "   \
     "group of kept trains agree on a rate above the trains' estimate: trains that met no cross "  \
@@ -65,8 +66,9 @@ namespace lw {
     "(capacity_source own_shaper)")                                                               \
   X(kCapacityFromHop, "capacity_from_hop",                                                       \
     "measure: the capacity trains (or reply gaps) were slowed by a loaded link after the narrow "  \
-    "one; the hops phase's rate at the hop the narrow link ends at gives the capacity "           \
-    "(capacity_source hop_dispersion) and the bottleneck hop")                                    \
+    "one, or read faster than a hop they left (a loaded link after it compressed them); the "     \
+    "hops phase's rate at the hop the narrow link ends at gives the capacity (capacity_source "   \
+    "hop_dispersion) and the bottleneck hop")                                                     \
   X(kHopTrainPassed, "hop_train_passed",                                                         \
     "measure: the hops phase's trains slowed after a hop that read above the capacity, and one "   \
     "of them (too few to give the capacity) reached the target at that hop's rate: a loaded link " \

@@ -847,6 +847,66 @@ TEST_CASE("measure lowers a capacity above the rate every hop train left a hop a
   CHECK(m.capacity.warnings[0].code == "capacity_from_hop");
 }
 
+TEST_CASE("hop_far_below_capacity: no capacity over twice a hop's fastest train") {
+  // Seed 2027 at fe0c5c6, path 52: 45.2 Mbit/s carrying 84% CBR (hop 2),
+  // then 133.8 carrying 88% TCP; gaps adopted at 134.1.
+  std::vector<HopRate> h = {{true, 513.5e6, 0.625, 0.0, 380.2e6, 583.6e6},
+                            {true, 44.81e6, 1.0, 0.0, 35.65e6, 45.14e6},
+                            {true, 81.56e6, 0.5, 0.0, 19.60e6, 132.3e6}};
+  CHECK(hop_below_capacity(h, 134.1e6) == -1);  // the trains' rates spread there
+  CHECK(hop_far_below_capacity(h, 134.1e6) == 1);
+  // Under twice the fastest train: cross traffic at the hop can explain it.
+  CHECK(hop_far_below_capacity(h, 90.0e6) == -1);
+  CHECK(hop_far_below_capacity(h, 91.0e6) == 1);
+  // A hop that slowed few of the trains says nothing; nor one not used.
+  h[1].choke_fraction = 0.25;
+  CHECK(hop_far_below_capacity(h, 134.1e6) == -1);
+  h[1].choke_fraction = 1.0;
+  h[1].used = false;
+  CHECK(hop_far_below_capacity(h, 134.1e6) == -1);
+  h[1].used = true;
+  // Two such hops: the slower.
+  h.push_back({true, 30.0e6, 1.0, 0.0, 29.0e6, 31.0e6});
+  CHECK(hop_far_below_capacity(h, 134.1e6) == 3);
+  CHECK(hop_far_below_capacity(h, 0) == -1);
+}
+
+TEST_CASE("measure lowers a capacity over twice a hop's fastest train to that hop's rate") {
+  MeasureResult m = measured("reply_gaps", 134.14e6, 132.87e6, 135.43e6, {{"verdict", "adopted"}},
+                             {{513.5e6, 0.625}, {44.81e6, 1.0}, {81.56e6, 0.5}, {81.36e6, 0.0}});
+  const std::vector<std::pair<double, double>> spread = {
+      {380.2e6, 583.6e6}, {35.65e6, 45.14e6}, {19.60e6, 132.3e6}, {19.55e6, 132.0e6}};
+  for (std::size_t i = 0; i < spread.size(); ++i) {
+    m.hops.hops[i].rate_low_bps = spread[i].first;
+    m.hops.hops[i].rate_high_bps = spread[i].second;
+  }
+  m.hops.bottleneck_hop = 2;
+  SECTION("a hop before the target") {
+    double C = 134.14e6;
+    narrow_capacity_from_hops(m, &C);
+    CHECK(C == 44.81e6);
+    CHECK(m.capacity.capacity_bps == 44.81e6);
+    CHECK(m.capacity.capacity_source == "hop_dispersion");
+    // From the hop's slowest train up to twice it: the truth, 44.80, inside.
+    CHECK(m.capacity.low_bps == Approx(35.65e6));
+    CHECK(m.capacity.high_bps == Approx(71.3e6));
+    CHECK(m.hops.bottleneck_hop == 2);
+    REQUIRE(m.capacity.warnings.size() == 1);
+    CHECK(m.capacity.warnings[0].code == "capacity_from_hop");
+  }
+  SECTION("the target's own hop is the capacity trains' reading: left out") {
+    m.hops.target_reached = true;
+    m.hops.target_addr = m.hops.hops.back().addr = "198.18.4.2";
+    for (auto& hop : m.hops.hops) hop.choke_fraction = 0.0;
+    m.hops.hops.back().choke_fraction = 1.0;
+    m.hops.hops.back().rate_high_bps = 45e6;
+    double C = 134.14e6;
+    narrow_capacity_from_hops(m, &C);
+    CHECK(C == 134.14e6);
+    CHECK(m.capacity.capacity_source == "reply_gaps");
+  }
+}
+
 TEST_CASE("a hop whose replies come back closer than its markers were sent takes no part",
           "[hops]") {
   // 20 Mbit/s into the target; a busy 5 Mbit/s way back from it returns its

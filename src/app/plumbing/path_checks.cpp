@@ -469,7 +469,9 @@ void widen_to_gaps(const GapEstimate& g, const std::string& verdict,
            "); the gaps between replies to back-to-back full-size SYNs say " +
            format_rate(g.capacity.capacity_bps) +
            ", a faster link: a loaded link after the narrow one may have slowed every train "
-           "(the gaps then read that link), so the narrow link lies between them; the interval "
+           "(the gaps then read that link), or a scheduler that shares the narrow link between "
+           "classes of traffic (htb classes that borrow, fair queueing) gave the trains their "
+           "share and a pair the whole link, so the narrow link lies between them; the interval "
            "now reaches " + format_rate(g.capacity.high_bps)});
   res.high_bps = g.capacity.high_bps;
   res.gap_check["widened"] = true;

@@ -1603,6 +1603,33 @@ void take_hop_capacity(MeasureResult& m, int k, double low, double high, const s
   set_bottleneck(m.hops, k, h.choke_fraction);
 }
 
+// A capacity over twice the fastest hop train at a hop where cross traffic
+// met them (estimate/hops.hpp, hop_far_below_capacity): the hop's rate, the
+// bottleneck there. The interval runs from the hop's slowest train up to
+// twice it (cross traffic leaves a train at least half the link's rate), or
+// the old estimate if lower.
+bool capacity_far_above_hop(MeasureResult& m, const std::vector<HopRate>& rates,
+                            double* capacity_bps) {
+  const CapacityResult& cap = m.capacity;
+  const int k = hop_far_below_capacity(rates, cap.capacity_bps);
+  if (k < 0) return false;
+  const HopRecord& h = m.hops.hops[static_cast<std::size_t>(k)];
+  const double low = std::min(h.rate_low_bps, h.rate_bps * (1 - kSystematicRel));
+  const double high =
+      std::max(h.rate_high_bps * (1 + kSystematicRel),
+               std::min(cap.capacity_bps, kCrossTrafficFloor * std::max(h.rate_low_bps, low)));
+  take_hop_capacity(
+      m, k, low, high,
+      "the capacity estimate (" + cap.capacity_source + ") read " + format_rate(cap.capacity_bps) +
+          ", over twice the fastest of the hops phase's trains at hop " + std::to_string(k + 1) +
+          " (" + format_rate(h.rate_low_bps) + " to " + format_rate(h.rate_high_bps) +
+          "), where they met cross traffic: that leaves a train at least half a link's rate, so "
+          "a loaded link after the hop compressed the trains (and the gaps read it); the "
+          "capacity is that hop's rate, up to twice its slowest train",
+      capacity_bps);
+  return true;
+}
+
 // A capacity above the rate every hop train left a hop at (estimate/hops.hpp,
 // hop_below_capacity): that hop's rate, the bottleneck there. Not the
 // target's own: its hop trains are capacity trains, which the capacity phase
@@ -1620,7 +1647,7 @@ bool capacity_above_hop(MeasureResult& m, double* capacity_bps) {
     rates.back().used = false;
   }
   const int k = hop_below_capacity(rates, cap.capacity_bps);
-  if (k < 0) return false;
+  if (k < 0) return capacity_far_above_hop(m, rates, capacity_bps);
   const HopRecord& h = m.hops.hops[static_cast<std::size_t>(k)];
   take_hop_capacity(
       m, k, std::min(h.rate_low_bps, h.rate_bps * (1 - kSystematicRel)),
