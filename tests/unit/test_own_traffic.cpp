@@ -483,6 +483,26 @@ TEST_CASE("measure: trains our own queue spread below its shaper, gaps above it"
     CHECK(m2.capacity.capacity_source != "own_shaper");
     CHECK(m2.hops.bottleneck_hop == 4);
   }
+  SECTION("the hops phase took a later hop's rate for the capacity: not our shaper") {
+    // Seed 2028 at 7c5f399, paths 6 and 7: hop 1 read our shaper's rate,
+    // a later hop slowed the trains and was taken (capacity_from_hop); the
+    // gaps read a loaded link after that one.
+    MeasureResult m2 = path58(209.76e6);
+    m2.capacity.capacity_source = "hop_dispersion";
+    m2.capacity.capacity_bps = 74.2e6;
+    add_availbw(m2, search(), 0);
+    CHECK(m2.capacity.capacity_bps == 74.2e6);
+    CHECK(m2.capacity.capacity_source == "hop_dispersion");
+    CHECK(m2.hops.bottleneck_hop == 4);
+    // Hop 1 taken instead (the narrow link ours): the shaper's rate stands.
+    MeasureResult m3 = path58(209.76e6);
+    m3.capacity.capacity_source = "hop_dispersion";
+    m3.capacity.capacity_bps = 105.2e6;
+    m3.hops.bottleneck_hop = m3.hops.bottleneck_earliest_hop = 1;
+    add_availbw(m3, search(), 0);
+    CHECK(m3.capacity.capacity_bps == Approx(ip));
+    CHECK(m3.capacity.capacity_source == "own_shaper");
+  }
   SECTION("no gap check: nothing says the links after ours are faster") {
     MeasureResult m2 = path58(0);
     m2.capacity.gap_check = nullptr;
