@@ -503,6 +503,28 @@ TEST_CASE("measure: trains our own queue spread below its shaper, gaps above it"
     CHECK(m3.capacity.capacity_bps == Approx(ip));
     CHECK(m3.capacity.capacity_source == "own_shaper");
   }
+  SECTION("hop 1 read the shaper's rate: our queue did not slow the trains") {
+    // Seed 2028 path 7 run again: hop 1 at 100.29 [98.93, 100.98] for our
+    // 100.07 Mbit/s htb, trains 29.67 (a 40.9 Mbit/s link with CBR after it).
+    auto at_shaper = [&](double trains_bps) {
+      MeasureResult m2 = path58(209.76e6);
+      m2.has_hops = true;
+      m2.capacity.capacity_bps = trains_bps;
+      HopRecord& h1 = m2.hops.hops.front();
+      h1.rate_bps = 1.002 * ip;
+      h1.rate_low_bps = 0.989 * ip;
+      h1.rate_high_bps = 1.009 * ip;
+      add_availbw(m2, search(), 0);
+      return m2;
+    };
+    const MeasureResult far = at_shaper(0.30 * ip);
+    CHECK(far.capacity.capacity_bps == Approx(0.30 * ip));
+    CHECK(far.capacity.capacity_source != "own_shaper");
+    // Trains a little under it (within 5%): the shaper's rate, as before.
+    const MeasureResult near = at_shaper(0.97 * ip);
+    CHECK(near.capacity.capacity_bps == Approx(ip));
+    CHECK(near.capacity.capacity_source == "own_shaper");
+  }
   SECTION("no gap check: nothing says the links after ours are faster") {
     MeasureResult m2 = path58(0);
     m2.capacity.gap_check = nullptr;
