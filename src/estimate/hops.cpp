@@ -241,33 +241,37 @@ int hop_at_capacity(const std::vector<HopRate>& hops, int named, double capacity
   return best;
 }
 
-int hop_below_capacity(const std::vector<HopRate>& hops, double capacity_bps) {
+namespace {
+
+// The hop with the lowest rate among the used ones that slowed most trains
+// (choke_fraction >= kChoke) and that `contradicts` the capacity; -1 when none.
+template <typename Pred>
+int slowest_contradicting_hop(const std::vector<HopRate>& hops, double capacity_bps,
+                              Pred contradicts) {
   if (!(capacity_bps > 0)) return -1;
   int best = -1;
   for (int k = 0; k < static_cast<int>(hops.size()); ++k) {
     const HopRate& h = hops[k];
-    if (!h.used || h.choke_fraction < kChoke || !(h.rate_low_bps > 0) ||
-        h.rate_high_bps > (1 + kTightSpread) * h.rate_low_bps ||
-        capacity_bps <= kAboveHop * h.rate_high_bps) {
-      continue;
-    }
+    if (!h.used || h.choke_fraction < kChoke || !contradicts(h)) continue;
     if (best < 0 || h.rate_bps < hops[best].rate_bps) best = k;
   }
   return best;
 }
 
+}  // namespace
+
+int hop_below_capacity(const std::vector<HopRate>& hops, double capacity_bps) {
+  return slowest_contradicting_hop(hops, capacity_bps, [&](const HopRate& h) {
+    return h.rate_low_bps > 0 && h.rate_high_bps <= (1 + kTightSpread) * h.rate_low_bps &&
+           capacity_bps > kAboveHop * h.rate_high_bps;
+  });
+}
+
 int hop_far_below_capacity(const std::vector<HopRate>& hops, double capacity_bps) {
-  if (!(capacity_bps > 0)) return -1;
-  int best = -1;
-  for (int k = 0; k < static_cast<int>(hops.size()); ++k) {
-    const HopRate& h = hops[k];
-    if (!h.used || h.choke_fraction < kChoke || !(h.rate_bps > 0) || !(h.rate_high_bps > 0) ||
-        capacity_bps <= kCrossTrafficFloor * h.rate_high_bps) {
-      continue;
-    }
-    if (best < 0 || h.rate_bps < hops[best].rate_bps) best = k;
-  }
-  return best;
+  return slowest_contradicting_hop(hops, capacity_bps, [&](const HopRate& h) {
+    return h.rate_bps > 0 && h.rate_high_bps > 0 &&
+           capacity_bps > kCrossTrafficFloor * h.rate_high_bps;
+  });
 }
 
 bool narrow_link_is_last(const std::vector<HopRate>& hops, double gaps_high_bps) {

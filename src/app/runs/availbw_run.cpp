@@ -1392,8 +1392,8 @@ double gap_check_number(const nlohmann::json& gc, const char* key) {
   return it != gc.end() && it->is_number() ? it->get<double>() : 0.0;
 }
 
-// Not where the hops phase put the narrow link after ours (capacity_from_hop
-// at hop 2 or later: `narrow_after_ours`): its trains left hop 1 at the
+// Not where the hops phase (`hops`, null without one) put the narrow link
+// after ours (capacity_from_hop at hop 2 or later): its trains left hop 1 at the
 // shaper's rate, this host's traffic did not slow them there, and a later
 // link did; the gaps then read a loaded link after that one (refused as
 // trains_too_slow). The random-path benchmark with seed 2028 at 7c5f399:
@@ -1405,7 +1405,7 @@ double gap_check_number(const nlohmann::json& gc, const char* key) {
 // those two are the only ones with a later hop taken before; the 16 where
 // the hop rule had taken hop 1 were all right.
 // Nor where hop 1 read the shaper's rate (within kFirstHopAtShaper, its
-// trains within 3% of each other, most of them slowed there: `first_hop`)
+// trains within 3% of each other, most of them slowed there)
 // while the trains read over kFarUnderShaper below it: they left our queue
 // at its rate, so this host's traffic there does not explain the shortfall;
 // a link after ours does (the same path 7 run again: no hop taken, hop 1 at
@@ -1418,13 +1418,16 @@ constexpr double kFirstHopAtShaper = 0.02;
 constexpr double kFarUnderShaper = 0.05;
 
 bool trains_below_own_shaper(const CapacityResult& cap, const AvailbwResult& a, double shaper,
-                             bool narrow_after_ours, const HopRecord* first_hop) {
-  if (narrow_after_ours) return false;
-  if (first_hop != nullptr && first_hop->used && first_hop->choke_fraction >= 0.5 &&
-      first_hop->rate_low_bps > 0 && first_hop->rate_high_bps <= 1.03 * first_hop->rate_low_bps &&
-      std::fabs(first_hop->rate_bps / shaper - 1) <= kFirstHopAtShaper &&
-      cap.capacity_bps < (1 - kFarUnderShaper) * shaper) {
-    return false;
+                             const HopsResult* hops) {
+  if (hops != nullptr && !hops->hops.empty()) {
+    if (cap.capacity_source == "hop_dispersion" && hops->bottleneck_hop >= 2) return false;
+    const HopRecord& h1 = hops->hops.front();
+    if (h1.ttl <= 1 && h1.used && h1.choke_fraction >= 0.5 && h1.rate_low_bps > 0 &&
+        h1.rate_high_bps <= 1.03 * h1.rate_low_bps &&
+        std::fabs(h1.rate_bps / shaper - 1) <= kFirstHopAtShaper &&
+        cap.capacity_bps < (1 - kFarUnderShaper) * shaper) {
+      return false;
+    }
   }
   const OwnTrafficRecord& o = a.own_traffic;
   const bool spread = warned_of(cap.warnings, WarningCode::kLocalBottleneck) ||
@@ -1436,8 +1439,7 @@ bool trains_below_own_shaper(const CapacityResult& cap, const AvailbwResult& a, 
              (1 - kOwnTrafficShare) * shaper;
 }
 
-void apply_own_traffic(const CapacityResult& cap, AvailbwResult& a, bool narrow_after_ours,
-                       const HopRecord* first_hop) {
+void apply_own_traffic(const CapacityResult& cap, AvailbwResult& a, const HopsResult* hops) {
   OwnTrafficRecord& o = a.own_traffic;
   if (!a.valid || !o.valid || o.packet_size <= 0) return;
   if (!warned_of(cap.warnings, WarningCode::kLocalBottleneck)) {
@@ -1456,7 +1458,7 @@ void apply_own_traffic(const CapacityResult& cap, AvailbwResult& a, bool narrow_
   const double shaper = own_shaper_capacity(o);
   const bool by_shaper =
       shaper > 0 &&
-      (shaper < C || trains_below_own_shaper(cap, a, shaper, narrow_after_ours, first_hop));
+      (shaper < C || trains_below_own_shaper(cap, a, shaper, hops));
   if (by_shaper) C = c_low = c_high = shaper;
   const double own = link_availbw(C, o.link_bps, o.packet_size, o.l2_header);
   // Above the search's range by more than its resolution: a tighter link
@@ -1525,15 +1527,15 @@ void apply_own_traffic(const CapacityResult& cap, AvailbwResult& a, bool narrow_
 // A shaper rate above the capacity phase's reading is the capacity only by
 // trains_below_own_shaper (the gaps show no slower NIC or link after it).
 // After apply_own_traffic, which reads the trains' C for its message.
-void apply_own_shaper_capacity(CapacityResult& cap, AvailbwResult& a, bool narrow_after_ours,
-                               const HopRecord* first_hop) {
+void apply_own_shaper_capacity(CapacityResult& cap, AvailbwResult& a,
+                               const HopsResult* hops) {
   const OwnTrafficRecord& o = a.own_traffic;
   if (!o.valid || !cap.valid || cap.lower_bound || cap.shaper.found) return;
   const double shaper = own_shaper_capacity(o);
   if (!(shaper > 0)) return;
   if (!cap_at_own_shaper(cap, {o.interface, o.qdisc_kind, o.qdisc_rate_bps, shaper},
                          warned_of(cap.warnings, WarningCode::kLocalBottleneck))) {
-    if (!trains_below_own_shaper(cap, a, shaper, narrow_after_ours, first_hop)) return;
+    if (!trains_below_own_shaper(cap, a, shaper, hops)) return;
     take_own_shaper_capacity(
         cap, shaper,
         "the trains read " + format_rate(cap.capacity_bps) + ", spread by this host's own " +
@@ -1592,14 +1594,9 @@ void name_own_link_bottleneck(MeasureResult& m) {
 }  // namespace
 
 void add_availbw(MeasureResult& m, AvailbwResult a, unsigned capture_drops) {
-  // The hops phase took a later hop's rate for the capacity (capacity_from_hop).
-  const bool narrow_after_ours =
-      m.capacity.capacity_source == "hop_dispersion" && m.hops.bottleneck_hop >= 2;
-  const HopRecord* first_hop =
-      m.has_hops && !m.hops.hops.empty() && m.hops.hops.front().ttl <= 1 ? &m.hops.hops.front()
-                                                                           : nullptr;
-  apply_own_traffic(m.capacity, a, narrow_after_ours, first_hop);
-  apply_own_shaper_capacity(m.capacity, a, narrow_after_ours, first_hop);
+  const HopsResult* hops = m.hops.hops.empty() ? nullptr : &m.hops;
+  apply_own_traffic(m.capacity, a, hops);
+  apply_own_shaper_capacity(m.capacity, a, hops);
   name_own_link_bottleneck(m);
   // The search ran up to the capacity's estimate and its range stops there;
   // the avail-bw of an idle path is the capacity, which may lie anywhere in
@@ -1659,7 +1656,7 @@ bool capacity_far_above_hop(MeasureResult& m, const std::vector<HopRate>& rates,
   const double low = std::min(h.rate_low_bps, h.rate_bps * (1 - kSystematicRel));
   const double high =
       std::max(h.rate_high_bps * (1 + kSystematicRel),
-               std::min(cap.capacity_bps, kCrossTrafficFloor * std::max(h.rate_low_bps, low)));
+               std::min(cap.capacity_bps, kCrossTrafficFloor * h.rate_low_bps));
   take_hop_capacity(
       m, k, low, high,
       "the capacity estimate (" + cap.capacity_source + ") read " + format_rate(cap.capacity_bps) +
