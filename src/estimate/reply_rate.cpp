@@ -99,12 +99,14 @@ ReplyGovernor::Step ReplyGovernor::on_check(int asked, int answered) {
 }
 
 bool ReplyGovernor::on_burst_check(const std::vector<BurstCheck>& checks) {
-  // Every check lost replies as a limit does (one lost reply in one check,
-  // not the last, is chance).
+  // Every check lost replies as a limit does: at its end (one lost reply
+  // but the last, or a few scattered over the check, is chance).
   int most = 0;
   for (const BurstCheck& b : checks) {
-    if (b.answered >= b.asked) return false;
-    if (b.asked - b.answered < 2 && !b.last_lost) return false;
+    const int lost = b.asked - b.answered;
+    if (lost <= 0 || b.first_lost < 0 || b.first_lost >= b.asked) return false;
+    const int from_first = b.asked - b.first_lost;  // SYNs from the first lost reply on
+    if (lost == 1 ? from_first != 1 : 2 * lost < from_first) return false;
     most = std::max(most, b.answered);
   }
   if (checks.empty()) return false;

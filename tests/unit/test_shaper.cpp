@@ -473,6 +473,37 @@ TEST_CASE("shaper: our own sending slowing down is not a shaper", "[shaper]") {
   }
 }
 
+TEST_CASE("shaper: our sending slowing at a stream's end is no short sustained phase",
+          "[shaper]") {
+  // The fresh-clone CI at 8dc5d37: an unshaped 1 Gbit/s path, a 10 MB
+  // stream whose last markers came back at 617 Mbit/s read "sustained phase
+  // too short", and a third stream followed it. Our own sending slowed
+  // there: the replies only show that, whatever the phase's length.
+  Path p;
+  p.rate_bps = 5e9;
+  p.offered_bps = 1e9;
+  p.send_slow_after = 9.2e6;
+  p.send_slow_bps = 600e6;
+  p.noise_s = 20e-6;
+  for (unsigned seed = 1; seed <= 5; ++seed) {
+    const ShaperFinding f = run(p, 10e6, seed);
+    INFO("seed " << seed << " rate " << f.rate_bps << " " << f.reason);
+    CHECK_FALSE(f.found);
+    CHECK(f.reason != "sustained phase too short");
+  }
+  // A bucket that empties as near the end, our sending at full speed: still
+  // a short sustained phase, which the run loop follows up.
+  p.send_slow_after = 0;
+  p.rate_bps = 600e6;
+  p.bucket_bytes = 9.2e6 * (1 - 600e6 / 1e9);
+  for (unsigned seed = 1; seed <= 5; ++seed) {
+    const ShaperFinding f = run(p, 10e6, seed);
+    INFO("seed " << seed << " rate " << f.rate_bps << " " << f.reason);
+    CHECK_FALSE(f.found);
+    CHECK(f.reason == "sustained phase too short");
+  }
+}
+
 TEST_CASE("shaper: replies bunched behind a late head are not a burst", "[shaper]") {
   // The lab at 0.5 ms RTT through a delay element on a busy VM: a plain 50
   // Mbit/s link read as a bucket of 69 KB with a 14 Gbit/s "peak": the way

@@ -107,7 +107,7 @@ bool wait_for_budget(Session& s, const std::map<IpAddr, int>& asked, Nanos t_cap
 }
 
 // Sends `trains` trains of `per_train` bare SYNs to the target, each after
-// `idle` and within the reply budget; (asked, answered, last reply lost) per
+// `idle` and within the reply budget; (asked, answered, first reply lost) per
 // train. Stops early (fewer entries) when a cap or the clock cuts it short.
 std::vector<ReplyGovernor::BurstCheck> bare_syn_trains(Session& s, const Config& c, int trains,
                                                        int per_train, Nanos idle,
@@ -125,7 +125,9 @@ std::vector<ReplyGovernor::BurstCheck> bare_syn_trains(Session& s, const Config&
     ReplyGovernor::BurstCheck b;
     b.asked = per_train;
     for (int i : t.markers) b.answered += run.outcome.probes[i].reply != 0 ? 1 : 0;
-    b.last_lost = !t.markers.empty() && run.outcome.probes[t.markers.back()].reply == 0;
+    for (std::size_t i = 0; i < t.markers.size() && b.first_lost < 0; ++i) {
+      if (run.outcome.probes[t.markers[i]].reply == 0) b.first_lost = static_cast<int>(i);
+    }
     out.push_back(b);
   }
   return out;
