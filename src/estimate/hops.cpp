@@ -274,6 +274,13 @@ int hop_far_below_capacity(const std::vector<HopRate>& hops, double capacity_bps
   });
 }
 
+int hop_clearly_below(const std::vector<HopRate>& hops, double capacity_bps) {
+  return slowest_contradicting_hop(hops, capacity_bps, [&](const HopRate& h) {
+    return h.rate_low_bps > 0 && h.rate_high_bps <= (1 + kSlowerSpread) * h.rate_low_bps &&
+           capacity_bps > kSlowerMargin * h.rate_high_bps;
+  });
+}
+
 bool narrow_link_is_last(const std::vector<HopRate>& hops, double gaps_high_bps) {
   if (hops.empty() || !(gaps_high_bps > 0)) return false;
   for (std::size_t i = 0; i + 1 < hops.size(); ++i) {

@@ -450,6 +450,40 @@ TEST_CASE("measure takes the narrow link's hop rate when the gaps read above the
   CHECK(C == 40.96e6);
 }
 
+TEST_CASE("measure takes no hop's rate that a later hop's trains all contradict") {
+  // The random-path benchmark, seed 2031, path 32 rerun: our 9.19 Mbit/s
+  // htb (hop 1), the idle 7.7 Mbit/s narrow link into hop 2; trains 7.69,
+  // gaps 9.23 (widened); hop 2 at 7.71 [7.69, 8.05], choke 0.75; hop 1 was
+  // taken (+19.4%).
+  auto path32 = [](double hop2_high) {
+    MeasureResult m = measured("rst_trains", 7.69e6, 7.6e6, 7.8e6,
+                               {{"verdict", "trains_too_slow"}, {"capacity_bps", 9.23e6},
+                                {"low_bps", 9.2e6}, {"high_bps", 9.24e6}, {"widened", true}},
+                               {{9.19e6, 1.0}, {7.71e6, 0.75}, {7.71e6, 0.0}, {7.73e6, 0.0},
+                                {7.71e6, 0.0}});
+    for (auto& h : m.hops.hops) {
+      h.rate_low_bps = 0.998 * h.rate_bps;
+      h.rate_high_bps = 1.04 * h.rate_bps;
+    }
+    m.hops.hops[1].rate_high_bps = hop2_high;
+    m.hops.bottleneck_hop = 2;
+    return m;
+  };
+  MeasureResult m = path32(8.05e6);
+  double C = 7.69e6;
+  narrow_capacity_from_hops(m, &C);
+  CHECK(C == 7.69e6);
+  CHECK(m.capacity.capacity_source == "rst_trains");
+  CHECK(m.hops.bottleneck_hop == 2);
+  // Hop 2's trains spread by cross traffic (a loaded faster link can): hop 1
+  // stands as the narrow link's.
+  MeasureResult spread = path32(9.0e6);
+  C = 7.69e6;
+  narrow_capacity_from_hops(spread, &C);
+  CHECK(C == 9.19e6);
+  CHECK(spread.capacity.capacity_source == "hop_dispersion");
+}
+
 TEST_CASE("measure takes the narrow link's hop rate when the gaps were refused as squeezed inside "
           "the trains' interval") {
   // Benchmark path 40 at 967b8cc: 752 -> 9.5 (narrow, CBR) -> 80.5 -> 20.8
@@ -869,6 +903,26 @@ TEST_CASE("hop_far_below_capacity: no capacity over twice a hop's fastest train"
   h.push_back({true, 30.0e6, 1.0, 0.0, 29.0e6, 31.0e6});
   CHECK(hop_far_below_capacity(h, 134.1e6) == 3);
   CHECK(hop_far_below_capacity(h, 0) == -1);
+}
+
+TEST_CASE("hop_clearly_below: every train over 10% below a candidate, within 5% of each other") {
+  // Seed 2031 at 556f335, path 32: our 9.2 Mbit/s htb (hop 1), hop 2 at 7.7
+  // [7.7, 8.0] (the 7.7 Mbit/s narrow link, idle).
+  std::vector<HopRate> h = {{true, 9.2e6, 1.0, 0.0, 9.2e6, 9.2e6},
+                            {true, 7.7e6, 0.88, 0.0, 7.7e6, 8.0e6},
+                            {true, 7.7e6, 0.0, 0.0, 7.7e6, 8.0e6}};
+  CHECK(hop_below_capacity(h, 9.2e6) == -1);  // 3.9% apart: over its 2%
+  CHECK(hop_clearly_below(h, 9.2e6) == 1);
+  // Within 10% of the fastest train: no contradiction.
+  CHECK(hop_clearly_below(h, 8.7e6) == -1);
+  // Spread by cross traffic (over 5% apart): a loaded faster link can do it.
+  h[1].rate_low_bps = 7.0e6;
+  CHECK(hop_clearly_below(h, 9.2e6) == -1);
+  h[1].rate_low_bps = 7.7e6;
+  // A hop that slowed few trains, or none of them used, says nothing.
+  h[1].choke_fraction = 0.25;
+  CHECK(hop_clearly_below(h, 9.2e6) == -1);
+  CHECK(hop_clearly_below(h, 0) == -1);
 }
 
 TEST_CASE("measure lowers a capacity over twice a hop's fastest train to that hop's rate") {

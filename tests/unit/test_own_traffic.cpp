@@ -525,6 +525,41 @@ TEST_CASE("measure: trains our own queue spread below its shaper, gaps above it"
     CHECK(near.capacity.capacity_bps == Approx(ip));
     CHECK(near.capacity.capacity_source == "own_shaper");
   }
+  SECTION("a hop after ours slowed every train far below the shaper: not our shaper") {
+    // Seed 2031 at 556f335, path 58: our 127.3 Mbit/s tbf, hop 1 at 128.3,
+    // hop 2 at 49.7 [44.7, 52.1] (a 58.7 link with on/off), trains 48.6, the
+    // gaps squeezed to 190.1 by a busy 193.9 link after it.
+    auto at_hop = [&](std::size_t i, double low, double mid, double high) {
+      MeasureResult m2 = path58(209.76e6);
+      m2.has_hops = true;
+      for (std::size_t k = 0; k < m2.hops.hops.size(); ++k) {
+        m2.hops.hops[k].ttl = static_cast<int>(k) + 1;
+      }
+      HopRecord& h = m2.hops.hops[i];
+      h.rate_low_bps = low * ip;
+      h.rate_bps = mid * ip;
+      h.rate_high_bps = high * ip;
+      h.choke_fraction = 1.0;
+      add_availbw(m2, search(), 0);
+      return m2;
+    };
+    // Its fastest train under half the shaper.
+    const MeasureResult far = at_hop(1, 0.35, 0.39, 0.41);
+    CHECK(far.capacity.capacity_bps == 74.28e6);
+    CHECK(far.capacity.capacity_source != "own_shaper");
+    // Every train within 5% of each other, over 10% below the shaper (seed
+    // 2031 path 32: hop 2 at 7.7 [7.7, 8.0] for our 9.2 Mbit/s htb).
+    CHECK(at_hop(1, 0.80, 0.81, 0.84).capacity.capacity_bps == 74.28e6);
+    // ... within 10% of it: the shaper stands.
+    CHECK(at_hop(1, 0.88, 0.89, 0.92).capacity.capacity_source == "own_shaper");
+    // Spread by cross traffic, the fastest over half the shaper (a loaded
+    // faster link after ours: seed 2029's paths 32 and 51): the shaper stands.
+    const MeasureResult loaded = at_hop(1, 0.70, 0.76, 0.89);
+    CHECK(loaded.capacity.capacity_bps == Approx(ip));
+    CHECK(loaded.capacity.capacity_source == "own_shaper");
+    // The same reading at hop 1, our own queue's: the rule's very case.
+    CHECK(at_hop(0, 0.35, 0.39, 0.41).capacity.capacity_source == "own_shaper");
+  }
   SECTION("no gap check: nothing says the links after ours are faster") {
     MeasureResult m2 = path58(0);
     m2.capacity.gap_check = nullptr;
