@@ -27,8 +27,9 @@ constexpr int kEnoughUncompressed = 3;
 // Whole SYN trains under this share of the RST trains' estimate replace it
 // when the tally says the RST trains lost load unseen (Suspicion::
 // unseen_loss); judge_load's 0.7 otherwise. Two whole SYN trains suffice
-// then (this check's usual 3 met half of them losing a SYN in the lab's 10.4 KB queue kept full by TCP: 2 whole ones of
-// 5 read 5.156 and 5.147 Mbit/s for 5.152, the RST trains 17.9 and 6.85).
+// then (this check's usual 3 met half of them losing a SYN in the lab's 10.4
+// KB queue kept full by TCP: 2 whole ones of 5 read 5.156 and 5.147 Mbit/s
+// for 5.152, the RST trains 17.9 and 6.85).
 constexpr double kUnseenLossRatio = 0.9;
 constexpr int kUnseenLossMinTrains = 2;
 // The reply-gap check: SYNs per train (15 gaps), trains at least and at most.
