@@ -193,6 +193,7 @@ struct TrainDispersion {
   double send_s = 0;   // measured send dispersion, head to tail
   double reply_s = 0;  // reply dispersion, head to tail
   int group = 0;       // train length: 0 short, 1 long
+  double left_s = 0;   // head-to-tail spacing as it left our interface (0 = unknown)
 };
 struct RateFit {
   // The trains were offered at two rates far enough apart (per length group,

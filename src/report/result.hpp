@@ -149,6 +149,11 @@ struct CapacityResult {
 
   int trains_sent = 0;
   int trains_used = 0;
+  // > 0: a queue on the path (or ours) could not hold longer trains, and the
+  // trains were shortened (trains_shortened); the longest length measured
+  // after the last shortening, in load packets. Later phases' trains stay
+  // within it (the hops phase: hop trains that lose load unseen read fast).
+  int queue_fit_load_packets = 0;
   double elapsed_s = 0;
   std::uint64_t probe_packets = 0;
   std::uint64_t probe_bytes = 0;

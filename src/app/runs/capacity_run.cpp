@@ -766,7 +766,11 @@ CapacityTrains CapacityLoop::run() {
                   "replies_compressed");
     }
     size(s);
-    if (step.shortened_to > 0) n_ = step.shortened_to;
+    if (step.shortened_to > 0) {
+      n_ = step.shortened_to;
+      res_.queue_fit_load_packets = std::max(
+          1, static_cast<int>(std::lround(n_ * std::max(1.0, c_.length_ratio))));
+    }
 
     next_start = pace(train, run, s, n_train);
     const StopReason late = runner_.check_time(next_start);

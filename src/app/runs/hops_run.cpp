@@ -241,7 +241,7 @@ HopTrains first_markers(const Config& c, const IpAddr& dst, HopsPath& p) {
     s.kind[k] = initial_marker_kind(c.hop_markers, k + 1 == p.H, addr_ok, p.hops[k].tcp);
     s.choice[k].kind = s.kind[k];
   }
-  s.n = c.load_packets > 0 ? c.load_packets : kSizingLoadPackets;
+  s.n = c.load_packets > 0 ? c.load_packets : std::min(kSizingLoadPackets, c.max_load_packets);
   s.sized = c.load_packets > 0;
   return s;
 }
@@ -299,8 +299,11 @@ bool size_from_train(const Config& c, int packet_size, const HopTrainTiming& tm,
   }
   if (s.sized || train_slowest <= 0) return true;
   const double want = std::ceil(c.target_dispersion_s * train_slowest / (8.0 * packet_size));
-  const int n_new = static_cast<int>(std::clamp(want, static_cast<double>(kHopsMinLoadPackets),
-                                                static_cast<double>(c.max_load_packets)));
+  // (Within --max-load-packets, or what a small queue held in the capacity
+  // phase, even below the floor.)
+  const int lo = std::min(kHopsMinLoadPackets, c.max_load_packets);
+  const int n_new = static_cast<int>(
+      std::clamp(want, static_cast<double>(lo), static_cast<double>(c.max_load_packets)));
   const bool keep = n_new == s.n;
   s.n = n_new;
   s.sized = true;
