@@ -65,7 +65,11 @@ void apply_capacity_checks(CapacityResult& res, const nlohmann::json& note);
 // -0.3..+0.1% (trains) and up to +0.7% (gaps) with intervals as narrow as
 // +-0.05% (the paths benchmark at b93126c: 7 of 60 intervals missed the
 // truth by 0.01-0.3%). Live and in `linkwidth analyze`, after the checks.
-constexpr double kSystematicRel = 0.003;
+// It was 0.3% until seed 2032's path 37 (an idle 160.2 Mbit/s tbf of our
+// own, every train 0.3-0.7% under it, the estimate -0.43%): over the 480
+// documents of the committed random-path runs, 47 intervals missed the
+// truth at 0.3%, 40 at 0.5% (the 7: estimates 0.3-0.5% off), 39 at 0.6%.
+constexpr double kSystematicRel = 0.005;
 void add_systematic_margin(CapacityResult& res);
 
 // Our interface's root shaper (estimate/own_qdisc.hpp), as a capacity: how
