@@ -113,6 +113,21 @@ def test_hops_caps_and_text_table(lab_factory):
     assert len(marked) == 1 and L.node_ip(2) in marked[0]
 
 
+def test_hops_trains_keep_within_max_load_packets(lab_factory):
+    """--max-load-packets bounds every hop train: the first (sizing) train
+    had the default 16 load packets whatever the bound, and the sizing's
+    floor of 16 stood above a lower bound (std::clamp with lo > hi)."""
+    import re
+    L = lab_factory([None, "6M", None])
+    p = L.run_in_prober([BIN, "hops", L.target_ip, "--json", "-v", "--max-load-packets", "8"],
+                        timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert 1 <= json.loads(p.stdout)["load_packets"] <= 8
+    # Every train, the first (sizing) one too: it had 16 load packets before.
+    sizes = [int(n) for n in re.findall(r"^train \d+: N=(\d+)", p.stderr, re.M)]
+    assert sizes and max(sizes) <= 8, sizes
+
+
 def test_hops_dry_run_needs_no_privileges(lab_factory):
     L = lab_factory([None, "50M", None])
     drop = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"]
