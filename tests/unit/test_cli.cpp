@@ -55,6 +55,9 @@ TEST_CASE("bad command lines are rejected with one clear sentence", "[cli]") {
       {{"capacity", "x", "--min-trains", "50", "--trains", "10"}, "--min-trains cannot exceed"},
       {{"capacity", "x", "--bogus"}, "bogus"},
       {{"capacity", "x", "--length-ratio", "0.5"}, "--length-ratio"},
+      {{"capacity", "x", "--max-load-packets", "1"}, "--max-load-packets must be at least"},
+      {{"measure", "x", "--max-load-packets", "3", "--length-ratio", "3.5"},
+       "--max-load-packets must be at least --length-ratio"},
   };
   for (const auto& c : cases) {
     const std::string msg = rejection(c.args);

@@ -108,6 +108,8 @@ TEST_CASE("a value outside an option's range is one sentence, exit 2", "[options
       INFO(n << " " << number_text(o, r.lo));
       std::vector<std::string> args = {cmd, "198.18.0.2", n, number_text(o, r.lo)};
       if (n == "--trains") args.insert(args.end(), {"--min-trains", "1"});  // min <= max
+      // One load packet holds one train length only.
+      if (n == "--max-load-packets") args.insert(args.end(), {"--length-ratio", "1"});
       CHECK(rejection(args) == "");
     }
   }

@@ -591,6 +591,22 @@ TEST_CASE("trains that come back closer together than they left were compressed,
   CHECK(warned(l.res, "trains_shortened"));
 }
 
+TEST_CASE("every capacity train keeps within --max-load-packets, the sizing train too",
+          "[runner]") {
+  // The first (sizing) train had 16 load packets whatever the bound.
+  for (int bound : {2, 4, 8, 15}) {
+    INFO("--max-load-packets " << bound);
+    FakeRunner fake(20e6);
+    Config c = capacity_config();
+    c.max_load_packets = bound;
+    const Run r = run_fake(fake, c);
+    REQUIRE(!r.res.trains.empty());
+    for (const auto& t : r.res.trains) CHECK(t.load_packets <= bound);
+  }
+  CHECK(sizing_load_packets(1000) == kSizingLoadPackets);
+  CHECK(sizing_load_packets(8) == 8);
+}
+
 TEST_CASE("the busy wait is bounded", "[runner]") {
   CHECK(busy_wait(0) == 2 * kMs);
   CHECK(busy_wait(0.010) == 12 * kMs);

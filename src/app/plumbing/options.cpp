@@ -45,7 +45,7 @@ const std::vector<OptionSpec> kTable = {
   {"drain-packets", G::kGeneral, "MTU packets sent right before the head marker to empty shaper token buckets (default 2)", K::kPlain, &Config::drain_packets, Closed(0, 16), "--drain-packets must be between 0 and 16.", "drain_packets", P::kCommon},
   {"train-dispersion", G::kGeneral, "automatic sizing aims at this train dispersion, seconds (default 0.003)", K::kPlain, &Config::target_dispersion_s, AboveTo(0, 1), "--train-dispersion must be above 0 and at most 1 second.", "train_dispersion_s", P::kCommon},
   {"length-ratio", G::kGeneral, "alternate trains of N and ratio*N load packets and use the slope; 1 = one length (default 2)", K::kPlain, &Config::length_ratio, Closed(1, 8), "--length-ratio must be between 1 and 8.", "length_ratio", P::kCommon},
-  {"max-load-packets", G::kGeneral, "upper bound for automatic sizing (default 1000)", K::kPlain, &Config::max_load_packets, Closed(1, 10000), "--max-load-packets must be between 1 and 10000.", "max_load_packets", P::kCommon},
+  {"max-load-packets", G::kGeneral, "upper bound on load packets per train, every train (default 1000; at least --length-ratio)", K::kPlain, &Config::max_load_packets, Closed(1, 10000), "--max-load-packets must be between 1 and 10000.", "max_load_packets", P::kCommon},
   {"min-trains", G::kGeneral, "trains before the stopping rule applies (default 5)", K::kPlain, &Config::min_trains, Closed(1, 1000), "--min-trains must be between 1 and 1000.", "min_trains", P::kCommon},
   {"trains,t", G::kGeneral, "at most this many trains (default 40; measure and availbw 24, hops 8)", K::kPlain, &Config::max_trains, Closed(1, 1000), "--trains must be between 1 and 1000.", "max_trains", P::kCommon},
   {"precision", G::kGeneral, "stop when the 95% interval is within +-this fraction (default 0.01)", K::kPlain, &Config::precision, Between(0, 1), "--precision must be between 0 and 1.", "precision", P::kCommon},
@@ -142,6 +142,9 @@ void validate(const Config& c) {
     if (!why.empty()) throw UsageError(why);
   }
   require(c.min_trains <= c.max_trains, "--min-trains cannot exceed --trains.");
+  require(c.max_load_packets >= std::ceil(c.length_ratio),
+          "--max-load-packets must be at least --length-ratio (capacity trains come in two "
+          "lengths, N and ratio x N load packets, N >= 1).");
   require(c.calibration_rate > 0 && c.calibration_rate <= 1,
           "the calibration rate must be above 0 and at most 1 (a fraction of the capacity).");
   require(c.max_fleets >= 1 && c.max_fleets <= 1000, "the fleet count must be between 1 and 1000.");

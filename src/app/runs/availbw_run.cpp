@@ -297,7 +297,8 @@ CapacityTrainParams search_train(const Config& c, const FlowId& flow, int L, dou
   p.flow = flow;
   p.packet_size = static_cast<std::uint16_t>(L);
   const double n = std::ceil(c.train_time_s * rate / (8.0 * L));
-  const int n_min = std::max(2, static_cast<int>(std::lround(c.min_train_packets * scale)));
+  const int n_min = std::min(c.max_load_packets,
+                             std::max(2, static_cast<int>(std::lround(c.min_train_packets * scale))));
   p.load_packets = static_cast<int>(
       std::clamp(n * scale, static_cast<double>(n_min), static_cast<double>(c.max_load_packets)));
   p.gap = gap_for_rate(rate, L);

@@ -56,16 +56,19 @@ double largest_train_bytes(const CapacityResult& res, int packet_size) {
   return largest * packet_size;
 }
 
-// The longest short train: the long one (ratio × N) stays within max_load_packets.
+// The longest short train: the long one (ratio × N) stays within max_load_packets
+// (validate() keeps that at least the ratio, so N >= 1 fits).
 int max_short_packets(const Config& c) {
-  return std::max(kMinLoadPackets,
+  return std::max(1,
                   static_cast<int>(std::floor(c.max_load_packets / std::max(1.0, c.length_ratio))));
 }
 
+// (kMinLoadPackets yields to a lower --max-load-packets: the user's bound holds.)
 int sized_load_packets(const Config& c, double capacity_bps, int packet_size) {
   const double n = std::ceil(c.target_dispersion_s * capacity_bps / (8.0 * packet_size));
-  return static_cast<int>(std::clamp(n, static_cast<double>(kMinLoadPackets),
-                                     static_cast<double>(max_short_packets(c))));
+  const int hi = max_short_packets(c);
+  return static_cast<int>(std::clamp(n, static_cast<double>(std::min(kMinLoadPackets, hi)),
+                                     static_cast<double>(hi)));
 }
 
 
@@ -431,7 +434,7 @@ class CapacityLoop {
         auto_size_(c.load_packets == 0),
         two_lengths_(c.length_ratio > 1) {
     out_.packet_size = path.packet_size;
-    n_ = auto_size_ ? kSizingLoadPackets : c.load_packets;
+    n_ = auto_size_ ? sizing_load_packets(c.max_load_packets) : c.load_packets;
     sized_ = !auto_size_;
   }
 
@@ -519,7 +522,7 @@ bool CapacityLoop::shrink_to_mtu(const TallyStep& step) {
   out_.packet_size = step.path_mtu;
   sized_ = !auto_size_;
   sizing_trains_ = 0;
-  if (auto_size_) n_ = kSizingLoadPackets;
+  if (auto_size_) n_ = sizing_load_packets(c_.max_load_packets);
   group_rates_[0].clear();  // other lengths from here on
   group_rates_[1].clear();
   return true;

@@ -27,6 +27,11 @@ constexpr int kMinLoadPackets = 8;
 constexpr int kMinLocalLoadPackets = 2;
 // The load packets of the first (sizing) train when --load-packets is automatic.
 constexpr int kSizingLoadPackets = 16;
+// ... within --max-load-packets (a bound under 16 holds for that train too).
+inline int sizing_load_packets(int max_load_packets) {
+  return max_load_packets > 0 && max_load_packets < kSizingLoadPackets ? max_load_packets
+                                                                       : kSizingLoadPackets;
+}
 
 // What one train did to the run, beyond its samples.
 struct TallyStep {

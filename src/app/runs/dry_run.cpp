@@ -60,7 +60,7 @@ nlohmann::json plan_capacity(const Config& c) {
   std::vector<Warning> warnings;
   nlohmann::json plan = plan_header(c, &dst, &route, &warnings);
   const int L = effective_packet_size(c, route, warnings);
-  const int n = c.load_packets > 0 ? c.load_packets : kSizingLoadPackets;
+  const int n = c.load_packets > 0 ? c.load_packets : sizing_load_packets(c.max_load_packets);
   FlowId flow{route.source, dst, static_cast<std::uint16_t>(c.sport),
               static_cast<std::uint16_t>(c.port > 0 ? c.port : default_candidate_ports()[0])};
   SeqAllocator seqs(1000);
@@ -80,7 +80,7 @@ nlohmann::json plan_capacity(const Config& c) {
       {"sizing", c.load_packets > 0
                      ? "fixed load packets per train"
                      : "first train sizes the rest: N = ceil(train_dispersion * C / (8 L)), "
-                       "clamped to [8, max_load_packets]"},
+                       "clamped to [min(8, max_load_packets / length_ratio), max_load_packets / length_ratio]"},
       {"idle",
        "after each train: max(train time at C_b / max_load, 2 N L / C_b), C_b the lower quartile "
        "of the per-train rates (at most the estimate; lower when long trains read faster than "
@@ -115,7 +115,7 @@ nlohmann::json plan_hops(const Config& c) {
   std::vector<Warning> warnings;
   nlohmann::json plan = plan_header(c, &dst, &route, &warnings);
   const int L = std::min(c.packet_size, route.mtu);
-  const int n = c.load_packets > 0 ? c.load_packets : kSizingLoadPackets;
+  const int n = c.load_packets > 0 ? c.load_packets : sizing_load_packets(c.max_load_packets);
   const FlowId flow{route.source, dst, static_cast<std::uint16_t>(c.sport),
                     static_cast<std::uint16_t>(c.port > 0 ? c.port : default_candidate_ports()[0])};
   SeqAllocator seqs(1000);

@@ -241,7 +241,7 @@ HopTrains first_markers(const Config& c, const IpAddr& dst, HopsPath& p) {
     s.kind[k] = initial_marker_kind(c.hop_markers, k + 1 == p.H, addr_ok, p.hops[k].tcp);
     s.choice[k].kind = s.kind[k];
   }
-  s.n = c.load_packets > 0 ? c.load_packets : std::min(kSizingLoadPackets, c.max_load_packets);
+  s.n = c.load_packets > 0 ? c.load_packets : sizing_load_packets(c.max_load_packets);
   s.sized = c.load_packets > 0;
   return s;
 }
