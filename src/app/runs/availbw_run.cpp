@@ -7,6 +7,7 @@
 #include <random>
 
 #include "app/runs/capacity_run.hpp"
+#include "app/runs/capacity_tally.hpp"
 #include "app/runs/hops_run.hpp"
 #include "app/plumbing/own_qdisc.hpp"
 #include "app/plumbing/run_notes.hpp"
@@ -297,10 +298,8 @@ CapacityTrainParams search_train(const Config& c, const FlowId& flow, int L, dou
   p.flow = flow;
   p.packet_size = static_cast<std::uint16_t>(L);
   const double n = std::ceil(c.train_time_s * rate / (8.0 * L));
-  const int n_min = std::min(c.max_load_packets,
-                             std::max(2, static_cast<int>(std::lround(c.min_train_packets * scale))));
-  p.load_packets = static_cast<int>(
-      std::clamp(n * scale, static_cast<double>(n_min), static_cast<double>(c.max_load_packets)));
+  const int n_min = std::max(2, static_cast<int>(std::lround(c.min_train_packets * scale)));
+  p.load_packets = load_packets_within(n * scale, n_min, c.max_load_packets);
   p.gap = gap_for_rate(rate, L);
   // Drain packets right before the head empty a shaper's token bucket: with
   // it full, the first B bits of a train pass at line rate and a train of

@@ -63,12 +63,9 @@ int max_short_packets(const Config& c) {
                   static_cast<int>(std::floor(c.max_load_packets / std::max(1.0, c.length_ratio))));
 }
 
-// (kMinLoadPackets yields to a lower --max-load-packets: the user's bound holds.)
 int sized_load_packets(const Config& c, double capacity_bps, int packet_size) {
   const double n = std::ceil(c.target_dispersion_s * capacity_bps / (8.0 * packet_size));
-  const int hi = max_short_packets(c);
-  return static_cast<int>(std::clamp(n, static_cast<double>(std::min(kMinLoadPackets, hi)),
-                                     static_cast<double>(hi)));
+  return load_packets_within(n, kMinLoadPackets, max_short_packets(c));
 }
 
 
@@ -451,6 +448,8 @@ class CapacityLoop {
   void size(const CapacitySample& s);
   Nanos pace(const Train& train, const TrainResult& run, const CapacitySample& s, int n_train);
   bool precise_enough() const;
+  // The long trains' load packets for short ones of `n`.
+  int long_packets(int n) const { return static_cast<int>(std::lround(n * c_.length_ratio)); }
 
   CapacityTrains out_;
   ProbeRunner& runner_;
@@ -684,7 +683,7 @@ CapacityTrains CapacityLoop::run() {
   for (int i = 0; i < c_.max_trains; ++i) {
     const int L = out_.packet_size;
     const int group = sized_ && two_lengths_ ? tally.measured() % 2 : 0;
-    const int n_train = group == 1 ? static_cast<int>(std::lround(n_ * c_.length_ratio)) : n_;
+    const int n_train = group == 1 ? long_packets(n_) : n_;
     const double slow_bps = slow_rate();
     CapacityTrainParams tp = train_params(c_, path_.flow, n_train, L);
     // Slower than the fast trains (and so than every cap): only the gap grows.
@@ -771,8 +770,7 @@ CapacityTrains CapacityLoop::run() {
     size(s);
     if (step.shortened_to > 0) {
       n_ = step.shortened_to;
-      res_.queue_fit_load_packets = std::max(
-          1, static_cast<int>(std::lround(n_ * std::max(1.0, c_.length_ratio))));
+      res_.queue_fit_load_packets = two_lengths_ ? long_packets(n_) : n_;
     }
 
     next_start = pace(train, run, s, n_train);

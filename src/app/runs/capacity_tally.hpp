@@ -7,6 +7,7 @@
 //   CapacityTally tally(two_lengths, verbose);
 //   for each train: TallyStep s = tally.add(train, outcome, n, group, sizing, res);
 //   tally.finish(res, max_rate_bps);
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -27,10 +28,15 @@ constexpr int kMinLoadPackets = 8;
 constexpr int kMinLocalLoadPackets = 2;
 // The load packets of the first (sizing) train when --load-packets is automatic.
 constexpr int kSizingLoadPackets = 16;
-// ... within --max-load-packets (a bound under 16 holds for that train too).
+// `want` load packets within [floor, bound] (truncated); a floor above the
+// bound (--max-load-packets) yields to it: the user's bound holds for every
+// train, the sizing ones too.
+inline int load_packets_within(double want, int floor, int bound) {
+  return static_cast<int>(
+      std::clamp(want, static_cast<double>(std::min(floor, bound)), static_cast<double>(bound)));
+}
 inline int sizing_load_packets(int max_load_packets) {
-  return max_load_packets > 0 && max_load_packets < kSizingLoadPackets ? max_load_packets
-                                                                       : kSizingLoadPackets;
+  return load_packets_within(kSizingLoadPackets, kSizingLoadPackets, max_load_packets);
 }
 
 // What one train did to the run, beyond its samples.

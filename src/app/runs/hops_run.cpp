@@ -301,9 +301,7 @@ bool size_from_train(const Config& c, int packet_size, const HopTrainTiming& tm,
   const double want = std::ceil(c.target_dispersion_s * train_slowest / (8.0 * packet_size));
   // (Within --max-load-packets, or what a small queue held in the capacity
   // phase, even below the floor.)
-  const int lo = std::min(kHopsMinLoadPackets, c.max_load_packets);
-  const int n_new = static_cast<int>(
-      std::clamp(want, static_cast<double>(lo), static_cast<double>(c.max_load_packets)));
+  const int n_new = load_packets_within(want, kHopsMinLoadPackets, c.max_load_packets);
   const bool keep = n_new == s.n;
   s.n = n_new;
   s.sized = true;
