@@ -7,6 +7,70 @@
 
 namespace lw {
 
+namespace {
+
+// The bucket from the load's positions, R's interval known: at least the
+// bytes through the last position answered before the first lost, at most
+// those through that lost marker, each less the tokens R brought in since the
+// stream's first packet (the lower bound with R's high end, the upper with its
+// low end). Once the bucket has emptied, a position of n markers passes only
+// with n packets of tokens at its first: `most` bounds what it could hold,
+// had the bucket emptied at any time before (under a packet then; R's high
+// end times each gap in; a packet's size out whenever it held it, never
+// under a full-size packet's, which an emptied bucket drops). A position that
+// needed no more is no proof and is passed over: a single marker never is.
+void find_bucket(const std::vector<const PolicerPoint*>& stream, double packet_bits,
+                 PolicerFinding& f) {
+  if (stream.empty()) return;
+  const Nanos t0 = stream.front()->sent;
+  auto tokens_by = [&](const PolicerPoint& p, double rate_bps) {
+    return rate_bps * std::max(0.0, to_seconds(p.sent - t0));
+  };
+  const double L = packet_bits;
+  double most = L;  // the bound, right after the stream's previous packet
+  for (std::size_t i = 0; i < stream.size();) {
+    // The position: markers i..j-1 (with what was sent between them: the
+    // small closers of open-port markers).
+    std::size_t j = i + 1;
+    if (stream[i]->marker && stream[i]->position >= 0) {
+      for (std::size_t k = i + 1; k < stream.size(); ++k) {
+        if (stream[k]->marker && stream[k]->position != stream[i]->position) break;
+        if (stream[k]->marker) j = k + 1;
+      }
+    }
+    // Could its markers all have passed on tokens after the bucket emptied?
+    // (A load packet: nothing to tell; the bound moves on.)
+    bool could = true;
+    double held = most;  // the bound as each passes in turn
+    for (std::size_t k = i; k < j; ++k) {
+      const double in = k == 0 ? 0.0
+                               : f.rate_high_bps *
+                                     std::max(0.0, to_seconds(stream[k]->sent - stream[k - 1]->sent));
+      const double size = stream[k]->bits > 0 ? stream[k]->bits : L;
+      held += in;
+      most += in;
+      if (stream[k]->marker) {
+        could = could && held >= size;
+        held -= size;
+      }
+      most = std::max(L, most - size);
+      if (stream[k]->marker && stream[k]->reply == 0) {
+        f.burst_high_bytes =
+            std::max(L, stream[k]->bits_before + L - tokens_by(*stream[k], f.rate_low_bps)) / 8;
+        return;
+      }
+    }
+    if (stream[i]->marker && !could) {
+      const PolicerPoint& last = *stream[j - 1];
+      f.burst_low_bytes = std::max(
+          f.burst_low_bytes, (last.bits_before + L - tokens_by(last, f.rate_high_bps)) / 8);
+    }
+    i = j;
+  }
+}
+
+}  // namespace
+
 PolicerFinding detect_policer(const std::vector<PolicerPoint>& points, double packet_bits,
                               const PolicerOptions& opt) {
   PolicerFinding f;
@@ -58,21 +122,13 @@ PolicerFinding detect_policer(const std::vector<PolicerPoint>& points, double pa
   for (std::size_t k = 0; k < chirp.size(); ++k) {
     if (chirp[k]->reply == 0) last_lost = k;
   }
-  // The bucket: between the last load marker answered before the first lost
-  // one and that one.
-  for (const PolicerPoint* p : load) {
-    if (p->reply == 0) {
-      f.burst_high_bytes = (p->bits_before + packet_bits) / 8;
-      break;
-    }
-    f.burst_low_bytes = (p->bits_before + packet_bits) / 8;
-  }
   if (last_lost + 1 == chirp.size()) {
     // Lost to the end: R below the slowest rate the chirp reached.
     f.found = true;
     f.rate_is_upper_bound = true;
     f.rate_bps = f.rate_high_bps = rate.back();
     f.rate_low_bps = 0;
+    find_bucket(load, packet_bits, f);
     return f;
   }
   if (static_cast<int>(chirp.size() - last_lost - 1) < opt.min_tail_answered) {
@@ -107,6 +163,7 @@ PolicerFinding detect_policer(const std::vector<PolicerPoint>& points, double pa
   // 19.5-21.0); the interval keeps the packet either way.
   const double count_bps = span > 0 ? std::min(passed * packet_bits / span, f.rate_high_bps) : 0;
   f.rate_bps = std::sqrt(std::max({count_bps, f.rate_low_bps, 1.0}) * f.rate_high_bps);
+  find_bucket(load, packet_bits, f);
   return f;
 }
 

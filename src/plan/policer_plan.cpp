@@ -42,9 +42,10 @@ Train make_policer_train(const PolicerStreamParams& p, int train_id, SeqAllocato
   std::size_t next = 0;
   for (int i = 0; i < p.load_packets; ++i, at += gap) {
     if (next < pos.size() && pos[next] == i) {
-      push(kSyn, Role::kMarker);
+      for (int m = 0; m < std::max(1, p.markers_per_position); ++m, at += gap) {
+        push(kSyn, Role::kMarker);
+      }
       ++next;
-      at += gap;
     }
     push(kRst, Role::kLoad);
   }

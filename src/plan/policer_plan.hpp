@@ -22,7 +22,8 @@ struct PolicerStreamParams {
   FlowId flow;
   int load_packets = 700;
   std::uint16_t packet_size = 1500;
-  int bucket_markers = 12;
+  int bucket_markers = 12;       // positions
+  int markers_per_position = 2;
   int chirp_markers = 64;
   int per_octave = 8;
   Nanos gap = 0;  // spacing of the load and the chirp's first gap (>= 1 ns)
@@ -34,7 +35,8 @@ struct PolicerStreamParams {
 std::vector<int> policer_bucket_positions(int load_packets, int markers);
 
 // The stream as a Train: a bare warm-up SYN, then the load and the markers;
-// every marker in Train::markers (the load's first, then the chirp's), and
+// every marker in Train::markers (the load's positions' first, position by
+// position, then the chirp's), and
 // Train::bits_from_head[k] the IP bits of the load and markers sent before
 // marker k (not the warm-up's).
 Train make_policer_train(const PolicerStreamParams& p, int train_id, SeqAllocator& seqs);

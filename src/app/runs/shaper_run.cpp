@@ -589,7 +589,8 @@ PolicerProbe run_policer_probe(Session& s, const Config& c, const std::atomic<bo
   for (int k = 0; k < 2 && !stop.load(); ++k, load_bytes *= 2.5) {
     const double room = 0.8 * static_cast<double>(c.max_bytes) -
                         static_cast<double>(s.prober->bytes_sent()) -
-                        static_cast<double>((p.bucket_markers + p.chirp_markers) * L);
+                        static_cast<double>(
+                            (p.bucket_markers * p.markers_per_position + p.chirp_markers) * L);
     p.load_packets = std::min(8000, static_cast<int>(std::min(load_bytes, room) / L));
     if (p.load_packets < 100) break;
     const Train t = make_policer_train(p, -800 - k, s.seqs);
@@ -609,20 +610,31 @@ PolicerProbe run_policer_probe(Session& s, const Config& c, const std::atomic<bo
     const TrainRun run = s.prober->run(t, t.markers, wait, false, 2 * kMs, 0, quiet);
     ++streams;
     stream_bytes += t.total_bytes();
+    // Every packet of the stream as sent, the load's too (its gaps: the
+    // bucket's estimate), the warm-up SYN ahead of it not.
     std::vector<PolicerPoint> pts;
     const int chirp_from = static_cast<int>(t.markers.size()) - p.chirp_markers;
     load_markers = load_answered = 0;
-    for (std::size_t m = 0; m < t.markers.size(); ++m) {
-      const auto i = static_cast<std::size_t>(t.markers[m]);
+    std::size_t m = 0;
+    for (std::size_t i = 0; i < t.probes.size(); ++i) {
+      const bool marker = m < t.markers.size() && static_cast<std::size_t>(t.markers[m]) == i;
       const ProbeOutcome& o = run.outcome.probes[i];
+      const bool sent = run.sent.size() > i && run.sent[i].sent;
+      if (t.probes[i].role == Role::kWarmup || (!marker && !sent)) continue;
       PolicerPoint pt;
-      pt.bits_before = t.bits_from_head[m];
-      pt.sent = run.sent.size() > i && run.sent[i].sent ? run.sent[i].actual : o.sent;
-      pt.reply = o.reply > 0 ? o.reply - o.sent + pt.sent : 0;  // on the send clock
-      pt.chirp = static_cast<int>(m) >= chirp_from;
-      if (!pt.chirp) {
-        ++load_markers;
-        load_answered += o.reply > 0 ? 1 : 0;
+      pt.marker = marker;
+      pt.bits = 8.0 * t.probes[i].ip_len;
+      pt.sent = sent ? run.sent[i].actual : o.sent;
+      if (marker) {
+        pt.bits_before = t.bits_from_head[m];
+        pt.reply = o.reply > 0 ? o.reply - o.sent + pt.sent : 0;  // on the send clock
+        pt.chirp = static_cast<int>(m) >= chirp_from;
+        if (!pt.chirp) {
+          pt.position = static_cast<int>(m) / p.markers_per_position;
+          ++load_markers;
+          load_answered += o.reply > 0 ? 1 : 0;
+        }
+        ++m;
       }
       pts.push_back(pt);
     }
