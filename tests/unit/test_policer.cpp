@@ -12,6 +12,7 @@
 
 #include "estimate/policer.hpp"
 #include "plan/policer_plan.hpp"
+#include "plan/target_marker.hpp"
 
 using namespace lw;
 
@@ -31,12 +32,14 @@ struct Path {
   Nanos stall = 0;
   std::size_t stall_before = 0;
   bool with_load = true;  // the load's packets among the points (as the tool sends)
+  TargetMarker marker = TargetMarker::kClosedSyn;
 };
 
 std::vector<PolicerPoint> simulate(const Path& p, unsigned seed, int load_packets = 700) {
   PolicerStreamParams sp;
   sp.flow.src = IpAddr::parse("198.18.0.1").value();
   sp.flow.dst = IpAddr::parse("198.18.1.2").value();
+  sp.flow.marker = p.marker;
   sp.load_packets = load_packets;
   sp.gap = static_cast<Nanos>(8.0 * 1500 / p.send_bps * 1e9);
   SeqAllocator seqs(1);
@@ -120,6 +123,14 @@ TEST_CASE("policer: the stream's layout", "[policer]") {
   for (int k = 0; k < 2 * 12; k += 2) {
     CHECK(t.markers[static_cast<std::size_t>(k) + 1] == t.markers[static_cast<std::size_t>(k)] + 1);
   }
+  // Open-port markers: a small closer RST between the two of a pair.
+  sp.flow.marker = TargetMarker::kOpenSyn;
+  const Train o = make_policer_train(sp, 2, seqs);
+  REQUIRE(o.markers.size() == 2 * 12 + 64);
+  for (std::size_t k = 0; k < 2 * 12; k += 2) {
+    REQUIRE(o.markers[k + 1] == o.markers[k] + 2);
+    CHECK(o.probes[static_cast<std::size_t>(o.markers[k]) + 1].ip_len == kCloserBytes);
+  }
   for (int m : t.markers) CHECK(t.probes[static_cast<std::size_t>(m)].ip_len == 1500);
   // The chirp's gaps grow by 2^(1/8).
   const auto& a = t.probes[static_cast<std::size_t>(t.markers[40])];
@@ -173,11 +184,15 @@ TEST_CASE("policer: the bucket's bounds hold when markers pass on tokens after i
     // Position 6: 59 load packets and 12 markers ahead of it, 106.5 KB, the
     // first past the bucket (position 5: 72 KB).
     stall.stall_before = 6;
-    for (const Path& p : {slow, stall}) {
+    // Open-port markers: a small closer RST right after the first of each
+    // pair (plan/target_marker.hpp), which tokens let through or not.
+    Path open = stall;
+    open.marker = TargetMarker::kOpenSyn;
+    for (const Path& p : {slow, stall, open}) {
       const PolicerFinding f = detect_policer(simulate(p, seed), 12000);
-      INFO("load at " << p.send_bps << ", stall " << p.stall << ", seed " << seed << ": "
-                      << f.reason << " bucket [" << f.burst_low_bytes << ", "
-                      << f.burst_high_bytes << "]");
+      INFO("load at " << p.send_bps << ", stall " << p.stall << ", marker "
+                      << static_cast<int>(p.marker) << ", seed " << seed << ": " << f.reason
+                      << " bucket [" << f.burst_low_bytes << ", " << f.burst_high_bytes << "]");
       REQUIRE(f.found);
       CHECK(f.burst_low_bytes > 0);
       CHECK(f.burst_low_bytes <= B);
