@@ -267,8 +267,11 @@ std::string judge_gaps(const GapEstimate& g, const CapacityEstimate& trains, dou
   // 7.8-18.8, the estimate 31.2 [18.4, 56.7]; gaps 16.99 [16.96, 17.02],
   // least-delayed 16.95, truth 17.1).
   if (e.high_bps < trains.low_bps) {
-    return (trains_may_read_high || unsupported_fit) && delay_agrees ? "adopted_below"
-                                                                      : "below_trains";
+    const bool burst_lifted = rel_half_width(e) < 0.5 * rel_half_width(trains) &&
+                              trains.capacity_bps <= kGapBelowReach * e.capacity_bps;
+    return (trains_may_read_high || unsupported_fit || burst_lifted) && delay_agrees
+               ? "adopted_below"
+               : "below_trains";
   }
   // Within the trains' interval the gaps stand in for the trains where they
   // read over 2% higher, more precisely (cross traffic biases trains low,

@@ -88,6 +88,11 @@ namespace lw {
     "between the replies to back-to-back full-size SYNs, whose least-delayed spans agree with "   \
     "them; or it lay above every kept train's own reading, and the sharper gaps read what the "   \
     "fastest trains did; the gaps give the capacity (capacity_source reply_gaps)")                \
+  X(kBurstGaps, "burst_gaps",                                                                     \
+    "the capacity trains read up to 15% above the gaps between the replies to back-to-back "       \
+    "full-size SYNs, which were much sharper and whose least-delayed spans agree with them: a "    \
+    "shaper's burst on the narrow link lets the head of each train through unspread; the gaps "    \
+    "give the capacity (capacity_source reply_gaps)")                                             \
   X(kLoadDropped, "load_dropped",                                                                 \
     "our RST load is dropped before the narrow link; the capacity is the SYN trains'")            \
   X(kLongTrainsDisturbed, "long_trains_disturbed",                                               \

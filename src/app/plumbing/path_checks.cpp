@@ -627,6 +627,20 @@ void check_capacity_gaps(Session& s, const Config& c, const std::atomic<bool>& s
              format_rate(g.capacity.capacity_bps) + " (95% interval " +
              format_rate(g.capacity.low_bps) + " to " + format_rate(g.capacity.high_bps) +
              "), as the fastest trains did, reported"});
+  } else if (verdict == "adopted_below" && !load_loss && !extrapolated &&
+             !(max_train > 0 && res.capacity_bps > kUnsupportedLift * max_train)) {
+    // No sign of reading high but the gaps themselves (judge_gaps: sharper,
+    // the trains at most kGapBelowReach above): a shaper's burst.
+    res.warnings.push_back(
+        {WarningCode::kBurstGaps,
+         "the trains read " + format_rate(res.capacity_bps) + " (95% interval " +
+             format_rate(res.low_bps) + " to " + format_rate(res.high_bps) +
+             "); the gaps between replies to back-to-back full-size SYNs say " +
+             format_rate(g.capacity.capacity_bps) + " (95% interval " +
+             format_rate(g.capacity.low_bps) + " to " + format_rate(g.capacity.high_bps) +
+             ", their least-delayed spans " + format_rate(g.min_delay_bps) +
+             "): a shaper's burst on the narrow link let the head of each train through "
+             "unspread; reported"});
   } else if (verdict == "adopted_below") {
     res.warnings.push_back(
         {load_loss ? WarningCode::kLoadLossGaps : WarningCode::kExtrapolationGaps,
