@@ -33,7 +33,8 @@ struct PolicerPoint {
   double bits_before = 0;  // IP bits of the stream sent before this marker
   Nanos sent = 0;          // when it left (one origin for all points)
   Nanos reply = 0;         // its reply's arrival (same clock; 0 = lost)
-  bool chirp = false;      // one of the chirp's markers (else one among the load)
+  bool chirp = false;      // one of the chirp's markers (else one among the load);
+                           // with marker = false: a packet of ours sent among them
   // Load markers: the bucket position they mark (markers sharing one left
   // back to back; -1: a position of its own).
   int position = -1;
@@ -54,6 +55,10 @@ struct PolicerOptions {
   // Answered markers delayed over the least delay by more than this (median):
   // they queued somewhere, and a queue that drops is no policer.
   Nanos max_queue_delay = 2 * kMs;
+  // IP bits our own kernel sends through the path for each reply (open-port
+  // markers: an RST answering each SYN/ACK; 0 = none): they take the
+  // policer's tokens while the chirp runs.
+  double echo_bits = 0;
 };
 
 struct PolicerFinding {

@@ -625,6 +625,7 @@ PolicerProbe run_policer_probe(Session& s, const Config& c, const std::atomic<bo
       pt.marker = marker;
       pt.bits = 8.0 * t.probes[i].ip_len;
       pt.sent = sent ? run.sent[i].actual : o.sent;
+      pt.chirp = static_cast<int>(m) > chirp_from;  // past the chirp's first marker
       if (marker) {
         pt.bits_before = t.bits_from_head[m];
         pt.reply = o.reply > 0 ? o.reply - o.sent + pt.sent : 0;  // on the send clock
@@ -638,7 +639,10 @@ PolicerProbe run_policer_probe(Session& s, const Config& c, const std::atomic<bo
       }
       pts.push_back(pt);
     }
-    f = detect_policer(pts, 8.0 * L);
+    PolicerOptions po;
+    // Open-port markers: our kernel answers each SYN/ACK with an RST.
+    if (s.flow.marker == TargetMarker::kOpenSyn) po.echo_bits = 8.0 * bare_tcp_len(s.dst);
+    f = detect_policer(pts, 8.0 * L, po);
     if (c.verbose) {
       std::fprintf(stderr,
                    "policer stream %d: %llu bytes, load markers %d of %d, chirp %d of %d "
