@@ -321,6 +321,13 @@ CapacityEstimate est(double c, double lo, double hi) {
   return e;
 }
 
+GapEstimate gaps_at(const CapacityEstimate& capacity, double min_delay_bps) {
+  GapEstimate g;
+  g.capacity = capacity;
+  g.min_delay_bps = min_delay_bps;
+  return g;
+}
+
 }  // namespace
 
 TEST_CASE("gaps: when they replace the trains' estimate", "[capacity_gaps]") {
@@ -406,20 +413,15 @@ TEST_CASE("gaps: when they replace the trains' estimate", "[capacity_gaps]") {
   // 058f6ef, seed 2032, path 5: a 10.3 Mbit/s tbf, 10.19 at the IP layer;
   // trains 10.90 [10.74, 11.07], gaps 10.184 [10.174, 10.200], least-delayed
   // 10.176).
-  GapEstimate p5;
-  p5.capacity = est(10.1842e6, 10.1740e6, 10.1997e6);
-  p5.min_delay_bps = 10.1765e6;
+  const GapEstimate p5 = gaps_at(est(10.1842e6, 10.1740e6, 10.1997e6), 10.1765e6);
   const CapacityEstimate lifted = est(10.905e6, 10.741e6, 11.068e6);
   CHECK(judge_gaps(p5, lifted, 999e6, false) == "adopted_below");
   // Not when the least-delayed spans disagree, the trains read over 15%
   // above, or the gaps are not under half as wide.
-  GapEstimate p5_squeezed = p5;
-  p5_squeezed.min_delay_bps = 9.5e6;
-  CHECK(judge_gaps(p5_squeezed, lifted, 999e6, false) == "below_trains");
+  CHECK(judge_gaps(gaps_at(p5.capacity, 9.5e6), lifted, 999e6, false) == "below_trains");
   CHECK(judge_gaps(p5, est(11.8e6, 11.6e6, 12.0e6), 999e6, false) == "below_trains");
-  GapEstimate p5_wide = p5;
-  p5_wide.capacity = est(10.1842e6, 10.05e6, 10.30e6);
-  CHECK(judge_gaps(p5_wide, lifted, 999e6, false) == "below_trains");
+  CHECK(judge_gaps(gaps_at(est(10.1842e6, 10.05e6, 10.30e6), p5.min_delay_bps), lifted, 999e6,
+                   false) == "below_trains");
 }
 
 TEST_CASE("gaps: a trains' estimate above every train is replaced by sharper gaps",
