@@ -269,9 +269,9 @@ std::string judge_gaps(const GapEstimate& g, const CapacityEstimate& trains, dou
   if (e.high_bps < trains.low_bps) {
     const bool burst_lifted = rel_half_width(e) < 0.5 * rel_half_width(trains) &&
                               trains.capacity_bps <= kGapBelowReach * e.capacity_bps;
-    return (trains_may_read_high || unsupported_fit || burst_lifted) && delay_agrees
-               ? "adopted_below"
-               : "below_trains";
+    if (!delay_agrees) return "below_trains";
+    if (trains_may_read_high || unsupported_fit) return "adopted_below";
+    return burst_lifted ? "adopted_burst" : "below_trains";
   }
   // Within the trains' interval the gaps stand in for the trains where they
   // read over 2% higher, more precisely (cross traffic biases trains low,
@@ -306,7 +306,8 @@ std::string judge_gaps(const GapEstimate& g, const CapacityEstimate& trains, dou
 }
 
 bool gaps_adopted(const std::string& verdict) {
-  return verdict == "adopted" || verdict == "adopted_below" || verdict == "adopted_unsupported";
+  return verdict == "adopted" || verdict == "adopted_below" || verdict == "adopted_burst" ||
+         verdict == "adopted_unsupported";
 }
 
 bool gaps_squeezed(const std::string& verdict) {

@@ -48,12 +48,14 @@ GapEstimate estimate_capacity_from_gaps(const std::vector<TrainTiming>& trains, 
 
 // Whether the gaps replace the trains' estimate, and why (gap_check.verdict):
 // "no_estimate"; "below_trains" (the gaps' whole interval below the trains')
-// unless the trains may read high (`trains_may_read_high`: load lost unseen,
-// or an estimate extrapolated over two offered rates, which overshoots; or
-// the gaps' interval under half as wide as the trains' and the trains at most
-// kGapBelowReach above them: a token bucket's burst lifts every train) and
-// the least-delayed spans agree within kGapSqueezeRatio either way:
-// "adopted_below"; "agrees" (within the trains' interval, unless over 2%
+// unless the least-delayed spans agree within kGapSqueezeRatio and the
+// trains may read high (`trains_may_read_high`: load lost unseen, or an
+// estimate extrapolated over two offered rates, which overshoots; or the
+// trains' estimate over every kept train's, as for "adopted_unsupported"):
+// "adopted_below"; or, with no such sign, the gaps' interval is under half as
+// wide as the trains' and the trains at most kGapBelowReach above them (a
+// token bucket's burst lifts every train): "adopted_burst";
+// "agrees" (within the trains' interval, unless over 2%
 // higher with a narrower interval, or with the least-delayed spans agreeing
 // with the gaps and over 2% above the trains: cross traffic biases trains
 // low, never high); "not_compressed" (within 10% of our sending `send_bps`, 0 = not

@@ -9,6 +9,12 @@ namespace lw {
 
 namespace {
 
+// A point's size on the wire, in bits: its own where known, else the stream's
+// packet size.
+double size_bits(const PolicerPoint& p, double packet_bits) {
+  return p.bits > 0 ? p.bits : packet_bits;
+}
+
 // The bucket from the load's positions, R's interval known: at least the
 // bytes through the last position answered before the first lost, at most
 // those through that lost marker, each less the tokens R brought in since the
@@ -46,7 +52,7 @@ void find_bucket(const std::vector<const PolicerPoint*>& stream, double packet_b
       const double in = k == 0 ? 0.0
                                : f.rate_high_bps *
                                      std::max(0.0, to_seconds(stream[k]->sent - stream[k - 1]->sent));
-      const double size = stream[k]->bits > 0 ? stream[k]->bits : L;
+      const double size = size_bits(*stream[k], L);
       held += in;
       most += in;
       if (stream[k]->marker) {
@@ -85,7 +91,7 @@ PolicerFinding detect_policer(const std::vector<PolicerPoint>& points, double pa
   auto others_bits = [&](Nanos from, Nanos to) {
     double bits = 0;
     for (const PolicerPoint* p : among) {
-      if (p->sent > from && p->sent <= to) bits += p->bits > 0 ? p->bits : packet_bits;
+      if (p->sent > from && p->sent <= to) bits += size_bits(*p, packet_bits);
     }
     if (opt.echo_bits > 0) {
       for (const PolicerPoint& p : points) {

@@ -298,8 +298,8 @@ TEST_CASE("gaps: only gaps refused as squeezed after the narrow link widen the i
   CHECK(gaps_bound_from_above("squeezed_after_narrow", g, trains));
   // Adopted gaps replace the estimate; gaps that agree, below the trains, or
   // not compressed by the path say nothing about an upper end.
-  for (const char* v : {"adopted", "adopted_below", "agrees", "below_trains", "not_compressed",
-                        "no_estimate"}) {
+  for (const char* v : {"adopted", "adopted_below", "adopted_burst", "agrees", "below_trains",
+                        "not_compressed", "no_estimate"}) {
     CHECK_FALSE(gaps_bound_from_above(v, g, trains));
   }
   // Nor gaps that reach no higher than the trains' interval already does.
@@ -415,7 +415,10 @@ TEST_CASE("gaps: when they replace the trains' estimate", "[capacity_gaps]") {
   // 10.176).
   const GapEstimate p5 = gaps_at(est(10.1842e6, 10.1740e6, 10.1997e6), 10.1765e6);
   const CapacityEstimate lifted = est(10.905e6, 10.741e6, 11.068e6);
-  CHECK(judge_gaps(p5, lifted, 999e6, false) == "adopted_below");
+  CHECK(judge_gaps(p5, lifted, 999e6, false) == "adopted_burst");
+  CHECK(gaps_adopted("adopted_burst"));
+  // With a sign of reading high too, that sign is the reason.
+  CHECK(judge_gaps(p5, lifted, 999e6, true) == "adopted_below");
   // Not when the least-delayed spans disagree, the trains read over 15%
   // above, or the gaps are not under half as wide.
   CHECK(judge_gaps(gaps_at(p5.capacity, 9.5e6), lifted, 999e6, false) == "below_trains");

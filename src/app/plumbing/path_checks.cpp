@@ -627,8 +627,7 @@ void check_capacity_gaps(Session& s, const Config& c, const std::atomic<bool>& s
              format_rate(g.capacity.capacity_bps) + " (95% interval " +
              format_rate(g.capacity.low_bps) + " to " + format_rate(g.capacity.high_bps) +
              "), as the fastest trains did, reported"});
-  } else if (verdict == "adopted_below" && !load_loss && !extrapolated &&
-             !(max_train > 0 && res.capacity_bps > kUnsupportedLift * max_train)) {
+  } else if (verdict == "adopted_burst") {
     // No sign of reading high but the gaps themselves (judge_gaps: sharper,
     // the trains at most kGapBelowReach above): a shaper's burst.
     res.warnings.push_back(

@@ -625,11 +625,11 @@ PolicerProbe run_policer_probe(Session& s, const Config& c, const std::atomic<bo
       pt.marker = marker;
       pt.bits = 8.0 * t.probes[i].ip_len;
       pt.sent = sent ? run.sent[i].actual : o.sent;
-      pt.chirp = static_cast<int>(m) > chirp_from;  // past the chirp's first marker
+      // The chirp's markers, and what was sent past its first one.
+      pt.chirp = marker ? static_cast<int>(m) >= chirp_from : static_cast<int>(m) > chirp_from;
       if (marker) {
         pt.bits_before = t.bits_from_head[m];
         pt.reply = o.reply > 0 ? o.reply - o.sent + pt.sent : 0;  // on the send clock
-        pt.chirp = static_cast<int>(m) >= chirp_from;
         if (!pt.chirp) {
           pt.position = static_cast<int>(m) / p.markers_per_position;
           ++load_markers;
