@@ -322,6 +322,13 @@ def run_measure(L, binary, max_time, extra, cross_links):
             code, out, err = "timeout", "", "timed out"
         t_exit = time.monotonic()
         wall = t_exit - t0
+        # Debugging aid: LW_BENCH_STDERR=DIR keeps each run's stderr (with
+        # --tool-args=-v, the tool's trace) as DIR/<target>-<time>.err.
+        if os.environ.get("LW_BENCH_STDERR"):
+            d = os.environ["LW_BENCH_STDERR"]
+            os.makedirs(d, exist_ok=True)
+            with open(os.path.join(d, f"{L.target_ip}-{int(time.time())}.err"), "w") as fh:
+                fh.write(err or "")
         window = win.stop()
         time.sleep(0.3)
     finally:

@@ -340,4 +340,12 @@ DenseMode least_delayed_group(const std::vector<double>& kept, double min_delay_
   return out;
 }
 
+bool trains_read_a_narrower_link(const std::vector<double>& kept, double min_delay_bps,
+                                 double trains_bps) {
+  if (!(min_delay_bps > 0) || !(trains_bps > 0)) return false;
+  if (std::fabs(min_delay_bps / trains_bps - 1) > kNarrowerAgree) return false;
+  const DenseMode d = dense_mode(kept, 0.015, 0.5, 4);
+  return d.found && std::fabs(d.rate_bps / trains_bps - 1) <= kNarrowerAgree;
+}
+
 }  // namespace lw

@@ -535,3 +535,29 @@ TEST_CASE("refused gaps: a group of trains that agrees with the least-delayed sp
   // Nor without them.
   CHECK_FALSE(least_delayed_group(kept, 0, 113.74e6).found);
 }
+
+TEST_CASE("gaps: trains and least-delayed spans that read one narrower link veto the hop",
+          "[capacity_gaps]") {
+  // The random-path benchmark's path 59 with seed 2033 at d8bd529: 219.3,
+  // 7.8 (TCP) and 6.5 Mbit/s links, 6.41 at the IP layer. The gaps read 7.60
+  // (pairs passed the last link's two-packet burst unspread), hop 2 7.68.
+  const std::vector<double> p59 = {6.389e6, 6.417e6, 7.686e6, 7.139e6, 7.679e6, 6.396e6,
+                                   6.39e6,  6.402e6, 6.394e6, 6.399e6, 6.392e6, 7.134e6,
+                                   4.396e6, 6.398e6, 6.389e6, 6.4e6,   6.392e6, 7.138e6,
+                                   5.593e6, 6.402e6, 6.394e6, 6.399e6, 6.393e6};
+  CHECK(trains_read_a_narrower_link(p59, 6.41989e6, 6.39515e6));
+  // Least-delayed spans at the earlier link's rate: a loaded later link.
+  CHECK_FALSE(trains_read_a_narrower_link(p59, 7.60e6, 6.39515e6));
+  CHECK_FALSE(trains_read_a_narrower_link(p59, 0, 6.39515e6));
+  // Seed 2033's path 38: a 19.8 Mbit/s narrow link, then 106.5 with Poisson
+  // at 88%; least-delayed 17.65 within 2% of the trains' 17.94, but the
+  // trains spread from 15.5 to 22.4 (the later link's cross traffic): the
+  // hop (19.59, truth 19.62) stands.
+  const std::vector<double> p38 = {17.85e6, 18.41e6, 17.64e6, 17.68e6, 16.77e6, 17.31e6,
+                                   15.5e6,  17.41e6, 16.11e6, 18.14e6, 18.05e6, 20.74e6,
+                                   16.87e6, 19.31e6, 22.41e6, 17.88e6, 16.89e6, 18.46e6,
+                                   19.9e6,  19.68e6, 18.08e6, 19.14e6, 19.48e6};
+  CHECK_FALSE(trains_read_a_narrower_link(p38, 17.6544e6, 17.9364e6));
+  // Agreeing trains on a rate other than the estimate say nothing of it.
+  CHECK_FALSE(trains_read_a_narrower_link(p59, 7.0e6, 7.0e6));
+}

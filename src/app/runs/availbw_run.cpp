@@ -1828,7 +1828,16 @@ void capacity_from_hop_rates(MeasureResult& m, double* capacity_bps) {
   const bool squeezed = gc.is_object() && gaps_squeezed(gc.value("verdict", std::string()));
   const std::vector<HopRate> rates = hop_rates(m.hops);
   const double gaps_upper = std::max(cap.high_bps, gaps_high);
-  int k = (widened || above || gaps_adopted || squeezed) && gaps > 0
+  // Not where the trains and the least-delayed spans read one narrower link
+  // after the hop (trains_read_a_narrower_link): the gaps then read the hop
+  // through that link's burst.
+  std::vector<double> kept;
+  for (const TrainRecord& t : cap.trains) {
+    if (t.verdict == verdict_name(SampleVerdict::kKept)) kept.push_back(t.capacity_bps);
+  }
+  const bool narrower_after = trains_read_a_narrower_link(
+      kept, gap_check_number(gc, "min_delay_bps"), gap_check_number(gc, "trains_capacity_bps"));
+  int k = (widened || above || gaps_adopted || squeezed) && gaps > 0 && !narrower_after
               ? narrow_hop_above_trains(rates, cap.capacity_bps, gaps_upper, gaps)
               : -1;
   const bool from_gaps = k >= 0;
