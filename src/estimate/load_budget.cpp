@@ -33,7 +33,7 @@ double after_capacity_budget(double earlier_bps, double capacity_bps, double low
 }
 
 double load_loss_factor(const std::vector<double>& short_rates_bps,
-                        const std::vector<double>& long_rates_bps) {
+                        const std::vector<double>& long_rates_bps, double length_ratio) {
   auto med = [](std::vector<double> v) {
     v.erase(
         std::remove_if(v.begin(), v.end(), [](double x) { return !(x > 0) || !std::isfinite(x); }),
@@ -45,7 +45,8 @@ double load_loss_factor(const std::vector<double>& short_rates_bps,
   };
   const double s = med(short_rates_bps), l = med(long_rates_bps);
   if (s <= 0 || l <= 0) return 1.0;
-  return l > 1.1 * s ? l / s : 1.0;
+  if (!(l > 1.1 * s)) return 1.0;
+  return length_ratio > 1 ? std::min(l / s, length_ratio) : l / s;
 }
 
 Nanos load_ready_at(Nanos t0, std::uint64_t sent_bytes, std::uint64_t next_bytes,

@@ -81,9 +81,16 @@ double after_capacity_budget(double earlier_bps, double capacity_bps, double low
 // ratio, else 1 (also with fewer than 2 trains of either length). On the lab's
 // 15 KB queue, where short trains lose nothing, this halves the budget (5% of
 // C instead of 10%); where every train loses load it is what keeps the rate
-// under the cap at all.
+// under the cap at all. At most `length_ratio` when that is over 1: a queue
+// of Q packets passes Q of a train of any length, so lost load makes a train
+// r times as long read at most r times as fast (exactly r where both lengths
+// lose). More than that is cross traffic that slowed the short trains (the
+// random-path benchmark with seed 2034 at 9ad4182, path 20: long trains 4.96
+// times as fast behind TCP bursts on a 19.1 Mbit/s link, the budget 0.7
+// Mbit/s for a path of 18.9, and the time cap ended the phase after 5
+// trains).
 double load_loss_factor(const std::vector<double>& short_rates_bps,
-                        const std::vector<double>& long_rates_bps);
+                        const std::vector<double>& long_rates_bps, double length_ratio = 0);
 
 // Earliest time a train of `next_bytes` may start so that everything sent
 // since `t0` (`sent_bytes`, not counting this train) plus this train, over the

@@ -98,6 +98,10 @@ namespace lw {
   X(kLongTrainsDisturbed, "long_trains_disturbed",                                               \
     "every short train was far faster than the fit over both train lengths; bursts of cross "     \
     "traffic lengthened the long trains, and the estimate uses the short trains only")            \
+  X(kShortTrainsDisturbed, "short_trains_disturbed",                                              \
+    "long trains came back in under half the time short ones took, which lost load cannot do; "   \
+    "bursts of cross traffic lengthened the short trains, and the estimate uses the long trains "  \
+    "only")                                                                                        \
   X(kLoadLossSuspected, "load_loss_suspected",                                                    \
     "long trains looked much faster than short ones; the estimate uses the short trains only")    \
   X(kLoadLost, "load_lost",                                                                       \

@@ -366,4 +366,11 @@ TEST_CASE("load_loss_factor: long trains faster than short ones, by more than an
   CHECK(load_loss_factor({30e6, 30e6}, {20e6, 20e6}) == 1.0);
   // Garbage ignored.
   CHECK(load_loss_factor({0, NAN, 20e6, 20e6}, {INFINITY, 40e6, 40e6}) == Approx(2.0));
+  // Never over the length ratio when it is given: lost load makes a train r
+  // times as long read at most r times as fast; the rest is cross traffic
+  // that slowed the short trains (seed 2034's path 20: 4.96 times).
+  CHECK(load_loss_factor({4.1e6, 3.53e6}, {18.9e6, 18.91e6}) == Approx(18.905 / 3.815));
+  CHECK(load_loss_factor({4.1e6, 3.53e6}, {18.9e6, 18.91e6}, 2.0) == 2.0);
+  CHECK(load_loss_factor({19.8e6, 19.7e6, 19.9e6}, {29.5e6, 29.4e6, 29.6e6}, 2.0) ==
+        Approx(29.5 / 19.8));
 }
