@@ -283,11 +283,20 @@ def test_small_queue_filled_by_bursts_on_a_remote_link():
 
 def test_bursts_of_tcp_through_a_big_queue_are_no_ceiling():
     """The bursts' top is no full queue: no ceiling in 2 of 3 runs, the
-    estimate within 25% in the median (2026-12-05: the binary before the
+    estimate within 35% in the median (2026-12-05: the binary before the
     burst checks found one in 1 of 2 runs, -16% and -18%; a draft with the
     pile-up check alone in 2 of 2, -5% and -39%; with all three, none in 2
-    of 2, -10% and +3%)."""
-    results = check("remote_tcp_bursts_big_queue", bound=0.25)
+    of 2, -10% and +3%).
+
+    Not 25%: every response train here is at C, and each meets none, half or
+    all of a 17.7 ms burst (ratios 1.0, 1.54, 2.08), so 24 of them give the
+    crossing a standard error of 5.9-6.5 Mbit/s, 25-28% of the avail-bw, as
+    the runs report (crossing_se_bps). On 2026-12-07, 27 runs (12 with the
+    binary at d8bd529, 15 at 7be1320, 3 of them the fresh-clone CI's) read
+    beyond 25% in 7 (+27.4, +27.9, +33.5, +27.1; +44.6, +33.4, +49.9%) and
+    beyond 35% in 2: the CI's median of three was over 25%. The ceiling this
+    test is about read -39% to -61%."""
+    results = check("remote_tcp_bursts_big_queue", bound=0.35)
     found = [doc.get("queue_ceiling_s") for _, doc, _, _ in results]
     assert sum(q is None for q in found) >= 2, found
 
