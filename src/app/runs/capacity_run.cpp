@@ -635,8 +635,9 @@ Nanos CapacityLoop::pace(const Train& train, const TrainResult& run, const Capac
                          int n_train) {
   if (const double carried = carried_rate(s); carried > 0) rates_.push_back(carried);
   est_ = out_.tally.estimate();
-  const double budget_rate = budget_capacity(rates_, est_.valid ? est_.capacity_bps : 0,
-                                             load_loss_factor(group_rates_[0], group_rates_[1], c_.length_ratio));
+  const double budget_rate =
+      budget_capacity(rates_, est_.valid ? est_.capacity_bps : 0,
+                      load_loss_factor(group_rates_[0], group_rates_[1], c_.length_ratio));
   runner_.set_load_capacity(budget_rate);
   const double train_bits = 8.0 * static_cast<double>(train.total_bytes());
   const double L = out_.packet_size;
