@@ -452,8 +452,7 @@ void CapacityTally::conclude(CapacityResult& res) const {
   // whole packets, and trains that each lost one agree with each other (a
   // 10 Mbit/s link with 3% random loss: 4 of 10 trains on +13%).
   const bool lost_replies = sm.rejected.count(verdict_name(SampleVerdict::kLostReply)) > 0;
-  const bool losses =
-      lost_replies || sm.rejected.count(verdict_name(SampleVerdict::kLostLoad)) > 0;
+  const bool losses = loss_seen(sm.rejected);
   const DenseMode dense = two_lengths_ && est.valid && !losses && wider_than(est, kWideFit)
                               ? dense_mode(sm.kept, kDenseTolerance)
                               : DenseMode{};
