@@ -114,9 +114,17 @@ QuantisationFinding detect_quantisation(const std::vector<std::vector<Nanos>>& r
     if (f.rms <= best_rms * 1.1 + 50 && f.period > best.period) best = f;
   }
   if (best.period <= 0) return out;
-  if (out.zero_gaps == 0 && p.packet_time_ns > 0 &&
-      std::abs(best.period - p.packet_time_ns) <= p.rel_tol * p.packet_time_ns) {
-    return out;
+  if (out.zero_gaps == 0 && p.packet_time_ns >= static_cast<double>(p.min_period)) {
+    // The link's own packet clock: the gaps sit on multiples of its packet
+    // time (the lattice found may be a multiple of it, where every train
+    // held an even number of packets: 2 and 4 load packets after halvings).
+    const auto near_clock = [&](double period) {
+      return std::abs(period - p.packet_time_ns) <= p.rel_tol * p.packet_time_ns;
+    };
+    const LatticeFit clock = fit_lattice(nz, 0, p.packet_time_ns, p);
+    if (near_clock(best.period) || (clock.fit >= p.min_fit && near_clock(clock.period))) {
+      return out;
+    }
   }
   out.quantised = true;
   out.period_s = best.period / 1e9;

@@ -28,12 +28,14 @@ struct QuantisationParams {
   // One full-size packet's time at the capacity the trains read (ns; 0 =
   // not known). A slow FIFO link puts reply gaps on a lattice of its own:
   // whole packets, ours and the cross traffic's between them, each take
-  // that long. Without batch gaps at zero, a lattice whose step is within
-  // rel_tol of it is that clock, not coalescence (the random-path
-  // benchmark's path 7 at d5c039b: a 10 Mbit/s htb on our own interface with
-  // this host's on/off traffic in it, 12 reply gaps on multiples of 1214.8
-  // us for a packet time of 1211.4; no zero gap; the capacity was cut to a
-  // lower bound 11% under the truth, and the avail-bw from it read -33%).
+  // that long. Without batch gaps at zero, gaps that sit on multiples of it
+  // are that clock, not coalescence, whatever coarser lattice they fit too
+  // (the random-path benchmark's path 7 at d5c039b: a 10 Mbit/s htb on our
+  // own interface with this host's on/off traffic in it, 12 reply gaps on
+  // multiples of 1214.8 us for a packet time of 1211.4; no zero gap; the
+  // capacity was cut to a lower bound 11% under the truth, and the avail-bw
+  // from it read -33%. Trains of 2 and 4 load packets on a slow link, after
+  // halvings, put every gap on multiples of two packet times.)
   double packet_time_ns = 0;
 };
 

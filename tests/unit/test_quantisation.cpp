@@ -181,6 +181,31 @@ TEST_CASE("a slow link's own packet clock is no coalescence", "[quantisation]") 
   QuantisationParams p;
   p.packet_time_ns = P * 1e9;
   CHECK_FALSE(detect_quantisation(run, p).quantised);
+  SECTION("trains of 2 and 4 packets: gaps on multiples of two packet times") {
+    // A 5.15 Mbit/s link behind a queue of a few packets, the trains halved
+    // twice (the runner's unit test): 16 and 8 load packets, then 8 and 4,
+    // then 4 and 2. The lattice found is 2P, not P; the gaps sit on
+    // multiples of P all the same.
+    const double C2 = 5.15e6;
+    const double P2 = 1500 * 8 / C2;
+    std::vector<std::vector<Nanos>> even;
+    double t2 = 1.7e9;
+    for (int i = 0; i < 24; ++i) {
+      const double head = t2 + jitter(rng) + 50e-6;
+      const double tail = head + (i % 2 ? 16 : 8) / (1 << (i / 8)) * P2 + jitter(rng);
+      even.push_back({static_cast<Nanos>(head * 1e9), static_cast<Nanos>(tail * 1e9)});
+      t2 += 0.3;
+    }
+    const QuantisationFinding coarse = detect_quantisation(even);
+    INFO("blind: " << coarse.period_s);
+    REQUIRE(coarse.quantised);
+    CHECK(coarse.period_s == Approx(2 * P2).epsilon(0.02));
+    QuantisationParams p2;
+    p2.packet_time_ns = P2 * 1e9;
+    CHECK_FALSE(detect_quantisation(even, p2).quantised);
+    p2.packet_time_ns = 1.1 * P2 * 1e9;
+    CHECK(detect_quantisation(even, p2).quantised);
+  }
   SECTION("a capacity read 10% off: no match, still quantised") {
     p.packet_time_ns = 1.1 * P * 1e9;
     CHECK(detect_quantisation(run, p).quantised);

@@ -94,6 +94,24 @@ bool long_trains_came_back_closer(const std::vector<TrainDispersion>& trains) {
   return share.size() >= kQueueLossTrains && median(share) < kCloserThanLeft;
 }
 
+// The fastest of up to three trains, the second fastest of kOutlierTrains or
+// more: one reply held up on its way back (this VM's softirqs, now and then,
+// for a millisecond or two) makes one train read far too fast, and
+// conclude()'s load-loss rule compares the least-disturbed trains of two
+// lengths. The lab's 5.2 Mbit/s link behind a 10.4 KB queue, after the
+// halving to 4 and 8 load packets: five 4-packet trains read 5.14-5.15, one
+// whose head reply came 1.5 ms late 6.11, the 8-packet ones 5.87-5.89 (lost
+// load); the 90th percentile of the short ones, 5.63, hid the long ones'
+// lead and the fit said 6.87 (+33%). Over the 387 committed and lab
+// documents with both lengths kept, the second fastest (of 3, 4 or 5 trains
+// or more) changes that rule's outcome in that run only.
+constexpr std::size_t kOutlierTrains = 4;
+double nearly_fastest(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v.size() >= kOutlierTrains ? v[v.size() - 2] : v.back();
+}
+
 void apply_estimate(CapacityResult& res, const CapacityEstimate& e) {
   res.valid = e.valid;
   res.capacity_bps = e.capacity_bps;
@@ -580,7 +598,7 @@ void CapacityTally::conclude(CapacityResult& res) const {
       !mostly_uncompressed && two_lengths_ && sm.kept_by_group[0].size() >= min_short &&
       sm.kept_by_group[1].size() >= 2 &&
       median(sm.kept_by_group[1]) > 1.1 * median(sm.kept_by_group[0]) &&
-      quantile(sm.kept_by_group[1], 0.9) > 1.1 * quantile(sm.kept_by_group[0], 0.9) &&
+      nearly_fastest(sm.kept_by_group[1]) > 1.1 * nearly_fastest(sm.kept_by_group[0]) &&
       !long_trains_came_back_closer(sm.trains);
   if (long_faster && long_trains_met_less(sm.disp[0], sm.disp[1], losses)) {
     // Faster by far more than lost load can make them (long_trains_met_less):
