@@ -290,4 +290,19 @@ bool narrow_link_is_last(const std::vector<HopRate>& hops, double gaps_high_bps)
   return last.used && last.rate_bps > 0 && last.rate_bps <= kLastFaster * gaps_high_bps;
 }
 
+int narrow_hop_unchanged_after(const std::vector<HopRate>& hops, double gaps_high_bps) {
+  if (hops.size() < 2 || !(gaps_high_bps > 0)) return -1;
+  std::size_t k = 0;
+  while (k < hops.size() && hops[k].used && hops[k].rate_bps > kLastFaster * gaps_high_bps) ++k;
+  if (k + 1 >= hops.size() || !hops[k].used || !(hops[k].rate_bps > 0)) return -1;
+  const double r = hops[k].rate_bps;
+  for (std::size_t j = k + 1; j < hops.size(); ++j) {
+    if (!hops[j].used || std::fabs(hops[j].rate_bps / r - 1) > kUnchangedAfter ||
+        hops[j].compressed_fraction > 0) {
+      return -1;
+    }
+  }
+  return static_cast<int>(k);
+}
+
 }  // namespace lw

@@ -135,6 +135,7 @@ struct HopRate {
   double passed_fraction = 0;
   double rate_low_bps = 0, rate_high_bps = 0;
   int passed_trains = 0;  // the trains behind passed_fraction
+  double compressed_fraction = 0;  // HopEstimate::compressed_fraction
 };
 int narrow_hop_above_trains(const std::vector<HopRate>& hops, double trains_bps, double high_bps,
                             double later_bps);
@@ -242,6 +243,19 @@ int hop_clearly_below(const std::vector<HopRate>& hops, double capacity_bps);
 // right, where the links after it carried nothing: not reached by this rule).
 constexpr double kLastFaster = 1.05;
 bool narrow_link_is_last(const std::vector<HopRate>& hops, double gaps_high_bps);
+
+// The same where links follow the narrow one but none of them changed the
+// trains: every hop before hop k left the hops phase's trains faster than
+// kLastFaster times `gaps_high_bps`, hop k at or under it, and every hop
+// after it within kUnchangedAfter of hop k's rate, none of them with a
+// train whose replies came back closer than they left (compressed_fraction
+// 0). A loaded link after the narrow one would slow or compress the trains
+// past hop k; here nothing did, so nothing there squeezed the gaps. Hop k's
+// index, -1 when the hops have another shape (or k is the last hop:
+// narrow_link_is_last). The caller asks more of the gaps here (measure:
+// gaps_at_narrow_hop).
+constexpr double kUnchangedAfter = 0.05;
+int narrow_hop_unchanged_after(const std::vector<HopRate>& hops, double gaps_high_bps);
 
 constexpr double kHopFar = 1.10;
 constexpr double kHopNear = 0.08;

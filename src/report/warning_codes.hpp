@@ -59,6 +59,10 @@ namespace lw {
   X(kGapsAtLastHop, "gaps_at_last_hop",                                                           \
     "measure: the hops phase found the narrow link is the last one, into the target: no link "    \
     "after it squeezed the reply gaps, which give the capacity (capacity_source reply_gaps)")     \
+  X(kGapsAtNarrowHop, "gaps_at_narrow_hop",                                                       \
+    "measure: the hops phase found no link after the narrow one changed the trains, and the "     \
+    "least-delayed spans agree with the reply gaps: nothing squeezed them, they give the "       \
+    "capacity (capacity_source reply_gaps)")                                                      \
   X(kCapacityFromOwnShaper, "capacity_from_own_shaper",                                         \
     "this host's own interface's root shaper (its rate at the IP layer) is the narrow link: the " \
     "capacity phase read above its rate, or (measure) trains our queue spread read below it for " \

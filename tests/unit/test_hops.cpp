@@ -1036,6 +1036,93 @@ TEST_CASE("narrow_link_is_last: every hop before the target faster than the gaps
   CHECK_FALSE(narrow_link_is_last(h, 0));
 }
 
+TEST_CASE("narrow_hop_unchanged_after: no link after the narrow hop changed the trains") {
+  // The random-path benchmark with seed 2034 at 1f41b93, path 2: 71.3, 100.3,
+  // 205.5, 54.2 (Poisson at 39%) and 195.0 Mbit/s; gaps up to 54.48.
+  const std::vector<HopRate> h = {{true, 70.66e6, 1.0},
+                                  {true, 70.50e6, 0.0},
+                                  {true, 70.44e6, 0.0},
+                                  {true, 40.28e6, 1.0},
+                                  {true, 40.15e6, 0.0}};
+  CHECK(narrow_hop_unchanged_after(h, 54.48e6) == 3);
+  CHECK_FALSE(narrow_link_is_last(h, 54.48e6));
+  // A later hop that slowed the trains further: a loaded link after hop 4.
+  std::vector<HopRate> slowed = h;
+  slowed[4].rate_bps = 36e6;
+  CHECK(narrow_hop_unchanged_after(slowed, 54.48e6) == -1);
+  // ... or sped them up (compressed them back towards a faster rate).
+  std::vector<HopRate> faster = h;
+  faster[4].rate_bps = 44e6;
+  CHECK(narrow_hop_unchanged_after(faster, 54.48e6) == -1);
+  // A later hop whose replies came back closer than they left in a train.
+  std::vector<HopRate> squeezed = h;
+  squeezed[4].compressed_fraction = 0.125;
+  CHECK(narrow_hop_unchanged_after(squeezed, 54.48e6) == -1);
+  // A hop before it that gave no rate may hide the narrow link.
+  std::vector<HopRate> hidden = h;
+  hidden[1].used = false;
+  CHECK(narrow_hop_unchanged_after(hidden, 54.48e6) == -1);
+  // The slow hop is the target: that is narrow_link_is_last's shape.
+  const std::vector<HopRate> last(h.begin(), h.begin() + 4);
+  CHECK(narrow_hop_unchanged_after(last, 54.48e6) == -1);
+  CHECK(narrow_link_is_last(last, 54.48e6));
+  CHECK(narrow_hop_unchanged_after(h, 0) == -1);
+  CHECK(narrow_hop_unchanged_after({}, 54.48e6) == -1);
+}
+
+TEST_CASE("measure takes refused gaps when no link after the narrow one changed the trains") {
+  // The same path 2: trains 41.38 [37.95, 54.48] under the Poisson load of
+  // the narrow link; gaps 53.93 [53.53, 54.48], refused as squeezed after the
+  // narrow link for least-delayed spans at 51.78 (0.96 of them); truth 53.75.
+  const nlohmann::json gaps = {{"verdict", "squeezed_after_narrow"},
+                               {"capacity_bps", 53.93e6},
+                               {"low_bps", 53.53e6},
+                               {"high_bps", 54.48e6},
+                               {"min_delay_bps", 51.78e6}};
+  MeasureResult m =
+      measured("rst_trains", 41.38e6, 37.95e6, 54.48e6, gaps,
+               {{70.66e6, 1.0}, {70.50e6, 0.0}, {70.44e6, 0.0}, {40.28e6, 1.0}, {40.15e6, 0.0}});
+  m.hops.target_reached = true;
+  m.hops.target_addr = "198.18.5.2";
+  m.hops.hops.back().addr = "198.18.5.2";
+  m.hops.bottleneck_hop = 5;
+  m.hops.hops[3].rate_low_bps = 38.34e6;
+  m.hops.hops[3].rate_high_bps = 50.15e6;
+  MeasureResult far_delay = m, near_trains = m, slowed_after = m, idle_narrow = m;
+  double C = 41.38e6;
+  narrow_capacity_from_hops(m, &C);
+  CHECK(C == 53.93e6);
+  CHECK(m.capacity.capacity_source == "reply_gaps");
+  CHECK(m.capacity.low_bps == 53.53e6);
+  CHECK(m.capacity.high_bps == 54.48e6);
+  REQUIRE(m.capacity.warnings.size() == 1);
+  CHECK(m.capacity.warnings[0].code == "gaps_at_narrow_hop");
+  CHECK(m.hops.bottleneck_hop == 4);
+  // Least-delayed spans over a tenth under the gaps: pairs squeezed after
+  // the narrow link read the later link; not taken.
+  far_delay.capacity.gap_check["min_delay_bps"] = 45e6;
+  C = 41.38e6;
+  narrow_capacity_from_hops(far_delay, &C);
+  CHECK(far_delay.capacity.capacity_source == "rst_trains");
+  // Trains within a tenth of the gaps: not taken either.
+  near_trains.capacity.capacity_bps = 49.5e6;
+  C = 49.5e6;
+  narrow_capacity_from_hops(near_trains, &C);
+  CHECK(near_trains.capacity.capacity_source == "rst_trains");
+  // Every hop train left hop 4 at the trains' rate: an idle narrow link the
+  // trains read, the gaps squeezed after it (the benchmark's path 33 at
+  // 13a7fd3: hop 2 at 8.04 [7.56, 8.04], trains 7.98, gaps 11.55).
+  idle_narrow.hops.hops[3].rate_high_bps = 42.5e6;
+  C = 41.38e6;
+  narrow_capacity_from_hops(idle_narrow, &C);
+  CHECK(idle_narrow.capacity.capacity_source != "reply_gaps");
+  // The target slower than hop 4 by over 5%: a loaded link after it.
+  slowed_after.hops.hops.back().rate_bps = 36e6;
+  C = 41.38e6;
+  narrow_capacity_from_hops(slowed_after, &C);
+  CHECK(slowed_after.capacity.capacity_source != "reply_gaps");
+}
+
 TEST_CASE("measure takes refused gaps when the narrow link is the last one") {
   // Benchmark path 38 at 13a7fd3: 214, 530, 436, 147 and 123.7 Mbit/s, the
   // last the narrow one (33% on/off), TCP on links 1, 2 and 4; trains 86.7
