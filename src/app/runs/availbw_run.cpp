@@ -369,6 +369,18 @@ void report_fleet_estimate(const FleetSearch& search, const std::vector<Response
   if (est.basis == "response_curve") res.crossing_capacity_source = est.crossing_capacity_source;
   res.valid = !search.history().empty() || est.points > 0;
   if (est.bursty) {
+    // The range holds the fleets' bracket too: they saw the path between
+    // the bursts, and the crossing's standard error says nothing of how far
+    // those seconds lie from the mean (the lab's local_tcp_remote_tight:
+    // this host's TCP bursting in our own queue before an idle 46 Mbit/s
+    // link, the crossing 39.65 [34.55, 43.48], the bracket [36.05, 45.55],
+    // the truth 45.57; a bracket that reaches the capacity's estimate takes
+    // the range on to its upper end, add_availbw). Over the committed seed
+    // runs' 218 bursty response curves the range held the truth 197 times
+    // before, 200 with the bracket (median width 0.82 and 0.87 of the
+    // estimate).
+    res.low_bps = std::min(res.low_bps, search.low());
+    res.high_bps = std::max(res.high_bps, std::min(C, search.high()));
     res.warnings.push_back(
         {WarningCode::kBurstyCrossTraffic,
          "cross traffic came in bursts as long as the trains (the trains at C: excess ratios "
