@@ -281,28 +281,37 @@ int hop_clearly_below(const std::vector<HopRate>& hops, double capacity_bps) {
   });
 }
 
+namespace {
+
+// The first hop that did not leave the trains over kLastFaster times the
+// gaps' upper end, when every hop before it answered and it gave a rate;
+// -1 otherwise (narrow_link_is_last, narrow_hop_unchanged_after).
+int first_hop_at_gaps(const std::vector<HopRate>& hops, double gaps_high_bps) {
+  if (!(gaps_high_bps > 0)) return -1;
+  std::size_t k = 0;
+  while (k < hops.size() && hops[k].used && hops[k].rate_bps > kLastFaster * gaps_high_bps) ++k;
+  if (k >= hops.size() || !hops[k].used || !(hops[k].rate_bps > 0)) return -1;
+  return static_cast<int>(k);
+}
+
+}  // namespace
+
 bool narrow_link_is_last(const std::vector<HopRate>& hops, double gaps_high_bps) {
-  if (hops.empty() || !(gaps_high_bps > 0)) return false;
-  for (std::size_t i = 0; i + 1 < hops.size(); ++i) {
-    if (!hops[i].used || !(hops[i].rate_bps > kLastFaster * gaps_high_bps)) return false;
-  }
-  const HopRate& last = hops.back();
-  return last.used && last.rate_bps > 0 && last.rate_bps <= kLastFaster * gaps_high_bps;
+  const int k = first_hop_at_gaps(hops, gaps_high_bps);
+  return k >= 0 && static_cast<std::size_t>(k) + 1 == hops.size();
 }
 
 int narrow_hop_unchanged_after(const std::vector<HopRate>& hops, double gaps_high_bps) {
-  if (hops.size() < 2 || !(gaps_high_bps > 0)) return -1;
-  std::size_t k = 0;
-  while (k < hops.size() && hops[k].used && hops[k].rate_bps > kLastFaster * gaps_high_bps) ++k;
-  if (k + 1 >= hops.size() || !hops[k].used || !(hops[k].rate_bps > 0)) return -1;
-  const double r = hops[k].rate_bps;
-  for (std::size_t j = k + 1; j < hops.size(); ++j) {
+  const int k = first_hop_at_gaps(hops, gaps_high_bps);
+  if (k < 0 || static_cast<std::size_t>(k) + 1 >= hops.size()) return -1;
+  const double r = hops[static_cast<std::size_t>(k)].rate_bps;
+  for (std::size_t j = static_cast<std::size_t>(k) + 1; j < hops.size(); ++j) {
     if (!hops[j].used || std::fabs(hops[j].rate_bps / r - 1) > kUnchangedAfter ||
         hops[j].compressed_fraction > 0) {
       return -1;
     }
   }
-  return static_cast<int>(k);
+  return k;
 }
 
 }  // namespace lw
