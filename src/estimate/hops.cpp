@@ -281,6 +281,17 @@ int hop_clearly_below(const std::vector<HopRate>& hops, double capacity_bps) {
   });
 }
 
+int hop_at_least_delayed(const std::vector<HopRate>& hops, double capacity_bps,
+                         double min_delay_bps) {
+  if (!(min_delay_bps > 0)) return -1;
+  return slowest_contradicting_hop(hops, capacity_bps, [&](const HopRate& h) {
+    return h.rate_bps > 0 && h.rate_low_bps > 0 &&
+           h.rate_high_bps <= kHopSpreadMax * h.rate_low_bps &&
+           std::fabs(min_delay_bps / h.rate_bps - 1) <= kLeastDelayedAtHop &&
+           capacity_bps > kSqueezedLift * std::max(min_delay_bps, h.rate_high_bps);
+  });
+}
+
 namespace {
 
 // The first hop that did not leave the trains over kLastFaster times the

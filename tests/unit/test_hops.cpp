@@ -881,6 +881,72 @@ TEST_CASE("measure lowers a capacity above the rate every hop train left a hop a
   CHECK(m.capacity.warnings[0].code == "capacity_from_hop");
 }
 
+TEST_CASE(
+    "hop_at_least_delayed: a capacity over a hop's rate that the least-delayed gaps agree with") {
+  // Seed 2035's path 44 rebuilt: links of 874.8, 153.6 (Poisson) and 184.4
+  // Mbit/s (TCP); trains and gaps 183.0, least-delayed spans 150.8.
+  std::vector<HopRate> h = {{true, 596.0e6, 0.0, 0.0, 516.1e6, 875.5e6},
+                            {true, 148.0e6, 1.0, 0.43, 141.3e6, 150.2e6}};
+  CHECK(hop_at_least_delayed(h, 183.0e6, 150.8e6) == 1);
+  // No least-delayed reading, or one away from the hop's rate: nothing.
+  CHECK(hop_at_least_delayed(h, 183.0e6, 0) == -1);
+  CHECK(hop_at_least_delayed(h, 183.0e6, 160.0e6) == -1);
+  CHECK(hop_at_least_delayed(h, 183.0e6, 138.0e6) == -1);
+  // A capacity within a tenth of both: no contradiction.
+  CHECK(hop_at_least_delayed(h, 165.0e6, 150.8e6) == -1);
+  CHECK(hop_at_least_delayed(h, 166.0e6, 150.8e6) == 1);
+  // Trains that left the hop spread (cross traffic on the narrow link slows
+  // them and the least-delayed spans alike: seed 2027's path 49, the
+  // capacity 175.1 right): nothing.
+  h[1] = {true, 130.8e6, 0.86, 0.57, 115.8e6, 146.7e6};
+  CHECK(hop_at_least_delayed(h, 175.1e6, 127.4e6) == -1);
+  h[1].rate_low_bps = 125.0e6;  // within 20%
+  CHECK(hop_at_least_delayed(h, 175.1e6, 127.4e6) == 1);
+  // A hop that slowed few trains, or one not used, says nothing.
+  h[1].choke_fraction = 0.4;
+  CHECK(hop_at_least_delayed(h, 175.1e6, 127.4e6) == -1);
+  h[1].choke_fraction = 0.86;
+  h[1].used = false;
+  CHECK(hop_at_least_delayed(h, 175.1e6, 127.4e6) == -1);
+}
+
+TEST_CASE("measure takes the least-delayed gaps where they agree with a hop far under the trains") {
+  MeasureResult m = measured("rst_trains", 183.0e6, 74.4e6, 183.9e6,
+                             {{"verdict", "agrees"},
+                              {"capacity_bps", 182.5e6},
+                              {"low_bps", 149.3e6},
+                              {"high_bps", 184.0e6},
+                              {"min_delay_bps", 150.8e6}},
+                             {{596.0e6, 0.0}, {148.0e6, 1.0}, {148.0e6, 0.29}});
+  m.hops.hops[0].rate_low_bps = 516.1e6;
+  m.hops.hops[0].rate_high_bps = 875.5e6;
+  m.hops.hops[1].rate_low_bps = 141.3e6;
+  m.hops.hops[1].rate_high_bps = 150.2e6;
+  // The target's hop (its trains are capacity trains): never the one taken,
+  // however its trains read.
+  m.hops.hops[2].rate_low_bps = 147.0e6;
+  m.hops.hops[2].rate_high_bps = 149.0e6;
+  m.hops.hops[2].choke_fraction = 1.0;
+  m.hops.hops[2].addr = m.hops.target_addr = "198.18.3.2";
+  m.hops.target_reached = true;
+  m.hops.hops[1].rate_bps = 0;  // without hop 2, nothing
+  double C = 183.0e6;
+  narrow_capacity_from_hops(m, &C);
+  CHECK(C == 183.0e6);
+  CHECK(m.capacity.capacity_source == "rst_trains");
+  m.hops.hops[1].rate_bps = 148.0e6;
+  narrow_capacity_from_hops(m, &C);
+  CHECK(C == 150.8e6);
+  CHECK(m.capacity.capacity_bps == 150.8e6);
+  CHECK(m.capacity.capacity_source == "reply_gaps");
+  CHECK(m.capacity.low_bps <= 141.3e6);
+  CHECK(m.capacity.high_bps >= 152.2e6);  // the truth
+  CHECK(m.capacity.high_bps < 160.0e6);
+  CHECK(m.hops.bottleneck_hop == 2);
+  REQUIRE(!m.capacity.warnings.empty());
+  CHECK(m.capacity.warnings.back().code == "least_delayed_at_hop");
+}
+
 TEST_CASE("hop_far_below_capacity: no capacity over twice a hop's fastest train") {
   // Seed 2027 at fe0c5c6, path 52: 45.2 Mbit/s carrying 84% CBR (hop 2),
   // then 133.8 carrying 88% TCP; gaps adopted at 134.1.

@@ -1746,6 +1746,37 @@ bool capacity_above_hop(MeasureResult& m, double* capacity_bps) {
   return true;
 }
 
+// A capacity over a hop's rate that CapProbe's least-delayed reply-gap spans
+// agree with (estimate/hops.hpp, hop_at_least_delayed): a loaded link after
+// that hop squeezed the trains and most gaps to its own rate. The capacity is
+// the least-delayed spans' reading, its interval reaching the hop's trains,
+// the bottleneck there.
+bool capacity_at_least_delayed(MeasureResult& m, double* capacity_bps) {
+  CapacityResult& cap = m.capacity;
+  const double md = gap_check_number(cap.gap_check, "min_delay_bps");
+  const int k = hop_at_least_delayed(hop_rates_before_target(m.hops), cap.capacity_bps, md);
+  if (k < 0) return false;
+  const HopRecord& h = m.hops.hops[static_cast<std::size_t>(k)];
+  cap.warnings.push_back(
+      {WarningCode::kLeastDelayedAtHop,
+       "the capacity estimate (" + cap.capacity_source + ") read " + format_rate(cap.capacity_bps) +
+           ", over a tenth above two readings that agree: the "
+           "hops phase's trains left hop " +
+           std::to_string(k + 1) + " at " + format_rate(h.rate_bps) + " (" +
+           format_rate(h.rate_low_bps) + " to " + format_rate(h.rate_high_bps) +
+           "), and CapProbe's least-delayed reply-gap spans read " + format_rate(md) +
+           ": a loaded link after that hop squeezed the trains and most gaps to its own rate; "
+           "the capacity is the least-delayed spans'"});
+  cap.capacity_bps = md;
+  cap.low_bps = std::min(md, h.rate_low_bps) * (1 - kSystematicRel);
+  cap.high_bps = std::max(md, h.rate_high_bps) * (1 + kLeastDelayedAtHop);
+  cap.capacity_source = "reply_gaps";
+  cap.kde_bandwidth_bps = 0;
+  *capacity_bps = md;
+  set_bottleneck(m.hops, k, h.choke_fraction);
+  return true;
+}
+
 // Gaps refused as squeezed by a loaded link after the narrow one, where the
 // hops say the narrow link is the last (estimate/hops.hpp,
 // narrow_link_is_last), or that no link after it changed the trains
@@ -1962,7 +1993,8 @@ void narrow_capacity_from_hops(MeasureResult& m, double* capacity_bps) {
   // estimate of the trains or the gaps.
   if (!m.has_hops || !cap.valid || cap.lower_bound || cap.shaper.found) return;
   if (cap.capacity_source == "rst_trains" || cap.capacity_source == "reply_gaps") {
-    if (!capacity_above_hop(m, capacity_bps) && !gaps_at_narrow_hop(m, capacity_bps)) {
+    if (!capacity_above_hop(m, capacity_bps) && !capacity_at_least_delayed(m, capacity_bps) &&
+        !gaps_at_narrow_hop(m, capacity_bps)) {
       capacity_from_hop_rates(m, capacity_bps);
     }
   }
