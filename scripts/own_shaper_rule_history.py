@@ -16,6 +16,12 @@ the capacity missed it by over 3%. Documents written after the rules read S
 already (capacity_source own_shaper): they count as fired. No lab, no probes.
 
     python3 scripts/own_shaper_rule_history.py results /tmp/bench1 ...
+
+With --unchanged first, it lists instead the documents where the hops phase's
+veto on "below" (hop 1 at S, its trains within 3%, the capacity over 5% under
+S) meets its exception (unchanged_to_target): every hop after ours but the
+target's at S within 3%, the target reached, and whether the gaps read over
+1.05 S (only then does the exception lift the veto).
 """
 import glob
 import json
@@ -49,9 +55,40 @@ def fires(doc):
     return "below" if c < 0.999 * s and gaps >= 0.97 * s and other > 0.05 * s else ""
 
 
+def unchanged(dirs):
+    n = 0
+    for d in dirs:
+        for fn in sorted(glob.glob(os.path.join(d, "**", "paths_runs", "path*.json"), recursive=True)):
+            rec = json.load(open(fn))
+            doc = rec.get("doc") or {}
+            truth = (rec.get("truth") or {}).get("capacity_bps")
+            s = ip_rate(doc)
+            hops = doc.get("hops") or []
+            if not truth or not doc.get("capacity_bps") or not s or len(hops) < 2:
+                continue
+            n += 1
+            h1 = hops[0]
+            if not (h1.get("used") and abs(h1["rate_bps"] / s - 1) <= 0.02 and h1["rate_low_bps"] > 0
+                    and h1["rate_high_bps"] <= 1.03 * h1["rate_low_bps"]
+                    and doc["capacity_bps"] < 0.95 * s):
+                continue
+            if hops[-1].get("addr") != doc.get("target_addr"):
+                continue
+            if any(not h.get("used") or abs((h.get("rate_bps") or 0) / s - 1) > 0.03 for h in hops[1:-1]):
+                continue
+            gaps = (doc.get("gap_check") or {}).get("capacity_bps") or 0
+            print(f"{fn}: capacity {100 * (doc['capacity_bps'] / truth - 1):+.1f}%, shaper "
+                  f"{100 * (s / truth - 1):+.1f}%, gaps {gaps / s:.2f} of it"
+                  f"{' (lifted)' if gaps > 1.05 * s else ''}")
+    print(f"{n} documents with our shaper and hops")
+
+
 def main():
     if len(sys.argv) < 2:
         raise SystemExit(__doc__)
+    if sys.argv[1] == "--unchanged":
+        unchanged(sys.argv[2:])
+        return
     fired = right = missed = runs = 0
     for d in sys.argv[1:]:
         for fn in sorted(glob.glob(os.path.join(d, "paths_runs", "path*.json"))):

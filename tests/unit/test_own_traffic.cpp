@@ -525,6 +525,39 @@ TEST_CASE("measure: trains our own queue spread below its shaper, gaps above it"
     CHECK(near.capacity.capacity_bps == Approx(ip));
     CHECK(near.capacity.capacity_source == "own_shaper");
   }
+  SECTION("hop 1 and every hop up to the target's at the shaper, gaps above it: ours") {
+    // Seed 2036 path 2 at d846b28: our 5.7 Mbit/s tbf, hops 1-3 at 5.63,
+    // the target's 3.86 [2.91, 23.38] (TCP on the 23.5 Mbit/s link into
+    // it), trains 2.97, gaps 23.34.
+    auto unchanged = [&](double mid_rate, bool reached) {
+      MeasureResult m2 = path58(209.76e6);
+      m2.has_hops = true;
+      m2.capacity.capacity_bps = 0.53 * ip;
+      for (std::size_t k = 0; k < m2.hops.hops.size(); ++k) {
+        HopRecord& h = m2.hops.hops[k];
+        h.ttl = static_cast<int>(k) + 1;
+        h.addr = "198.18." + std::to_string(k + 1) + ".2";
+        h.rate_bps = k == 0 ? ip : mid_rate;
+        h.rate_low_bps = 0.998 * h.rate_bps;
+        h.rate_high_bps = 1.001 * h.rate_bps;
+      }
+      HopRecord& t = m2.hops.hops.back();
+      t.rate_bps = 0.68 * ip;
+      t.rate_low_bps = 0.52 * ip;
+      t.rate_high_bps = 4.1 * ip;
+      m2.hops.target_reached = reached;
+      m2.hops.target_addr = t.addr;
+      add_availbw(m2, search(), 0);
+      return m2;
+    };
+    const MeasureResult mine = unchanged(0.999 * ip, true);
+    CHECK(mine.capacity.capacity_bps == Approx(ip));
+    CHECK(mine.capacity.capacity_source == "own_shaper");
+    // A hop between ours and the target's read slower: the veto stands.
+    CHECK(unchanged(0.9 * ip, true).capacity.capacity_source != "own_shaper");
+    // The target not reached: nothing says which hops lie before it.
+    CHECK(unchanged(0.999 * ip, false).capacity.capacity_source != "own_shaper");
+  }
   SECTION("a hop after ours slowed every train far below the shaper: not our shaper") {
     // Seed 2031 at 556f335, path 58: our 127.3 Mbit/s tbf, hop 1 at 128.3,
     // hop 2 at 49.7 [44.7, 52.1] (a 58.7 link with on/off), trains 48.6, the
