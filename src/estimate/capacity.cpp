@@ -181,7 +181,20 @@ CapacityEstimate aggregate_capacity(const std::vector<double>& kept) {
   CapacityEstimate e;
   e.samples = static_cast<int>(kept.size());
   if (kept.empty()) return e;
-  const KdeMode m = kde_mode(kept);
+  // Fastest first: where two modes are equally dense (two trains far
+  // apart), kde_mode keeps the first, and cross traffic only slows a train,
+  // so the faster is the likelier reading of the link, not whichever came
+  // first (the random-path benchmark with seed 2036 at d846b28, path 9: TCP
+  // on the link after the 9.9 Mbit/s narrow one, short trains at 1.71 and
+  // 8.74, the first taken; the phase then paced itself by 1.71 and sent 5
+  // trains before the time cap: -82.7%).
+  KdeMode m = kde_mode(kept);
+  std::vector<double> order = kept;
+  std::sort(order.rbegin(), order.rend());
+  if (const KdeMode f = kde_mode(order);
+      f.mode > (1 + 1e-6) * m.mode && f.density >= (1 - 1e-9) * m.density) {
+    m = f;  // another mode, as dense
+  }
   const Interval ci = bootstrap_mode_interval(kept);
   e.valid = true;
   e.capacity_bps = m.mode;

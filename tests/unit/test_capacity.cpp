@@ -232,6 +232,24 @@ TEST_CASE("KDE mode ignores a minority of low samples (cross traffic)", "[capaci
   CHECK(mean < 47e6);
 }
 
+TEST_CASE("two trains far apart: the faster, whichever came first", "[capacity][kde]") {
+  // Seed 2036's path 9: short trains at 1.71 (behind a TCP burst) and 8.74
+  // Mbit/s on a 9.9 Mbit/s path.
+  for (const std::vector<double>& v :
+       {std::vector<double>{1.71e6, 8.74e6}, std::vector<double>{8.74e6, 1.71e6}}) {
+    const CapacityEstimate e = aggregate_capacity(v);
+    REQUIRE(e.valid);
+    CHECK(e.capacity_bps == Approx(8.74e6));
+    CHECK(e.low_bps <= 1.71e6 * 1.001);  // the interval still holds both
+  }
+  // Within a kernel width of each other they make one mode between them,
+  // whatever the order.
+  const CapacityEstimate near = aggregate_capacity({9.800e6, 9.801e6});
+  CHECK(near.capacity_bps > 9.800e6);
+  CHECK(near.capacity_bps < 9.801e6);
+  CHECK(aggregate_capacity({9.801e6, 9.800e6}).capacity_bps == Approx(near.capacity_bps));
+}
+
 TEST_CASE("the two-length slope removes a fixed tail offset", "[capacity][slope]") {
   std::mt19937 rng(4);
   const double cap = 300e6;
