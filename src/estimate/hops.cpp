@@ -292,6 +292,29 @@ int hop_at_least_delayed(const std::vector<HopRate>& hops, double capacity_bps,
   });
 }
 
+int hop_under_least_delayed(const std::vector<HopRate>& hops, double capacity_bps,
+                            double min_delay_bps) {
+  if (!(min_delay_bps > 0)) return -1;
+  int best = -1;
+  for (int k = 0; k < static_cast<int>(hops.size()); ++k) {
+    const HopRate& h = hops[static_cast<std::size_t>(k)];
+    if (!h.used || h.choke_fraction < kChoke || !(h.rate_bps > 0) || !(h.rate_low_bps > 0) ||
+        h.rate_high_bps > kHopSpreadMax * h.rate_low_bps ||
+        std::fabs(min_delay_bps / h.rate_bps - 1) > kLeastDelayedAtHop ||
+        !(kSqueezedLift * capacity_bps < std::min(min_delay_bps, h.rate_low_bps))) {
+      continue;
+    }
+    bool later_below = false;
+    for (std::size_t j = static_cast<std::size_t>(k) + 1; j < hops.size(); ++j) {
+      later_below = later_below || (hops[j].used && hops[j].rate_bps > 0 &&
+                                    kSqueezedLift * hops[j].rate_bps < h.rate_bps);
+    }
+    if (later_below) continue;
+    if (best < 0 || h.rate_bps < hops[static_cast<std::size_t>(best)].rate_bps) best = k;
+  }
+  return best;
+}
+
 namespace {
 
 // The first hop that did not leave the trains over kLastFaster times the

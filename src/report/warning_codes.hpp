@@ -64,9 +64,10 @@ namespace lw {
     "least-delayed spans agree with the reply gaps: nothing squeezed them, they give the "       \
     "capacity (capacity_source reply_gaps)")                                                      \
   X(kLeastDelayedAtHop, "least_delayed_at_hop",                                                 \
-    "measure: the capacity read over a tenth above a hop's rate that CapProbe's least-delayed "   \
-    "reply-gap spans agree with: a loaded link after that hop squeezed the trains and gaps; the " \
-    "least-delayed spans give the capacity (capacity_source reply_gaps)")                        \
+    "measure: the capacity read over a tenth above (or, the gaps squeezed, below) a hop's rate "  \
+    "that CapProbe's least-delayed reply-gap spans agree with: a loaded link after that hop "     \
+    "squeezed the trains and gaps (or slowed the trains); the least-delayed spans give the "     \
+    "capacity (capacity_source reply_gaps)")                                                      \
   X(kCapacityFromOwnShaper, "capacity_from_own_shaper",                                         \
     "this host's own interface's root shaper (its rate at the IP layer) is the narrow link: the " \
     "capacity phase read above its rate, or (measure) trains our queue spread read below it for " \

@@ -947,6 +947,75 @@ TEST_CASE("measure takes the least-delayed gaps where they agree with a hop far 
   CHECK(m.capacity.warnings.back().code == "least_delayed_at_hop");
 }
 
+TEST_CASE(
+    "hop_under_least_delayed: trains far under a hop that the least-delayed gaps agree with") {
+  // Seed 2036's path 51: our 83.7 Mbit/s tbf, then 295.7 with TCP (the
+  // target's hop, left out); trains 55.12, least-delayed spans 84.58.
+  std::vector<HopRate> h = {{true, 83.30e6, 1.0, 0.0, 77.37e6, 85.61e6}};
+  CHECK(hop_under_least_delayed(h, 55.12e6, 84.58e6) == 0);
+  // Not far enough under (a tenth, below the hop's slowest train too).
+  CHECK(hop_under_least_delayed(h, 71.0e6, 84.58e6) == -1);
+  CHECK(hop_under_least_delayed(h, 70.0e6, 84.58e6) == 0);
+  // The least-delayed spans elsewhere, or none.
+  CHECK(hop_under_least_delayed(h, 55.12e6, 95.0e6) == -1);
+  CHECK(hop_under_least_delayed(h, 55.12e6, 0) == -1);
+  // Spread over a fifth at the hop: cross traffic met them there.
+  h[0].rate_low_bps = 65.0e6;
+  CHECK(hop_under_least_delayed(h, 55.12e6, 84.58e6) == -1);
+  h[0].rate_low_bps = 77.37e6;
+  // A later hop clearly slower (seed 2033's path 24: hop 2 at 34.68 for a
+  // 39.4 Mbit/s narrow link with CBR, least-delayed 48.31 at hop 1's rate):
+  // that link slowed the trains, not the one into the target.
+  std::vector<HopRate> p24 = {{true, 48.30e6, 1.0, 0.0, 48.04e6, 48.65e6},
+                              {true, 34.68e6, 1.0, 0.0, 34.48e6, 36.92e6},
+                              {true, 26.79e6, 1.0, 0.62, 25.07e6, 27.76e6}};
+  CHECK(hop_under_least_delayed(p24, 26.89e6, 48.31e6) == -1);
+  // Later hops at the hop's rate do not count against it.
+  h.push_back({true, 82.0e6, 0.0, 0.0, 80.0e6, 84.0e6});
+  CHECK(hop_under_least_delayed(h, 55.12e6, 84.58e6) == 0);
+}
+
+TEST_CASE("measure takes the least-delayed gaps over trains a loaded link into the target slowed") {
+  auto path51 = [](const char* verdict, double gaps) {
+    MeasureResult m = measured("rst_trains", 55.12e6, 53.88e6, 305.85e6,
+                               {{"verdict", verdict},
+                                {"capacity_bps", gaps},
+                                {"low_bps", 291.69e6},
+                                {"high_bps", 305.85e6},
+                                {"min_delay_bps", 84.58e6}},
+                               {{83.30e6, 1.0}, {44.04e6, 0.62}});
+    m.hops.hops[0].rate_low_bps = 77.37e6;
+    m.hops.hops[0].rate_high_bps = 85.61e6;
+    m.hops.hops[1].rate_low_bps = 43.43e6;
+    m.hops.hops[1].rate_high_bps = 300.04e6;
+    m.hops.hops[1].addr = m.hops.target_addr = "198.18.2.2";
+    m.hops.target_reached = true;
+    m.hops.bottleneck_hop = 2;
+    return m;
+  };
+  MeasureResult m = path51("trains_too_slow", 295.01e6);
+  double C = 55.12e6;
+  narrow_capacity_from_hops(m, &C);
+  CHECK(C == 84.58e6);
+  CHECK(m.capacity.capacity_source == "reply_gaps");
+  CHECK(m.capacity.low_bps <= 82.95e6);  // the truth
+  CHECK(m.capacity.high_bps >= 85.61e6);
+  CHECK(m.hops.bottleneck_hop == 1);
+  REQUIRE(!m.capacity.warnings.empty());
+  CHECK(m.capacity.warnings.back().code == "least_delayed_at_hop");
+  // The gaps not refused as squeezed, or squeezed to no faster a link:
+  // nothing says a faster link slowed the trains (with gaps at 88, the
+  // older hop rule takes hop 1's rate).
+  for (const auto& [verdict, gaps] : std::vector<std::pair<const char*, double>>{
+           {"agrees", 295.01e6}, {"trains_too_slow", 88.0e6}}) {
+    MeasureResult m2 = path51(verdict, gaps);
+    double C2 = 55.12e6;
+    narrow_capacity_from_hops(m2, &C2);
+    CHECK(C2 != 84.58e6);
+    for (const auto& w : m2.capacity.warnings) CHECK(w.code != "least_delayed_at_hop");
+  }
+}
+
 TEST_CASE("hop_far_below_capacity: no capacity over twice a hop's fastest train") {
   // Seed 2027 at fe0c5c6, path 52: 45.2 Mbit/s carrying 84% CBR (hop 2),
   // then 133.8 carrying 88% TCP; gaps adopted at 134.1.
