@@ -103,6 +103,14 @@ class FakeRunner : public ProbeRunner {
     own_bunch_from_ = from;
   }
 
+  // Script: trains before the `until`-th find our own queue full of this
+  // host's traffic (a shaped own link with a small queue and a bucket of a
+  // few packets): the head is held there as long as the train took to send,
+  // the load is dropped (never leaves, never reaches the path), and the tail
+  // leaves right behind the head; the bucket lets both markers through
+  // unspread, so their replies come back as they left, 66 us apart.
+  void own_queue_drops_load(int until) { own_drop_until_ = until; }
+
   // Script: the bottleneck is this host's own link: the capture sees the
   // packets leave spread to it (`left` is when the bottleneck let them go).
   void own_link_bottleneck() { own_link_bottleneck_ = true; }
@@ -173,6 +181,25 @@ class FakeRunner : public ProbeRunner {
       ProbeOutcome& out = r.outcome.probes[i];
       out.sent = t0 + p.offset;
       out.left = out.sent;
+      if (runs_ < own_drop_until_) {
+        bytes_ += p.ip_len;
+        ++packets_;
+        if (p.role == Role::kLoad) {
+          out.left = 0;
+          continue;
+        }
+        const bool tail = static_cast<int>(i) == train.markers.back();
+        out.left = t0 + train.probes.front().offset + train_span + (tail ? 66 * kUs : 0);
+        if (p.role == Role::kMarker) {
+          out.reply = out.left + rtt_;
+          out.replies = 1;
+          out.kind = ReplyKind::kRstAck;
+          out.reply_from = p.dst;
+          out.reply_ttl = 64;
+        }
+        served = std::max(served, out.left);
+        continue;
+      }
       if (own_bunch_bps_ > 0 && runs_ >= own_bunch_from_) {
         released = std::max(released, t0 + train.probes.front().offset + train_span) +
                    static_cast<Nanos>(std::llround(8.0 * p.ip_len / own_bunch_bps_ * 1e9));
@@ -281,6 +308,7 @@ class FakeRunner : public ProbeRunner {
   double own_bunch_bps_ = 0;
   double own_link_bps_ = 0;
   int own_bunch_from_ = 0;
+  int own_drop_until_ = 0;
   bool own_link_bottleneck_ = false;
   double compress_bps_ = 0;
   int compress_every_ = 1;
@@ -483,6 +511,23 @@ TEST_CASE("replies the way back compresses end the capacity phase with an error"
     // Under --max-load of the forward link, not of the rates they read.
     CHECK(8.0 * static_cast<double>(fake.bytes_sent()) / to_seconds(fake.now()) < 0.2 * 20e6);
   }
+}
+
+TEST_CASE("trains our own full queue held and dropped the load of size nothing", "[runner]") {
+  // Seed 2036's path 32: our 5.9 Mbit/s tbf (17 KB queue, 2-packet bucket)
+  // full of this host's TCP. The 16-packet sizing train left with its load
+  // dropped, head and tail 66 us apart, and read 2.9 Gbit/s; grown eight-fold
+  // twice, a 500-packet train (750 KB) went, and the budget it spent left no
+  // time for another: no estimate.
+  FakeRunner fake(5.8e6);
+  fake.own_queue_drops_load(2);
+  const auto r = run_fake(fake, capacity_config());
+  int longest = 0;
+  for (const auto& t : r.res.trains) longest = std::max(longest, t.load_packets);
+  CHECK(longest <= 16);
+  REQUIRE(r.res.valid);
+  CHECK(r.res.capacity_bps == Approx(5.8e6).epsilon(0.03));
+  CHECK(8.0 * static_cast<double>(fake.bytes_sent()) / to_seconds(fake.now()) < 0.2 * 5.8e6);
 }
 
 TEST_CASE("with a given capacity, compressed replies end the avail-bw search", "[runner]") {
