@@ -134,6 +134,7 @@ CapacitySample evaluate_capacity_train(const TrainTiming& t, const CapacityFilte
   for (std::size_t i = 1; i < n; ++i) {
     // A load packet our own queue dropped never reached the path.
     if (s.lost_load == 0 || t.marker[i] || t.left[i] != 0) bits_after_head += t.bits[i];
+    if (s.lost_load > 0 && !t.marker[i] && t.left[i] != 0) ++s.load_left;
   }
   s.capacity_bps = bits_after_head / s.reply_dispersion_s;
   s.offered_bps = send_disp > 0 ? bits_after_head / s.send_dispersion_s : 0;

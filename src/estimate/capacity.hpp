@@ -84,6 +84,8 @@ struct CapacitySample {
   // capacity then counts only the bits that left.
   int lost_load = 0;
   int left_before_loss = 0;
+  int load_left = 0;  // with lost_load: load packets that did leave
+
   bool kept() const { return verdict == SampleVerdict::kKept; }
 };
 

@@ -109,7 +109,12 @@ class FakeRunner : public ProbeRunner {
   // the load is dropped (never leaves, never reaches the path), and the tail
   // leaves right behind the head; the bucket lets both markers through
   // unspread, so their replies come back as they left, 66 us apart.
-  void own_queue_drops_load(int until) { own_drop_until_ = until; }
+  // With `tail_wait` >= 0 the head leaves as it was sent and the tail that
+  // long after it (it waited behind this host's traffic; the bucket empty).
+  void own_queue_drops_load(int until, Nanos tail_wait = -1) {
+    own_drop_until_ = until;
+    own_drop_tail_wait_ = tail_wait;
+  }
 
   // Script: the bottleneck is this host's own link: the capture sees the
   // packets leave spread to it (`left` is when the bottleneck let them go).
@@ -189,7 +194,9 @@ class FakeRunner : public ProbeRunner {
           continue;
         }
         const bool tail = static_cast<int>(i) == train.markers.back();
-        out.left = t0 + train.probes.front().offset + train_span + (tail ? 66 * kUs : 0);
+        out.left = own_drop_tail_wait_ >= 0
+                       ? t0 + train.probes.front().offset + (tail ? own_drop_tail_wait_ : 0)
+                       : t0 + train.probes.front().offset + train_span + (tail ? 66 * kUs : 0);
         if (p.role == Role::kMarker) {
           out.reply = out.left + rtt_;
           out.replies = 1;
@@ -309,6 +316,7 @@ class FakeRunner : public ProbeRunner {
   double own_link_bps_ = 0;
   int own_bunch_from_ = 0;
   int own_drop_until_ = 0;
+  Nanos own_drop_tail_wait_ = -1;
   bool own_link_bottleneck_ = false;
   double compress_bps_ = 0;
   int compress_every_ = 1;
@@ -519,15 +527,27 @@ TEST_CASE("trains our own full queue held and dropped the load of size nothing",
   // dropped, head and tail 66 us apart, and read 2.9 Gbit/s; grown eight-fold
   // twice, a 500-packet train (750 KB) went, and the budget it spent left no
   // time for another: no estimate.
-  FakeRunner fake(5.8e6);
-  fake.own_queue_drops_load(2);
-  const auto r = run_fake(fake, capacity_config());
-  int longest = 0;
-  for (const auto& t : r.res.trains) longest = std::max(longest, t.load_packets);
-  CHECK(longest <= 16);
-  REQUIRE(r.res.valid);
-  CHECK(r.res.capacity_bps == Approx(5.8e6).epsilon(0.03));
-  CHECK(8.0 * static_cast<double>(fake.bytes_sent()) / to_seconds(fake.now()) < 0.2 * 5.8e6);
+  // Run again: the load all dropped, the head out at once and the tail 2.1
+  // ms behind it: the train read the tail's 40 bytes over 2.1 ms, 150 kbit/s,
+  // sized and budgeted the phase by it, and the time cap ended it.
+  FakeRunner clean(5.8e6);
+  run_fake(clean, capacity_config());
+  for (const Nanos tail_wait : {Nanos{-1}, 2133 * kUs}) {
+    CAPTURE(tail_wait);
+    FakeRunner fake(5.8e6);
+    fake.own_queue_drops_load(2, tail_wait);
+    const auto r = run_fake(fake, capacity_config());
+    int longest = 0;
+    for (const auto& t : r.res.trains) longest = std::max(longest, t.load_packets);
+    CHECK(longest <= 16);
+    REQUIRE(r.res.valid);
+    CHECK(r.res.capacity_bps == Approx(5.8e6).epsilon(0.03));
+    CHECK(8.0 * static_cast<double>(fake.bytes_sent()) / to_seconds(fake.now()) < 0.2 * 5.8e6);
+    // Not paced by 150 kbit/s (25 times the clean path's time): the trains
+    // that showed no rate wait as on a path that showed none
+    // (kUnknownPathBps), 4 times it.
+    CHECK(fake.now() < 5 * clean.now());
+  }
 }
 
 TEST_CASE("with a given capacity, compressed replies end the avail-bw search", "[runner]") {

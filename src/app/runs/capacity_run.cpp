@@ -50,6 +50,12 @@ double carried_rate(const CapacitySample& s) {
       replies_closer_than_sent(s, CapacityFilter{}.compressed_share, kCloserMinSpan)) {
     return 0;
   }
+  // Our own queue dropped all the load but a packet: the markers' spacing is
+  // the time the tail waited there behind this host's traffic, not any
+  // link's rate (seed 2036's path 32, run again: a 16-packet train kept only
+  // its markers, read 150 kbit/s for a 5.9 Mbit/s link, sized and budgeted
+  // the phase by it, and the time cap ended it with no estimate).
+  if (s.lost_load > 0 && s.load_left < 2) return 0;
   return s.offered_bps > 0 ? std::min(s.capacity_bps, s.offered_bps) : s.capacity_bps;
 }
 
