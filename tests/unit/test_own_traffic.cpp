@@ -887,6 +887,19 @@ TEST_CASE("measure: trains that left our interface as sent and still read a rise
     a.noise_threshold = 0.06;
     CHECK(counters_taken({fleet_left_as_sent(20.7e6, own, {1.02, 1.03, 1.01, 1.025, 1.02})}));
   }
+  SECTION("a rise past a wide threshold, over 3% and three standard errors: the search") {
+    // Seed 2036's path 51: TCP on the remote tight link spread the
+    // calibration trains too (threshold 0.184); trains that left as sent read
+    // a median 1.066 over a baseline of 1.015.
+    a.noise_threshold = 0.18;
+    CHECK_FALSE(
+        counters_taken({fleet_left_as_sent(20.7e6, own, {1.06, 1.07, 1.05, 1.065, 1.07, 1.06})}));
+    CHECK(warned(m.availbw, "tighter_link_after_ours"));
+  }
+  SECTION("... but not when those trains spread as widely as the threshold says") {
+    a.noise_threshold = 0.18;
+    CHECK(counters_taken({fleet_left_as_sent(20.7e6, own, {0.9, 1.25, 1.0, 1.2, 0.95, 1.1})}));
+  }
   SECTION("trains our queue spread or moved about: our queue, not evidence") {
     CHECK(counters_taken(
         {fleet_left_as_sent(20.7e6, own, {1.07, 1.08, 1.09, 1.07, 1.1}, 1.05),
