@@ -408,6 +408,18 @@ MeasureResult measured(const char* source, double bps, double low, double high,
   return m;
 }
 
+// Hop k's trains left it between `low` and `high`.
+void spread(MeasureResult& m, std::size_t k, double low, double high) {
+  m.hops.hops[k].rate_low_bps = low;
+  m.hops.hops[k].rate_high_bps = high;
+}
+
+// The last hop is the target's, reached.
+void last_is_target(MeasureResult& m, const std::string& addr) {
+  m.hops.hops.back().addr = m.hops.target_addr = addr;
+  m.hops.target_reached = true;
+}
+
 }  // namespace
 
 TEST_CASE("measure takes the narrow link's hop rate when the gaps read above the trains") {
@@ -918,17 +930,13 @@ TEST_CASE("measure takes the least-delayed gaps where they agree with a hop far 
                               {"high_bps", 184.0e6},
                               {"min_delay_bps", 150.8e6}},
                              {{596.0e6, 0.0}, {148.0e6, 1.0}, {148.0e6, 0.29}});
-  m.hops.hops[0].rate_low_bps = 516.1e6;
-  m.hops.hops[0].rate_high_bps = 875.5e6;
-  m.hops.hops[1].rate_low_bps = 141.3e6;
-  m.hops.hops[1].rate_high_bps = 150.2e6;
+  spread(m, 0, 516.1e6, 875.5e6);
+  spread(m, 1, 141.3e6, 150.2e6);
   // The target's hop (its trains are capacity trains): never the one taken,
   // however its trains read.
-  m.hops.hops[2].rate_low_bps = 147.0e6;
-  m.hops.hops[2].rate_high_bps = 149.0e6;
+  spread(m, 2, 147.0e6, 149.0e6);
   m.hops.hops[2].choke_fraction = 1.0;
-  m.hops.hops[2].addr = m.hops.target_addr = "198.18.3.2";
-  m.hops.target_reached = true;
+  last_is_target(m, "198.18.3.2");
   m.hops.hops[1].rate_bps = 0;  // without hop 2, nothing
   double C = 183.0e6;
   narrow_capacity_from_hops(m, &C);
@@ -984,12 +992,9 @@ TEST_CASE("measure takes the least-delayed gaps over trains a loaded link into t
                                 {"high_bps", 305.85e6},
                                 {"min_delay_bps", 84.58e6}},
                                {{83.30e6, 1.0}, {44.04e6, 0.62}});
-    m.hops.hops[0].rate_low_bps = 77.37e6;
-    m.hops.hops[0].rate_high_bps = 85.61e6;
-    m.hops.hops[1].rate_low_bps = 43.43e6;
-    m.hops.hops[1].rate_high_bps = 300.04e6;
-    m.hops.hops[1].addr = m.hops.target_addr = "198.18.2.2";
-    m.hops.target_reached = true;
+    spread(m, 0, 77.37e6, 85.61e6);
+    spread(m, 1, 43.43e6, 300.04e6);
+    last_is_target(m, "198.18.2.2");
     m.hops.bottleneck_hop = 2;
     return m;
   };
