@@ -230,10 +230,12 @@ int hop_at_capacity(const std::vector<HopRate>& hops, int named, double capacity
   const double r = hops[named].rate_bps;
   if (r <= kHopFar * capacity_bps && r * kHopFar >= capacity_bps) return -1;
   int best = -1;
+  const double named_off = std::fabs(r / capacity_bps - 1);
   for (int k = 0; k < H; ++k) {
     const HopRate& h = hops[k];
-    if (!h.used || !(h.choke_fraction > 0) || !(h.rate_bps > 0) ||
-        std::fabs(h.rate_bps / capacity_bps - 1) > kHopNear) {
+    const double off = std::fabs(h.rate_bps / capacity_bps - 1);
+    if (!h.used || !(h.choke_fraction > 0) || !(h.rate_bps > 0) || off > kHopNear ||
+        !(off < named_off)) {
       continue;
     }
     if (best < 0 || h.choke_fraction >= hops[best].choke_fraction) best = k;

@@ -771,9 +771,22 @@ TEST_CASE("hop_at_capacity: a bottleneck hop far from the capacity gives way to 
                                     {true, 9.42e6, 0.0}, {true, 6.74e6, 0.625},
                                     {true, 6.79e6, 0.0}};
   CHECK(hop_at_capacity(p40, 3, 9.50e6) == 1);
-  // The named hop reads the capacity (within 10%): it stands.
+  // The named hop reads the capacity (within 5%): it stands.
   CHECK(hop_at_capacity(p40, 1, 9.50e6) == -1);
   CHECK(hop_at_capacity(p8, 2, 47.22e6) == -1);
+  // Seed 2036's path 29: our busy 104.4 Mbit/s link named at 94.59 (+9.6%),
+  // the narrow link's hop at 86.93 for C = 86.28.
+  const std::vector<HopRate> p29 = {
+      {true, 94.59e6, 1.0}, {true, 94.03e6, 0.0}, {true, 93.90e6, 0.0}, {true, 86.93e6, 0.14}};
+  CHECK(hop_at_capacity(p29, 0, 86.28e6) == 3);
+  // A hop within 8% but no nearer the capacity than the named one does not
+  // take over.
+  std::vector<HopRate> farther = p29;
+  farther[0].rate_bps = 91.5e6;  // 6.1% over
+  farther[3].rate_bps = 80.5e6;  // 6.7% under
+  CHECK(hop_at_capacity(farther, 0, 86.28e6) == -1);
+  farther[3].rate_bps = 83.0e6;  // 3.8% under
+  CHECK(hop_at_capacity(farther, 0, 86.28e6) == 3);
   // No hop near the capacity, or the one near it slowed no train: none.
   CHECK(hop_at_capacity(p40, 3, 12.0e6) == -1);
   std::vector<HopRate> quiet = p40;
