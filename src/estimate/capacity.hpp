@@ -85,7 +85,6 @@ struct CapacitySample {
   int lost_load = 0;
   int left_before_loss = 0;
   int load_left = 0;  // with lost_load: load packets that did leave
-
   bool kept() const { return verdict == SampleVerdict::kKept; }
 };
 

@@ -283,38 +283,45 @@ int hop_clearly_below(const std::vector<HopRate>& hops, double capacity_bps) {
   });
 }
 
+namespace {
+
+// Hop `h` and the least-delayed spans agree on one rate: the spans within
+// kLeastDelayedAtHop of the hop's rate, its trains within kHopSpreadMax of
+// each other.
+bool agrees_with_least_delayed(const HopRate& h, double min_delay_bps) {
+  return h.rate_bps > 0 && h.rate_low_bps > 0 &&
+         h.rate_high_bps <= kHopSpreadMax * h.rate_low_bps &&
+         std::fabs(min_delay_bps / h.rate_bps - 1) <= kLeastDelayedAtHop;
+}
+
+}  // namespace
+
 int hop_at_least_delayed(const std::vector<HopRate>& hops, double capacity_bps,
                          double min_delay_bps) {
   if (!(min_delay_bps > 0)) return -1;
   return slowest_contradicting_hop(hops, capacity_bps, [&](const HopRate& h) {
-    return h.rate_bps > 0 && h.rate_low_bps > 0 &&
-           h.rate_high_bps <= kHopSpreadMax * h.rate_low_bps &&
-           std::fabs(min_delay_bps / h.rate_bps - 1) <= kLeastDelayedAtHop &&
+    return agrees_with_least_delayed(h, min_delay_bps) &&
            capacity_bps > kSqueezedLift * std::max(min_delay_bps, h.rate_high_bps);
   });
 }
 
 int hop_under_least_delayed(const std::vector<HopRate>& hops, double capacity_bps,
-                            double min_delay_bps) {
+                            double min_delay_bps, double squeezed_gaps_bps) {
   if (!(min_delay_bps > 0)) return -1;
-  int best = -1;
-  for (int k = 0; k < static_cast<int>(hops.size()); ++k) {
-    const HopRate& h = hops[static_cast<std::size_t>(k)];
-    if (!h.used || h.choke_fraction < kChoke || !(h.rate_bps > 0) || !(h.rate_low_bps > 0) ||
-        h.rate_high_bps > kHopSpreadMax * h.rate_low_bps ||
-        std::fabs(min_delay_bps / h.rate_bps - 1) > kLeastDelayedAtHop ||
-        !(kSqueezedLift * capacity_bps < std::min(min_delay_bps, h.rate_low_bps))) {
-      continue;
+  return slowest_contradicting_hop(hops, capacity_bps, [&](const HopRate& h) {
+    if (!agrees_with_least_delayed(h, min_delay_bps) ||
+        !(kSqueezedLift * capacity_bps < std::min(min_delay_bps, h.rate_low_bps)) ||
+        !(squeezed_gaps_bps > kSqueezedLift * h.rate_bps)) {
+      return false;
     }
-    bool later_below = false;
-    for (std::size_t j = static_cast<std::size_t>(k) + 1; j < hops.size(); ++j) {
-      later_below = later_below || (hops[j].used && hops[j].rate_bps > 0 &&
-                                    kSqueezedLift * hops[j].rate_bps < h.rate_bps);
+    // No later hop over kSqueezedLift slower: only the target's link slowed them.
+    for (const HopRate* later = &h + 1; later != hops.data() + hops.size(); ++later) {
+      if (later->used && later->rate_bps > 0 && kSqueezedLift * later->rate_bps < h.rate_bps) {
+        return false;
+      }
     }
-    if (later_below) continue;
-    if (best < 0 || h.rate_bps < hops[static_cast<std::size_t>(best)].rate_bps) best = k;
-  }
-  return best;
+    return true;
+  });
 }
 
 namespace {

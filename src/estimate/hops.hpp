@@ -269,8 +269,9 @@ int hop_at_least_delayed(const std::vector<HopRate>& hops, double capacity_bps,
 // hop the caller leaves out) slowed the trains. A narrower link after the
 // hop would slow them at its own hop, or, the last one, read as the trains
 // do unless a token bucket on it passed the least-delayed pairs at the hop's
-// rate; the caller asks for gaps squeezed well above the hop (a loaded faster
-// link, not a narrower one). The random-path benchmark with seed 2036 at
+// rate; so the gaps, refused as squeezed (`squeezed_gaps_bps`; 0 when they
+// were not), must read over kSqueezedLift above the hop: a loaded faster
+// link, not a narrower one. The random-path benchmark with seed 2036 at
 // d846b28, path 51: our 83.7 Mbit/s tbf with 6.7 of this host's CBR, then
 // 295.7 with TCP at 85%; hop 1 at 83.30 [77.37, 85.61], least-delayed 84.58,
 // trains 55.12, gaps 295.0: -33.6%. Seed 2033's path 24 (links 48.8, 39.4
@@ -281,7 +282,7 @@ int hop_at_least_delayed(const std::vector<HopRate>& hops, double capacity_bps,
 // -0.5%; the least-delayed spans -4.5% to +3.0%). The hop with the lowest
 // rate; -1 when none.
 int hop_under_least_delayed(const std::vector<HopRate>& hops, double capacity_bps,
-                            double min_delay_bps);
+                            double min_delay_bps, double squeezed_gaps_bps);
 
 // Whether the narrow link is the last one, into the target (the last of
 // `hops`): every hop before it left the hops phase's trains faster than

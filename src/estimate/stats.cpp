@@ -18,6 +18,15 @@ double quantile(std::vector<double> v, double q) {
 
 double median(std::vector<double> v) { return quantile(std::move(v), 0.5); }
 
+double median_standard_error(const std::vector<double>& v) {
+  if (v.size() < 2) return 0;
+  const double n = static_cast<double>(v.size());
+  const double mean = std::accumulate(v.begin(), v.end(), 0.0) / n;
+  double ss = 0;
+  for (double x : v) ss += (x - mean) * (x - mean);
+  return 1.2533 * std::sqrt(ss / n / n);
+}
+
 namespace {
 
 double triangular(double u) { return std::fabs(u) < 1.0 ? 1.0 - std::fabs(u) : 0.0; }

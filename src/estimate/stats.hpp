@@ -6,6 +6,9 @@
 namespace lw {
 
 double median(std::vector<double> v);
+// The standard error of the median of `v` under a normal model:
+// 1.2533 sd / sqrt(n) (sd with n in the denominator); 0 for fewer than 2.
+double median_standard_error(const std::vector<double>& v);
 // Linear-interpolated quantile, q in [0,1]; v non-empty.
 double quantile(std::vector<double> v, double q);
 

@@ -232,6 +232,13 @@ TEST_CASE("KDE mode ignores a minority of low samples (cross traffic)", "[capaci
   CHECK(mean < 47e6);
 }
 
+TEST_CASE("median_standard_error: 1.2533 sd / sqrt(n)", "[stats]") {
+  CHECK(median_standard_error({1, 2, 3, 4}) == Approx(1.2533 * std::sqrt(5.0 / 16)));
+  CHECK(median_standard_error({5, 5, 5}) == 0);
+  CHECK(median_standard_error({7}) == 0);
+  CHECK(median_standard_error({}) == 0);
+}
+
 TEST_CASE("two trains far apart: the faster, whichever came first", "[capacity][kde]") {
   // Seed 2036's path 9: short trains at 1.71 (behind a TCP burst) and 8.74
   // Mbit/s on a 9.9 Mbit/s path.

@@ -973,16 +973,19 @@ TEST_CASE(
   // Seed 2036's path 51: our 83.7 Mbit/s tbf, then 295.7 with TCP (the
   // target's hop, left out); trains 55.12, least-delayed spans 84.58.
   std::vector<HopRate> h = {{true, 83.30e6, 1.0, 0.0, 77.37e6, 85.61e6}};
-  CHECK(hop_under_least_delayed(h, 55.12e6, 84.58e6) == 0);
+  CHECK(hop_under_least_delayed(h, 55.12e6, 84.58e6, 295.01e6) == 0);
   // Not far enough under (a tenth, below the hop's slowest train too).
-  CHECK(hop_under_least_delayed(h, 71.0e6, 84.58e6) == -1);
-  CHECK(hop_under_least_delayed(h, 70.0e6, 84.58e6) == 0);
+  CHECK(hop_under_least_delayed(h, 71.0e6, 84.58e6, 295.01e6) == -1);
+  CHECK(hop_under_least_delayed(h, 70.0e6, 84.58e6, 295.01e6) == 0);
   // The least-delayed spans elsewhere, or none.
-  CHECK(hop_under_least_delayed(h, 55.12e6, 95.0e6) == -1);
-  CHECK(hop_under_least_delayed(h, 55.12e6, 0) == -1);
+  CHECK(hop_under_least_delayed(h, 55.12e6, 95.0e6, 295.01e6) == -1);
+  CHECK(hop_under_least_delayed(h, 55.12e6, 0, 295.01e6) == -1);
+  // The gaps not squeezed (0), or squeezed to no faster a link than the hop.
+  CHECK(hop_under_least_delayed(h, 55.12e6, 84.58e6, 0) == -1);
+  CHECK(hop_under_least_delayed(h, 55.12e6, 84.58e6, 88.0e6) == -1);
   // Spread over a fifth at the hop: cross traffic met them there.
   h[0].rate_low_bps = 65.0e6;
-  CHECK(hop_under_least_delayed(h, 55.12e6, 84.58e6) == -1);
+  CHECK(hop_under_least_delayed(h, 55.12e6, 84.58e6, 295.01e6) == -1);
   h[0].rate_low_bps = 77.37e6;
   // A later hop clearly slower (seed 2033's path 24: hop 2 at 34.68 for a
   // 39.4 Mbit/s narrow link with CBR, least-delayed 48.31 at hop 1's rate):
@@ -990,10 +993,10 @@ TEST_CASE(
   std::vector<HopRate> p24 = {{true, 48.30e6, 1.0, 0.0, 48.04e6, 48.65e6},
                               {true, 34.68e6, 1.0, 0.0, 34.48e6, 36.92e6},
                               {true, 26.79e6, 1.0, 0.62, 25.07e6, 27.76e6}};
-  CHECK(hop_under_least_delayed(p24, 26.89e6, 48.31e6) == -1);
+  CHECK(hop_under_least_delayed(p24, 26.89e6, 48.31e6, 201.51e6) == -1);
   // Later hops at the hop's rate do not count against it.
   h.push_back({true, 82.0e6, 0.0, 0.0, 80.0e6, 84.0e6});
-  CHECK(hop_under_least_delayed(h, 55.12e6, 84.58e6) == 0);
+  CHECK(hop_under_least_delayed(h, 55.12e6, 84.58e6, 295.01e6) == 0);
 }
 
 TEST_CASE("measure takes the least-delayed gaps over trains a loaded link into the target slowed") {

@@ -1259,7 +1259,7 @@ bool host_traffic_negligible(const OwnTrafficRecord& o, double C) {
 // than ours), so in noisier runs it hides in the threshold.
 // Where the calibration's threshold is wide (bursty cross traffic on the
 // remote link spread the calibration trains too), a rise over kRiseSe
-// standard errors of the median (1.2533 sd/sqrt(n)), kRiseSeFloor (a
+// standard errors of the median (median_standard_error), kRiseSeFloor (a
 // systematic offset of a few percent between the calibration's rate and
 // the search's passes that test) and twice the baseline's own standard error
 // is enough: the random-path benchmark with
@@ -1303,10 +1303,7 @@ RiseAfterOurs rise_after_our_link(const AvailbwResult& a) {
   out.trains = static_cast<int>(ratios.size());
   if (out.trains < kRiseTrains) return out;
   out.median_ratio = median(ratios);
-  double mean = 0, var = 0;
-  for (double r : ratios) mean += r / out.trains;
-  for (double r : ratios) var += (r - mean) * (r - mean) / out.trains;
-  const double se = 1.2533 * std::sqrt(var / out.trains);
+  const double se = median_standard_error(ratios);
   out.found = out.median_ratio >
               a.noise_baseline +
                   std::max({kRiseFloor,
@@ -1800,39 +1797,13 @@ bool capacity_above_hop(MeasureResult& m, double* capacity_bps) {
   return true;
 }
 
-// A capacity over a hop's rate that CapProbe's least-delayed reply-gap spans
-// agree with (estimate/hops.hpp, hop_at_least_delayed): a loaded link after
-// that hop squeezed the trains and most gaps to its own rate. The capacity is
-// the least-delayed spans' reading, its interval reaching the hop's trains,
-// the bottleneck there.
-// Or a capacity over a tenth below such a hop and the least-delayed spans
-// (hop_under_least_delayed), with the gaps refused as squeezed and over a
-// tenth above the hop: a loaded faster link into the target slowed the trains
-// and squeezed the gaps.
-// (The second only where no other hop rule took a hop: where they did, the
-// hop's rate read closer than the least-delayed spans, -0.1 to -0.5% against
-// -4.5 to +3.0% in the four committed runs where both apply.)
-bool capacity_at_least_delayed(MeasureResult& m, bool above, double* capacity_bps) {
+// The capacity becomes the least-delayed reply-gap spans' reading `md`, which
+// hop k's rate agrees with (`why` the capacity estimate was off): its
+// interval reaches the hop's trains, the bottleneck there.
+void take_least_delayed_hop(MeasureResult& m, int k, double md, bool above, const std::string& why,
+                            double* capacity_bps) {
   CapacityResult& cap = m.capacity;
-  const nlohmann::json& gc = cap.gap_check;
-  const double md = gap_check_number(gc, "min_delay_bps");
-  const std::vector<HopRate> rates = hop_rates_before_target(m.hops);
-  int k = -1;
-  if (above) {
-    k = hop_at_least_delayed(rates, cap.capacity_bps, md);
-  } else if (gc.is_object() && gaps_squeezed(gc.value("verdict", std::string()))) {
-    k = hop_under_least_delayed(rates, cap.capacity_bps, md);
-    if (k >= 0 && !(gap_check_number(gc, "capacity_bps") >
-                    kSqueezedLift * m.hops.hops[static_cast<std::size_t>(k)].rate_bps)) {
-      k = -1;
-    }
-  }
-  if (k < 0) return false;
   const HopRecord& h = m.hops.hops[static_cast<std::size_t>(k)];
-  const std::string why =
-      above ? "a loaded link after that hop squeezed the trains and most gaps to its own rate"
-            : "a loaded faster link after it slowed the trains and squeezed the gaps (" +
-                  format_rate(gap_check_number(gc, "capacity_bps")) + ")";
   cap.warnings.push_back(
       {WarningCode::kLeastDelayedAtHop,
        "the capacity estimate (" + cap.capacity_source + ") read " + format_rate(cap.capacity_bps) +
@@ -1848,7 +1819,41 @@ bool capacity_at_least_delayed(MeasureResult& m, bool above, double* capacity_bp
   cap.kde_bandwidth_bps = 0;
   *capacity_bps = md;
   set_bottleneck(m.hops, k, h.choke_fraction);
+}
+
+// A capacity over a hop's rate that CapProbe's least-delayed reply-gap spans
+// agree with (estimate/hops.hpp, hop_at_least_delayed): a loaded link after
+// that hop squeezed the trains and most gaps to its own rate.
+bool capacity_above_least_delayed(MeasureResult& m, double* capacity_bps) {
+  const double md = gap_check_number(m.capacity.gap_check, "min_delay_bps");
+  const int k = hop_at_least_delayed(hop_rates_before_target(m.hops), m.capacity.capacity_bps, md);
+  if (k < 0) return false;
+  take_least_delayed_hop(
+      m, k, md, true,
+      "a loaded link after that hop squeezed the trains and most gaps to its own rate",
+      capacity_bps);
   return true;
+}
+
+// A capacity over a tenth below such a hop and the least-delayed spans, the
+// gaps refused as squeezed over a tenth above the hop
+// (hop_under_least_delayed): a loaded faster link into the target slowed the
+// trains and squeezed the gaps. Only where no other hop rule took a hop:
+// where they did, the hop's rate read closer than the least-delayed spans,
+// -0.1 to -0.5% against -4.5 to +3.0% in the four committed runs where both
+// apply.
+void capacity_under_least_delayed(MeasureResult& m, double* capacity_bps) {
+  const nlohmann::json& gc = m.capacity.gap_check;
+  if (!gc.is_object() || !gaps_squeezed(gc.value("verdict", std::string()))) return;
+  const double md = gap_check_number(gc, "min_delay_bps");
+  const double gaps = gap_check_number(gc, "capacity_bps");
+  const int k =
+      hop_under_least_delayed(hop_rates_before_target(m.hops), m.capacity.capacity_bps, md, gaps);
+  if (k < 0) return;
+  take_least_delayed_hop(m, k, md, false,
+                         "a loaded faster link after it slowed the trains and squeezed the gaps (" +
+                             format_rate(gaps) + ")",
+                         capacity_bps);
 }
 
 // Gaps refused as squeezed by a loaded link after the narrow one, where the
@@ -2067,11 +2072,11 @@ void narrow_capacity_from_hops(MeasureResult& m, double* capacity_bps) {
   // estimate of the trains or the gaps.
   if (!m.has_hops || !cap.valid || cap.lower_bound || cap.shaper.found) return;
   if (cap.capacity_source == "rst_trains" || cap.capacity_source == "reply_gaps") {
-    if (!capacity_above_hop(m, capacity_bps) && !capacity_at_least_delayed(m, true, capacity_bps) &&
+    if (!capacity_above_hop(m, capacity_bps) && !capacity_above_least_delayed(m, capacity_bps) &&
         !gaps_at_narrow_hop(m, capacity_bps)) {
       capacity_from_hop_rates(m, capacity_bps);
       if (cap.capacity_source == "rst_trains" || cap.capacity_source == "reply_gaps") {
-        capacity_at_least_delayed(m, false, capacity_bps);
+        capacity_under_least_delayed(m, capacity_bps);
       }
     }
   }
