@@ -42,7 +42,13 @@ class FakeRunner : public ProbeRunner {
   void return_compresses(Nanos gap) { return_gap_ = gap; }
   // Script: the bottleneck queue holds at most `bytes` not yet sent on (a
   // packet that does not fit is dropped; 0 = unlimited).
-  void queue_limit(double bytes) { limit_bytes_ = bytes; }
+  // With `small_fit`, a bare SYN (under 100 bytes) always finds room: the
+  // queue at its limit in bytes still takes a marker where it drops the
+  // full-size load ahead of it (tbf's byte limit, mixed packet sizes).
+  void queue_limit(double bytes, bool small_fit = false) {
+    limit_bytes_ = bytes;
+    small_fit_ = small_fit;
+  }
   // Script: trains of at least `min_load` load packets meet `bytes` of
   // cross traffic, queued behind their middle packet (constant-rate cross
   // traffic in phase with the trains: every long train meets the same).
@@ -215,7 +221,8 @@ class FakeRunner : public ProbeRunner {
       bytes_ += p.ip_len;
       ++packets_;
       const double backlog = to_seconds(std::max<Nanos>(0, served - out.sent)) * c_bps_ / 8;
-      const bool dropped = limit_bytes_ > 0 && backlog + p.ip_len > limit_bytes_;
+      const bool dropped = limit_bytes_ > 0 && backlog + p.ip_len > limit_bytes_ &&
+                           !(small_fit_ && p.ip_len < 100);
       if (!dropped) {
         if (steady_bps_ > 0 && i > 0) {
           served += static_cast<Nanos>(std::llround(
@@ -308,6 +315,7 @@ class FakeRunner : public ProbeRunner {
   std::vector<Nanos> starts_;
   int collects_ = 0;
   double limit_bytes_ = 0;
+  bool small_fit_ = false;
   int cross_min_load_ = 0;
   int cross_max_load_ = 1 << 30;
   int cross_from_ = -1, cross_until_ = -1;
@@ -381,12 +389,13 @@ Config availbw_config() {
   return c;
 }
 
-// One avail-bw search through `fake` on a 100 Mbit/s path.
-AvailbwResult search_fake(FakeRunner& fake, const Config& c, double rtt_s = 0.002) {
+// One avail-bw search through `fake` on a path of `capacity_bps` (100 Mbit/s).
+AvailbwResult search_fake(FakeRunner& fake, const Config& c, double rtt_s = 0.002,
+                          double capacity_bps = 100e6) {
   SeqAllocator seqs(1);
   PhasePath path{FlowId{kSelf, kTarget, 40000, 33435}, 1500, rtt_s, seqs};
   AvailbwResult res;
-  search_availbw(fake, path, c, 100e6, 3600 * kSec, res);
+  search_availbw(fake, path, c, capacity_bps, 3600 * kSec, res);
   return res;
 }
 
@@ -1105,4 +1114,61 @@ TEST_CASE("an avail-bw range that stops at the capacity estimate reaches its upp
   a.high_bps = 4.9e6;
   add_availbw(m, a, 0);
   CHECK(m.availbw.high_bps == Approx(4.9e6));
+}
+
+TEST_CASE("after a capacity phase that found a small queue, the avail-bw trains keep within it",
+          "[runner]") {
+  const Config c = availbw_config();
+  CapacityResult cap;
+  // No shortened capacity phase: the configuration as it was.
+  CHECK(availbw_phase_config(c, cap).max_load_packets == c.max_load_packets);
+  // The queue held 8 load packets of the capacity trains: twice that and
+  // the drain packets.
+  cap.queue_fit_load_packets = 8;
+  const Config phase = availbw_phase_config(c, cap);
+  CHECK(phase.max_load_packets == kQueueFitShare * 8 + c.drain_packets);
+  AvailbwResult a;
+  a.warnings.push_back({WarningCode::kBurstyCrossTraffic, "x"});
+  note_trains_within_queue(c, phase, a);
+  REQUIRE(a.warnings.size() == 2);
+  CHECK(a.warnings.front().code == "trains_shortened");
+  CHECK(a.warnings.front().message.find(std::to_string(phase.max_load_packets) + " load packets") !=
+        std::string::npos);
+  // A user's tighter --max-load-packets stands, and then nothing is noted.
+  Config tight = c;
+  tight.max_load_packets = 12;
+  CHECK(availbw_phase_config(tight, cap).max_load_packets == 12);
+  AvailbwResult b;
+  note_trains_within_queue(tight, availbw_phase_config(tight, cap), b);
+  CHECK(b.warnings.empty());
+}
+
+TEST_CASE("trains longer than a small full queue read the capacity; kept within it, the knee",
+          "[runner]") {
+  // A 10 Mbit/s link carrying 8 Mbit/s of steady cross traffic (A = 2)
+  // through a byte-limited queue of 8 KB (about five full-size packets):
+  // the small SYN markers fit where the load is dropped. Trains of 40 load
+  // packets (what a noisy calibration lengthens them to) fill it before the
+  // ratio's first marker, every later marker waits the full queue, and the
+  // ratio reads flat at any rate.
+  Config c = availbw_config();
+  c.min_train_packets = 40;
+  auto run = [&](const Config& cfg) {
+    FakeRunner fake(10e6);
+    fake.steady_cross(8e6);
+    fake.queue_limit(8000, true);
+    return search_fake(fake, cfg, 0.002, 10e6);
+  };
+  const AvailbwResult whole = run(c);
+  REQUIRE(whole.valid);
+  CHECK(whole.availbw_bps > 2 * 2e6);
+  // The capacity trains found the queue holding 2 load packets: the
+  // search's trains keep within 6, and read the knee.
+  CapacityResult cap;
+  cap.queue_fit_load_packets = 2;
+  const AvailbwResult kept = run(availbw_phase_config(c, cap));
+  REQUIRE(kept.valid);
+  CHECK(kept.availbw_bps == Approx(2e6).epsilon(0.25));
+  CHECK(kept.low_bps <= 2e6 * 1.05);
+  CHECK(kept.high_bps >= 2e6 * 0.95);
 }

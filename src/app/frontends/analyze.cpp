@@ -598,7 +598,9 @@ AvailbwResult replay_search(const RecordedPhase& ph, const OfflineRead& r, const
   ReplayGate gate;
   gate.ended = a_end.has_value();
   ReplayRunner runner(ph, r, path.flow.src, name, gate);
-  search_availbw(runner, path, c, a_run.capacity_bps, a_run.t_cap, a);
+  const Config ac = availbw_phase_config(c, m.capacity);
+  search_availbw(runner, path, ac, a_run.capacity_bps, a_run.t_cap, a);
+  note_trains_within_queue(c, ac, a);
   if (a_end) {
     // The reply checks' findings, as the live run noted them.
     for (const Warning& w : warnings_from_json(a_end->reply_warnings)) a.warnings.push_back(w);

@@ -1153,6 +1153,26 @@ AvailbwResult run_availbw_phase(Session& ss, const Config& c, const std::atomic<
   return res;
 }
 
+Config availbw_phase_config(const Config& c, const CapacityResult& cap) {
+  Config phase = c;
+  if (cap.queue_fit_load_packets > 0) {
+    phase.max_load_packets =
+        std::min(c.max_load_packets,
+                 kQueueFitShare * cap.queue_fit_load_packets + std::max(0, c.drain_packets));
+  }
+  return phase;
+}
+
+void note_trains_within_queue(const Config& c, const Config& phase, AvailbwResult& a) {
+  if (phase.max_load_packets >= c.max_load_packets) return;
+  a.warnings.insert(
+      a.warnings.begin(),
+      {WarningCode::kTrainsShortened,
+       "the avail-bw trains keep within " + std::to_string(phase.max_load_packets) +
+           " load packets: the capacity trains lost load in a small queue on the path, and "
+           "longer trains would fill it before their markers could show the rise"});
+}
+
 Config availbw_config_from(const nlohmann::json& j) {
   // The ranges parse_cli allows (validate()): a damaged record must not size the search.
   return recorded_config(config_from_json(j), "avail-bw");
@@ -2165,13 +2185,15 @@ MeasureResult run_measure(const Config& c, const std::atomic<bool>& stop) {
       !m.capacity.lower_bound && !warned_of(m.capacity.warnings, WarningCode::kLoadLossSuspected));
   const unsigned drops_before = session->prober->capture_stats().dropped;
   // A token bucket: the avail-bw from its refill (app/shaper_run.hpp).
-  AvailbwResult a =
-      m.capacity.shaper.found
-          ? run_shaper_availbw(*session, c, stop, m.capacity.shaper, t_end)
-          : run_availbw_phase(*session, c, stop, C, t_end);
+  const Config ac = availbw_phase_config(c, m.capacity);
+  AvailbwResult a = m.capacity.shaper.found
+                        ? run_shaper_availbw(*session, c, stop, m.capacity.shaper, t_end)
+                        : run_availbw_phase(*session, ac, stop, C, t_end);
+  if (!m.capacity.shaper.found) note_trains_within_queue(c, ac, a);
   if (refill_refuted(m, a, &C, with_hops)) {
     // The refill refuted the bucket: the search, in the time left.
-    AvailbwResult search = run_availbw_phase(*session, c, stop, C, t_end);
+    AvailbwResult search = run_availbw_phase(*session, ac, stop, C, t_end);
+    note_trains_within_queue(c, ac, search);
     merge_refill(search, a);
     a = std::move(search);
   }

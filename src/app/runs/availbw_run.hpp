@@ -74,6 +74,31 @@ void narrow_capacity_from_hops(MeasureResult& m, double* capacity_bps);
 // the trains' capacity cannot bound a search (the refill's result says why).
 // The same live and in `linkwidth analyze`.
 bool refill_refuted(MeasureResult& m, AvailbwResult& refill, double* capacity_bps, bool with_hops);
+// The avail-bw phase's configuration after the capacity phase. Where the
+// capacity trains lost load unseen in a small queue (trains_shortened: the
+// longest length that queue held, queue_fit_load_packets), the paced trains
+// keep within kQueueFitShare times it plus the drain packets: a paced train
+// piles up at most one packet in the tight link's queue per packet sent
+// (cross traffic under that link's rate), so one of that length fills the
+// queue in its second half at the earliest, and its markers still rise
+// between the ratio's first one and the tail. A longer train fills it
+// before the ratio's first marker: every marker from there waits the full
+// queue, the ratio reads 1 however fast the train went (its load dropped
+// unseen), and the search reads the capacity (the random-path benchmark
+// with seed 2037, path 8: 79% CBR through a 12.7 KB queue at 9.7 Mbit/s,
+// the calibration's noise lengthened the trains to 40 load packets, the
+// queue held 8; trains at C read ratio 1.00 while their head-to-tail span
+// read 1.15-1.19, and the estimate was +388%). Over the committed
+// random-path runs up to 3f93c96 whose capacity phase shortened its trains
+// (76), the avail-bw read a median |error| of 26.5% where its trains ran
+// over twice that length (60) and 10.5% where they did not (16). Without a
+// shortened capacity phase (or with --capacity) `c` as it is. The same live
+// and in `linkwidth analyze`.
+constexpr int kQueueFitShare = 2;
+Config availbw_phase_config(const Config& c, const CapacityResult& cap);
+// Where `phase` bounds the trains more than `c` did, the warning
+// trains_shortened first among `a`'s (why, and the bound).
+void note_trains_within_queue(const Config& c, const Config& phase, AvailbwResult& a);
 // --capacity given: the capacity part of the result (its endpoints already set).
 void given_capacity(MeasureResult& m, double capacity_bps);
 // The avail-bw phase's result into the document, after the earlier warnings.
