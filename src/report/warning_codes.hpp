@@ -208,7 +208,7 @@ namespace lw {
   X(kTrainsShortened, "trains_shortened",                                                         \
     "trains lost marker replies, this host's own queue dropped their load, or long trains read "  \
     "far faster than short ones (a small queue on the path dropped their load); they were "       \
-    "shortened")                                                                                  \
+    "shortened (after the last, the avail-bw trains keep within what that queue held)")           \
   X(kUncompressedTrains, "uncompressed_trains",                                                   \
     "some trains came back at our own sending rate while others were compressed")
 

@@ -2,6 +2,7 @@
 // The pure checks of estimate/middlebox.hpp and the full-size SYN train.
 #include <catch2/catch.hpp>
 #include "app/plumbing/path_checks.hpp"
+#include "estimate/capacity_gaps.hpp"
 
 #include "estimate/capacity.hpp"
 #include "estimate/middlebox.hpp"
@@ -149,13 +150,19 @@ TEST_CASE("judging the load by full-size SYN trains", "[middlebox]") {
   CHECK_FALSE(judge_load(950e6, {50e6, 50e6}, 0).dropped);
 }
 
+namespace {
+
+// Capacity warnings of `codes`, as the checks read them.
+std::vector<Warning> warned(std::initializer_list<WarningCode> codes) {
+  std::vector<Warning> w;
+  for (WarningCode c : codes) w.push_back({c, "x"});
+  return w;
+}
+
+}  // namespace
+
 TEST_CASE("load lost unseen at a full queue: the SYN trains judged by a tighter bound",
           "[middlebox]") {
-  auto warned = [](std::initializer_list<WarningCode> codes) {
-    std::vector<Warning> w;
-    for (WarningCode c : codes) w.push_back({c, "x"});
-    return w;
-  };
   // The tally halved (or kept the short trains) and one length was left.
   CHECK(load_lost_unseen(
       warned({WarningCode::kTrainsShortened, WarningCode::kSingleLengthEstimate})));
@@ -179,6 +186,30 @@ TEST_CASE("load lost unseen at a full queue: the SYN trains judged by a tighter 
   // against it.
   CHECK_FALSE(judge_unseen_loss(6.85e6, {5.15e6}, 0).dropped);
   CHECK_FALSE(judge_unseen_loss(6.85e6, syn, 3).dropped);
+}
+
+TEST_CASE("trains that lost load may read high: gaps below them that the spans agree with stand",
+          "[middlebox]") {
+  CHECK(trains_lost_load(warned({WarningCode::kTrainsShortened})));
+  CHECK(trains_lost_load(warned({WarningCode::kLoadLossSuspected})));
+  CHECK_FALSE(trains_lost_load(warned({WarningCode::kSingleLengthEstimate})));
+  CHECK_FALSE(trains_lost_load({}));
+  // The random-path benchmark's seed 2039, path 5: trains 20.47 after a
+  // halving, gaps 5.260 [5.253, 5.266], least-delayed 5.260.
+  GapEstimate g;
+  g.capacity.valid = true;
+  g.capacity.capacity_bps = 5.260e6;
+  g.capacity.low_bps = 5.253e6;
+  g.capacity.high_bps = 5.266e6;
+  g.min_delay_bps = 5.260e6;
+  CapacityEstimate trains;
+  trains.valid = true;
+  trains.capacity_bps = 20.47e6;
+  trains.low_bps = 7.0e6;
+  trains.high_bps = 21.0e6;
+  const bool shortened = trains_lost_load(warned({WarningCode::kTrainsShortened}));
+  CHECK(judge_gaps(g, trains, 1e9, shortened, 20.74e6) == "adopted_below");
+  CHECK(judge_gaps(g, trains, 1e9, false, 20.74e6) == "below_trains");
 }
 
 TEST_CASE("full-size SYN train: drains, markers, acks and the rate cap", "[plan][middlebox]") {

@@ -221,8 +221,8 @@ class FakeRunner : public ProbeRunner {
       bytes_ += p.ip_len;
       ++packets_;
       const double backlog = to_seconds(std::max<Nanos>(0, served - out.sent)) * c_bps_ / 8;
-      const bool dropped = limit_bytes_ > 0 && backlog + p.ip_len > limit_bytes_ &&
-                           !(small_fit_ && p.ip_len < 100);
+      const bool dropped =
+          limit_bytes_ > 0 && backlog + p.ip_len > limit_bytes_ && !(small_fit_ && p.ip_len < 100);
       if (!dropped) {
         if (steady_bps_ > 0 && i > 0) {
           served += static_cast<Nanos>(std::llround(

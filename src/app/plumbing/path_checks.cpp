@@ -393,6 +393,11 @@ void apply_load_check(const Suspicion& u, const LoadCheck& j, bool unseen,
 
 }  // namespace
 
+bool trains_lost_load(const std::vector<Warning>& capacity_warnings) {
+  return warned_of(capacity_warnings, WarningCode::kLoadLossSuspected) ||
+         warned_of(capacity_warnings, WarningCode::kTrainsShortened);
+}
+
 bool load_lost_unseen(const std::vector<Warning>& warnings) {
   return warned_of(warnings, WarningCode::kSingleLengthEstimate) &&
          (warned_of(warnings, WarningCode::kTrainsShortened) ||
@@ -586,7 +591,7 @@ void check_capacity_gaps(Session& s, const Config& c, const std::atomic<bool>& s
   // extrapolation, which overshoots where the model is off (benchmark path 8
   // at dce3dca: 50.10 [49.82, 50.47] for 47.32; gaps 47.36, least-delayed
   // 47.28).
-  const bool load_loss = has_warning(res, WarningCode::kLoadLossSuspected);
+  const bool load_loss = trains_lost_load(res.warnings);
   const bool extrapolated = has_warning(res, WarningCode::kCrossTrafficCorrected);
   // The fastest kept train's own reading (a lone one far above the rest
   // left out: fastest_train_bps): an estimate over it by more than a fixed
