@@ -22,6 +22,14 @@ veto on "below" (hop 1 at S, its trains within 3%, the capacity over 5% under
 S) meets its exception (unchanged_to_target): every hop after ours but the
 target's at S within 3%, the target reached, and whether the gaps read over
 1.05 S (only then does the exception lift the veto).
+
+With --spans first, it lists the documents whose capacity the "below" rule
+made S (capacity_from_own_shaper, "no link after ours") and whether the veto
+slower_link_after_ours holds there: the gap check's least-delayed spans
+(gap_check.min_delay_bps) within 3% of the trains' estimate
+(gap_check.trains_capacity_bps) and under 0.95 S, and a hop after ours (TTL 2
+or more, used) within 3% of the spans. The capacity would then stay the
+trains'; each line gives both errors against the truth.
 """
 import glob
 import json
@@ -83,11 +91,47 @@ def unchanged(dirs):
     print(f"{n} documents with our shaper and hops")
 
 
+def spans(dirs):
+    n = vetoed = better = 0
+    for d in dirs:
+        for fn in sorted(glob.glob(os.path.join(d, "**", "paths_runs", "path*.json"), recursive=True)):
+            rec = json.load(open(fn))
+            doc = rec.get("doc") or {}
+            truth = (rec.get("truth") or {}).get("capacity_bps")
+            if not truth or doc.get("capacity_source") != "own_shaper":
+                continue
+            why = [w["message"] for w in doc.get("warnings") or []
+                   if w["code"] == "capacity_from_own_shaper"]
+            if not why or "no link after ours" not in why[0]:
+                continue
+            n += 1
+            gc = doc.get("gap_check") or {}
+            md = gc.get("min_delay_bps") or 0
+            trains = gc.get("trains_capacity_bps") or 0
+            s = doc["capacity_bps"]
+            if not md or not trains or md >= 0.95 * s or abs(md / trains - 1) > 0.03:
+                continue
+            hop = [h for h in doc.get("hops") or [] if (h.get("ttl") or 0) >= 2 and h.get("used")
+                   and h.get("rate_bps") and abs(h["rate_bps"] / md - 1) <= 0.03]
+            if not hop:
+                continue
+            vetoed += 1
+            was, now = s / truth - 1, trains / truth - 1
+            better += abs(now) < abs(was)
+            print(f"{fn}: shaper {100 * was:+.1f}% -> trains {100 * now:+.1f}% (spans "
+                  f"{md / 1e6:.2f}, hop {hop[0]['ttl']} {hop[0]['rate_bps'] / 1e6:.2f} Mbit/s)")
+    print(f"{n} documents with our shaper taken under the trains; the veto holds in {vetoed}, "
+          f"closer to the truth in {better}")
+
+
 def main():
     if len(sys.argv) < 2:
         raise SystemExit(__doc__)
     if sys.argv[1] == "--unchanged":
         unchanged(sys.argv[2:])
+        return
+    if sys.argv[1] == "--spans":
+        spans(sys.argv[2:])
         return
     fired = right = missed = runs = 0
     for d in sys.argv[1:]:

@@ -525,6 +525,35 @@ TEST_CASE("measure: trains our own queue spread below its shaper, gaps above it"
     CHECK(near.capacity.capacity_bps == Approx(ip));
     CHECK(near.capacity.capacity_source == "own_shaper");
   }
+  SECTION("the least-delayed spans, the trains and a later hop agree: a slower link after ours") {
+    // Seed 2039 path 43 at 472255b, scaled: trains 43.41, spans 43.50, hop
+    // 2 43.66 for our 52.32 (IP) htb; here trains 74.28, spans 74.5.
+    auto spans_at = [&](double spans_bps, double hop_bps) {
+      MeasureResult m2 = path58(209.76e6);
+      m2.capacity.gap_check["min_delay_bps"] = spans_bps;
+      for (std::size_t k = 0; k < m2.hops.hops.size(); ++k) {
+        m2.hops.hops[k].ttl = static_cast<int>(k) + 1;
+      }
+      m2.hops.hops[1].rate_bps = hop_bps;
+      add_availbw(m2, search(), 0);
+      return m2;
+    };
+    const MeasureResult slower = spans_at(74.5e6, 75.0e6);
+    CHECK(slower.capacity.capacity_bps == 74.28e6);
+    CHECK(slower.capacity.capacity_source != "own_shaper");
+    // No hop after ours reads the spans (the fixture's hop 4, at 74.2, moved
+    // to 90): the shaper stands.
+    MeasureResult none = path58(209.76e6);
+    none.capacity.gap_check["min_delay_bps"] = 74.5e6;
+    for (std::size_t k = 0; k < none.hops.hops.size(); ++k) {
+      none.hops.hops[k].ttl = static_cast<int>(k) + 1;
+    }
+    none.hops.hops[3].rate_bps = 90e6;
+    add_availbw(none, search(), 0);
+    CHECK(none.capacity.capacity_source == "own_shaper");
+    // Spans that do not agree with the trains: the shaper stands.
+    CHECK(spans_at(80e6, 80e6).capacity.capacity_source == "own_shaper");
+  }
   SECTION("hop 1 and every hop up to the target's at the shaper, gaps above it: ours") {
     // Seed 2036 path 2 at d846b28: our 5.7 Mbit/s tbf, hops 1-3 at 5.63,
     // the target's 3.86 [2.91, 23.38] (TCP on the 23.5 Mbit/s link into
