@@ -399,9 +399,7 @@ bool trains_lost_load(const std::vector<Warning>& capacity_warnings) {
 }
 
 bool load_lost_unseen(const std::vector<Warning>& warnings) {
-  return warned_of(warnings, WarningCode::kSingleLengthEstimate) &&
-         (warned_of(warnings, WarningCode::kTrainsShortened) ||
-          warned_of(warnings, WarningCode::kLoadLossSuspected));
+  return warned_of(warnings, WarningCode::kSingleLengthEstimate) && trains_lost_load(warnings);
 }
 
 LoadCheck judge_unseen_loss(double rst_capacity_bps, const std::vector<double>& syn_kept_bps,

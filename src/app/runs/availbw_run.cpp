@@ -2213,15 +2213,19 @@ MeasureResult run_measure(const Config& c, const std::atomic<bool>& stop) {
       !m.capacity.lower_bound && !warned_of(m.capacity.warnings, WarningCode::kLoadLossSuspected));
   const unsigned drops_before = session->prober->capture_stats().dropped;
   // A token bucket: the avail-bw from its refill (app/shaper_run.hpp).
+  // The paced-train search, its trains within a small queue the capacity phase found.
   const Config ac = availbw_phase_config(c, m.capacity);
+  auto search_phase = [&] {
+    AvailbwResult r = run_availbw_phase(*session, ac, stop, C, t_end);
+    note_trains_within_queue(c, ac, r);
+    return r;
+  };
   AvailbwResult a = m.capacity.shaper.found
                         ? run_shaper_availbw(*session, c, stop, m.capacity.shaper, t_end)
-                        : run_availbw_phase(*session, ac, stop, C, t_end);
-  if (!m.capacity.shaper.found) note_trains_within_queue(c, ac, a);
+                        : search_phase();
   if (refill_refuted(m, a, &C, with_hops)) {
     // The refill refuted the bucket: the search, in the time left.
-    AvailbwResult search = run_availbw_phase(*session, ac, stop, C, t_end);
-    note_trains_within_queue(c, ac, search);
+    AvailbwResult search = search_phase();
     merge_refill(search, a);
     a = std::move(search);
   }
