@@ -159,6 +159,8 @@ namespace lw {
   X(kRepliesCompressed, "replies_compressed",                                                     \
     "replies came back closer together than sent, or search trains faster than 4 x the "         \
     "capacity: the return path compresses them (avail-bw: no estimate; hops: those hops unused)") \
+  X(kRepliesLate, "replies_late",                                                                 \
+    "replies came back after the wait for them (queues that fill under load); the waits grew")    \
   X(kRepliesMixed, "replies_mixed",                                                               \
     "the replies came from hosts at different distances (a middlebox answers some)")              \
   X(kRepliesStopped, "replies_stopped", "no hop answered 3 trains in a row")                      \

@@ -19,6 +19,7 @@ Run as a script for more runs and more classes (numbers for the report):
 import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 
@@ -255,6 +256,35 @@ def test_tight_link_is_not_the_narrow_one():
     for _, doc, truth, _ in results:
         if doc["crossing_capacity_source"] == "narrow_link":
             assert doc["availbw_bps"] <= 1.1 * truth, doc["availbw_bps"]
+
+
+def test_replies_held_by_a_queue_that_fills_after_discovery():
+    """TCP cubic starts right after the tool's path discovery (a round trip
+    of 0.1 ms: a wait of 100 ms for each train's replies) and fills the 400
+    ms queue of the 20 Mbit/s narrow link: replies come back up to 0.4 s
+    after their probes. The waits grow with the longest reply seen (twice
+    it, within --reply-timeout); before they did, every calibration train
+    lost its replies: exit 1 (calibration_failed, reply_loss) in 4 of 4 runs."""
+    C = 20e6
+    links = [lab.Link(rate=None), lab.Link(rate=C, limit=int(0.4 * C / 8))]
+    with lab.Lab(lab.Spec(links=links)) as L:
+        cmd = [BIN, "measure", L.target_ip, "--json", "--no-hops", "-v"]
+        if TOOL_CPU is not None:
+            cmd = ["taskset", "-c", str(TOOL_CPU)] + cmd
+        p = L.popen("prober", cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(0.3)
+        gen = L.cross(2, "tcp", cpu=CROSS_CPU)
+        try:
+            out, err = p.communicate(timeout=120)
+        finally:
+            gen.stop()
+        truth = L.link_capacity(2, ip_len=1500)
+    doc = json.loads(out)
+    assert p.returncode == 0, (doc.get("error"), doc.get("warnings"), err[-3000:])
+    assert abs(doc["capacity_bps"] / truth - 1) <= 0.05, doc["capacity_bps"]
+    # Greedy TCP leaves the link next to nothing: no reading near C.
+    assert doc["availbw_bps"] is not None and doc["availbw_bps"] <= 0.25 * truth, doc["availbw_bps"]
+    assert any(line.startswith("reply wait") for line in err.splitlines()), err[-3000:]
 
 
 def test_small_queue_filled_by_bursts_on_a_remote_link():

@@ -13,6 +13,7 @@
 #include "app/runs/capacity_run.hpp"
 #include "app/plumbing/config.hpp"
 #include "app/plumbing/runner.hpp"
+#include "app/plumbing/session.hpp"
 #include "linkwidth/error.hpp"
 
 using namespace lw;
@@ -796,6 +797,23 @@ TEST_CASE("the busy wait is bounded", "[runner]") {
   CHECK(busy_wait(0) == 2 * kMs);
   CHECK(busy_wait(0.010) == 12 * kMs);
   CHECK(busy_wait(10) == 50 * kMs);
+}
+
+TEST_CASE("the wait for replies grows with the longest reply time seen, within its bounds",
+          "[runner]") {
+  const Nanos wait = 100 * kMs, timeout = 1000 * kMs, room = 5000 * kMs;
+  // No reply yet, or replies well within the wait: the wait as it was.
+  CHECK(loaded_reply_wait(wait, 0, timeout, room) == wait);
+  CHECK(loaded_reply_wait(wait, 40 * kMs, timeout, room) == wait);
+  // A queue that holds replies 157 ms (discovery saw 1 ms: a wait of 100
+  // ms took every one for lost): twice that, plus 10 ms.
+  CHECK(loaded_reply_wait(wait, 157 * kMs, timeout, room) == 324 * kMs);
+  // Never over --reply-timeout, nor past the phase's time cap.
+  CHECK(loaded_reply_wait(wait, 800 * kMs, timeout, room) == timeout);
+  CHECK(loaded_reply_wait(wait, 800 * kMs, timeout, 250 * kMs) == 250 * kMs);
+  // The time cap never shortens the wait the phase admitted the train with.
+  CHECK(loaded_reply_wait(wait, 800 * kMs, timeout, 20 * kMs) == wait);
+  CHECK(loaded_reply_wait(wait, 800 * kMs, timeout, -5 * kMs) == wait);
 }
 
 TEST_CASE("the avail-bw search finds a scripted knee through the same runner", "[runner]") {

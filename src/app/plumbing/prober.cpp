@@ -121,11 +121,53 @@ TrainRun Prober::transmit(const Train& train) {
 }
 
 void Prober::learn_rtt(const TrainOutcome& o) {
-  // The smallest round trip seen so far opens the next trains' busy windows.
+  // The smallest round trip seen so far opens the next trains' busy windows;
+  // the longest (from the send: our own queue counts) sizes the waits.
   for (const ProbeOutcome& p : o.probes) {
     const Nanos d = p.reply > 0 && p.left > 0 ? p.reply - p.left : 0;
     if (d > 0 && (rtt_ == 0 || d < rtt_)) rtt_ = d;
+    if (p.reply > 0 && p.sent > 0) longest_rtt_ = std::max(longest_rtt_, p.reply - p.sent);
   }
+}
+
+void Prober::keep_if_unanswered(const Train& train, const std::vector<int>& wait_for,
+                                const TrainRun& run) {
+  for (int i : wait_for) {
+    if (run.outcome.probes[static_cast<std::size_t>(i)].reply == 0) {
+      if (unanswered_.size() >= kMaxUnanswered) unanswered_.erase(unanswered_.begin());
+      unanswered_.push_back({train, run.sent, run.outcome, run.end_mono});
+      return;
+    }
+  }
+}
+
+void Prober::find_late(const std::vector<Decoded>& packets) {
+  const Nanos now = mono_now();
+  std::vector<Unanswered> kept;
+  for (Unanswered& u : unanswered_) {
+    const TrainOutcome late = match_train(u.train, u.sent, packets, route_.source);
+    bool missing = false;
+    for (std::size_t i = 0; i < late.probes.size(); ++i) {
+      ProbeOutcome& was = u.outcome.probes[i];
+      const ProbeOutcome& p = late.probes[i];
+      if (was.reply == 0 && p.reply != 0 && p.sent != 0 && p.reply > p.sent) {
+        ++late_replies_;
+        longest_late_rtt_ = std::max(longest_late_rtt_, p.reply - p.sent);
+        longest_rtt_ = std::max(longest_rtt_, p.reply - p.sent);
+        was.reply = p.reply;
+      }
+      missing = missing || (u.train.probes[i].role == Role::kMarker && was.reply == 0);
+    }
+    if (missing && now - u.ended < kLateHorizon) kept.push_back(std::move(u));
+  }
+  unanswered_ = std::move(kept);
+}
+
+void Prober::drain_stale() {
+  captured_.clear();
+  capture_.drain(captured_);
+  if (!unanswered_.empty()) find_late(captured_);
+  captured_.clear();
 }
 
 TrainRun Prober::run(const Train& train, const std::vector<int>& wait_for, Nanos reply_timeout,
@@ -134,10 +176,7 @@ TrainRun Prober::run(const Train& train, const std::vector<int>& wait_for, Nanos
     throw Error("send", "a train was run while pipelined trains were in flight (a bug)",
                 "internal");
   }
-  captured_.clear();
-  capture_.drain(captured_);  // stale packets of earlier trains
-  captured_.clear();
-
+  drain_stale();  // packets of earlier trains
   TrainRun r = transmit(train);
   const Nanos sent_at = mono_now();
   Nanos deadline = sent_at + reply_timeout;
@@ -188,6 +227,8 @@ TrainRun Prober::run(const Train& train, const std::vector<int>& wait_for, Nanos
   }
   r.end_mono = mono_now();
   learn_rtt(r.outcome);
+  if (!unanswered_.empty()) find_late(captured_);
+  if (!any) keep_if_unanswered(train, wait_for, r);
   return r;
 }
 
@@ -213,11 +254,7 @@ Nanos Prober::sleep_for(Nanos now, Nanos limit) const {
 }
 
 Nanos Prober::send(const Train& train, const std::vector<int>& wait_for, Nanos busy_wait) {
-  if (flight_.empty()) {
-    captured_.clear();
-    capture_.drain(captured_);  // stale packets of earlier trains
-    captured_.clear();
-  }
+  if (flight_.empty()) drain_stale();  // packets of earlier trains
   InFlight f;
   f.train = train;
   f.wait_for = wait_for;
@@ -292,12 +329,14 @@ std::vector<TrainRun> Prober::collect(Nanos reply_timeout) {
     if (d > 0) capture_.wait(d);
   }
   const Nanos end = mono_now();
+  if (!unanswered_.empty()) find_late(captured_);
   for (InFlight& f : flight_) {
     if (!f.done) {
       f.run.outcome = match_train(f.train, f.run.sent, captured_, route_.source);
       f.run.end_mono = end;
     }
     learn_rtt(f.run.outcome);
+    keep_if_unanswered(f.train, f.wait_for, f.run);
     out.push_back(std::move(f.run));
   }
   flight_.clear();

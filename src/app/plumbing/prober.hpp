@@ -83,6 +83,16 @@ class Prober {
   // its reply: ICMP from a near router too); 0 = unknown.
   void set_rtt(Nanos rtt) { rtt_ = rtt > 0 ? rtt : 0; }
   Nanos rtt() const { return rtt_; }
+  // The longest time any reply took from its probe's send, late replies
+  // included (0 = none yet): queues that fill under load (our own uplink's,
+  // a remote one behind TCP) can hold replies far longer than the round trip
+  // of discovery, and a wait sized on that one took them for lost (a 157 ms
+  // queue at 94% load behind a 100 ms wait: "the target stopped answering").
+  Nanos longest_rtt() const { return longest_rtt_; }
+  // Replies that came after their train's wait had ended (found among the
+  // packets a later train drained as stale), and the longest such delay.
+  int late_replies() const { return late_replies_; }
+  Nanos longest_late_rtt() const { return longest_late_rtt_; }
 
   std::uint64_t packets_sent() const { return packets_; }
   std::uint64_t bytes_sent() const { return bytes_; }
@@ -111,6 +121,27 @@ class Prober {
   // and counts it (start_mono and sent filled).
   TrainRun transmit(const Train& train);
   void learn_rtt(const TrainOutcome& o);
+  // A train we stopped waiting for with replies still missing: kept until
+  // the next drain of stale packets, which may hold them (late_replies()).
+  // Kept for kLateHorizon after we stopped waiting, at most kMaxUnanswered
+  // of them: a late reply may come in the idle before the next train or
+  // while a later train is waiting for its own.
+  struct Unanswered {
+    Train train;
+    std::vector<SendRecord> sent;
+    TrainOutcome outcome;
+    Nanos ended = 0;  // CLOCK_MONOTONIC: when we stopped waiting
+  };
+  static constexpr Nanos kLateHorizon = 3 * kSec;
+  static constexpr std::size_t kMaxUnanswered = 16;
+  void keep_if_unanswered(const Train& train, const std::vector<int>& wait_for,
+                          const TrainRun& run);
+  // Counts the replies among `packets` to trains kept unanswered, then
+  // forgets the trains past the horizon or answered in full.
+  void find_late(const std::vector<Decoded>& packets);
+  // Drains the packets that came since the last train (replies too late for
+  // theirs, or strays) and forgets them, after counting the late replies.
+  void drain_stale();
   // How early or late a reply may come against the smallest RTT seen (a
   // timer that wakes late, the RTT's own jitter): 1 ms + RTT/100.
   Nanos reply_jitter() const { return kMs + rtt_ / 100; }
@@ -136,6 +167,10 @@ class Prober {
   std::uint64_t bytes_ = 0;
   std::uint32_t notes_ = 0;
   Nanos rtt_ = 0;
+  Nanos longest_rtt_ = 0;
+  Nanos longest_late_rtt_ = 0;
+  int late_replies_ = 0;
+  std::vector<Unanswered> unanswered_;
   bool saving_ = false;  // --save-pcap: notes go into the file
   PrivilegeDrop privileges_;
 };

@@ -76,7 +76,8 @@ Nanos LiveRunner::send(const Train& train, const TrainOptions& o) {
 }
 
 std::vector<TrainResult> LiveRunner::collect() {
-  std::vector<TrainRun> runs = s_.prober->collect(reply_wait_);
+  std::vector<TrainRun> runs =
+      s_.prober->collect(loaded_reply_wait(s_, c_, reply_wait_, 0, t_cap_));
   std::vector<TrainResult> out;
   // Every train's replies are in before any reply check sends its own.
   for (std::size_t k = 0; k < runs.size(); ++k) {

@@ -81,6 +81,23 @@ Nanos reply_wait(const Session& s, const Config& c) {
                                     std::max<Nanos>(100 * kMs, 20 * rtt)));
 }
 
+Nanos loaded_reply_wait(Nanos wait, Nanos longest_rtt, Nanos timeout, Nanos room) {
+  const Nanos loaded = std::min({2 * longest_rtt + 10 * kMs, timeout, room});
+  return std::max(wait, loaded);
+}
+
+Nanos loaded_reply_wait(Session& s, const Config& c, Nanos wait, Nanos span, Nanos t_cap) {
+  const Nanos w = loaded_reply_wait(wait, s.prober->longest_rtt(), from_seconds(c.reply_timeout_s),
+                                    t_cap - (mono_now() + span));
+  if (c.verbose && w > wait && w > s.wait_reported) {
+    std::fprintf(stderr, "reply wait %.0f ms (longest reply %.1f ms, %d late)\n",
+                 to_seconds(w) * 1e3, to_seconds(s.prober->longest_rtt()) * 1e3,
+                 s.prober->late_replies());
+    s.wait_reported = w;
+  }
+  return w;
+}
+
 namespace {
 
 // Full-TTL SYNs draw an RST/ACK (or SYN/ACK) from the host they are addressed
@@ -121,7 +138,8 @@ std::vector<ReplyGovernor::BurstCheck> bare_syn_trains(Session& s, const Config&
     if (after + reply_timeout > t_cap) break;
     while (mono_now() < after && !s.prober->stopped()) sleep_until(after);
     if (!wait_for_budget(s, {{s.dst, per_train}}, t_cap - reply_timeout)) break;
-    const TrainRun run = s.prober->run(t, t.markers, reply_timeout);
+    const TrainRun run = s.prober->run(
+        t, t.markers, loaded_reply_wait(s, c, reply_timeout, t.probes.back().offset, t_cap));
     ReplyGovernor::BurstCheck b;
     b.asked = per_train;
     for (int i : t.markers) b.answered += run.outcome.probes[i].reply != 0 ? 1 : 0;
@@ -139,7 +157,10 @@ GovernedRun run_train(Session& s, const Config& c, const Train& train,
                       const std::vector<int>& wait_for, Nanos reply_timeout, Nanos t_cap, bool any,
                       Nanos busy_wait, const std::function<void(const TrainRun&)>& after_run) {
   budget_train(s, train, t_cap);
-  TrainRun run = s.prober->run(train, wait_for, reply_timeout, any, busy_wait);
+  const Nanos span = train.probes.empty() ? 0 : train.probes.back().offset;
+  TrainRun run = s.prober->run(train, wait_for,
+                               loaded_reply_wait(s, c, reply_timeout, span, t_cap), any,
+                               busy_wait);
   if (after_run) after_run(run);
   return account_train(s, c, train, std::move(run), reply_timeout, t_cap);
 }
@@ -255,6 +276,20 @@ void take_reply_warnings(Session& s, std::vector<Warning>& to) {
              " arrived more than once (the path or the target duplicates packets); the first "
              "copy of each was used"});
     s.duplicates_reported = s.duplicate_replies;
+  }
+  if (const int late = s.prober->late_replies(); late > s.late_reported) {
+    char ms[64];
+    std::snprintf(ms, sizeof ms, "%.0f ms (a round trip of %.1f ms at discovery)",
+                  to_seconds(s.prober->longest_late_rtt()) * 1e3, s.disc.rtt_s * 1e3);
+    s.reply_warnings.push_back(
+        {WarningCode::kRepliesLate,
+         std::to_string(late - s.late_reported) + " repl" +
+             (late - s.late_reported == 1 ? "y" : "ies") +
+             " came back after the wait for them, up to " + ms +
+             " after their probe: queues on the path fill under load; later trains waited up to "
+             "twice the longest reply time seen (within --reply-timeout), and the late replies "
+             "counted as lost"});
+    s.late_reported = late;
   }
   to.insert(to.end(), s.reply_warnings.begin(), s.reply_warnings.end());
   s.reply_warnings.clear();

@@ -50,6 +50,8 @@ struct Session {
   OwnCounters own;
   int duplicate_replies = 0;  // replies that came twice or more (extra copies)
   int duplicates_reported = 0;
+  int late_reported = 0;  // Prober::late_replies() already warned of
+  Nanos wait_reported = 0;  // the longest grown reply wait -v has printed
 };
 
 // What run_train() adds to a train's run.
@@ -129,5 +131,15 @@ void describe_endpoints(const Session& s, const Config& c, CapacityResult& r);
 // How long to wait for replies after a train: generous against the measured
 // RTT (20 RTTs), bounded by --reply-timeout, and never under 3 RTTs.
 Nanos reply_wait(const Session& s, const Config& c);
+
+// The wait for one train's replies, `wait` (reply_wait) or longer where the
+// path's queues have grown since discovery: twice the longest time a reply
+// took so far (`longest_rtt`, late ones included: Prober::longest_rtt) plus
+// 10 ms, but never over `timeout` (--reply-timeout) nor `room` (what is left
+// of the phase's time once the train is sent; the time cap holds). Pure.
+Nanos loaded_reply_wait(Nanos wait, Nanos longest_rtt, Nanos timeout, Nanos room);
+// The same for a train of `span` sent now through the session's prober,
+// within `t_cap`.
+Nanos loaded_reply_wait(Session& s, const Config& c, Nanos wait, Nanos span, Nanos t_cap);
 
 }  // namespace lw
