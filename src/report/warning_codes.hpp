@@ -125,6 +125,8 @@ namespace lw {
   X(kLostLoadCorrected, "lost_load_corrected",                                                  \
     "replies were lost on the path and trains came back whole packets short (load lost unseen): " \
     "they were counted as whole trains")                                                          \
+  X(kOwnQueueDrops, "own_queue_drops",                                                            \
+    "a share of our packets never left this host: its own queue dropped them (full)")             \
   X(kOwnQueueBursts, "own_queue_bursts",                                                         \
     "bursts of this host's traffic in its own queue moved avail-bw trains about, at rates that "   \
     "link had room for: each was judged on the lower of its ratios as sent and as it left")       \

@@ -34,6 +34,12 @@ class FakeRunner : public ProbeRunner {
   }
   // Script: markers of trains from the `n`-th on draw no reply.
   void silent_from(int n) { silent_from_ = n; }
+  // Script: ... with `held_here`, because our own queue dropped every
+  // packet of those trains before it left (the capture never saw them).
+  void silent_from(int n, bool held_here) {
+    silent_from_ = n;
+    held_here_ = held_here;
+  }
   // Script: ... and only up to the `m`-th (exclusive).
   void silent_until(int m) { silent_until_ = m; }
   // Script: the way back holds every marker reply of a train until the last
@@ -258,6 +264,7 @@ class FakeRunner : public ProbeRunner {
       }
       if (silent_from_ >= 0 && runs_ >= silent_from_ && (silent_until_ < 0 || runs_ < silent_until_)) {
         ++r.outcome.markers_lost;
+        if (held_here_) out.left = 0;
         continue;
       }
       out.reply = (squeezed > 0 ? squeezed : served) + rtt_;
@@ -339,6 +346,7 @@ class FakeRunner : public ProbeRunner {
   int admitted_ = 0, runs_ = 0;
   int refuse_at_ = -1, silent_from_ = -1, silent_until_ = -1;
   bool answer_warmups_ = false;
+  bool held_here_ = false;
   std::vector<std::pair<int, Which>> lost_;
   StopReason why_ = StopReason::kNone;
   std::uint64_t bytes_ = 0, packets_ = 0;
@@ -509,6 +517,22 @@ TEST_CASE("a target that stops answering ends the capacity phase with an error",
   } catch (const Error& e) {
     CHECK(e.code() == "replies_stopped");
     CHECK(fake.admitted() == 7);  // 2 answered, then 5 silent
+  }
+}
+
+TEST_CASE(
+    "markers our own full queue dropped before they left end the phase as such, not as a "
+    "silent target",
+    "[runner]") {
+  FakeRunner fake(50e6);
+  fake.silent_from(2, true);
+  try {
+    run_fake(fake, capacity_config());
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(e.code() == "own_queue_full");
+    CHECK(std::string(e.what()).find("own queue") != std::string::npos);
+    CHECK(fake.admitted() == 7);  // 2 answered, then 5 silent: the same safety stop
   }
 }
 

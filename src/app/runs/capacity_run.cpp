@@ -458,6 +458,7 @@ class CapacityLoop {
   void size(const CapacitySample& s);
   Nanos pace(const Train& train, const TrainResult& run, const CapacitySample& s, int n_train);
   bool precise_enough() const;
+  void warn_own_queue_drops();
   // The long trains' load packets for short ones of `n`.
   int long_packets(int n) const { return static_cast<int>(std::lround(n * c_.length_ratio)); }
 
@@ -472,6 +473,11 @@ class CapacityLoop {
   int n_ = 0;  // the short trains' load packets
   bool sized_ = false;
   int consecutive_silent_ = 0;
+  // Of those silent trains, the ones whose markers the capture never saw
+  // leave (our own queue dropped them), once it has seen some of ours leave.
+  int silent_held_here_ = 0;
+  bool seen_leaving_ = false;
+  int probes_sent_ = 0, never_left_ = 0;  // of the trains' packets
   int lost_reply_trains_ = 0;  // trains that lost later marker replies after a fast one
   int early_lost_trains_ = 0;  // ... that lost the warm-up's or the head's reply
   unsigned recent_later_lost_ = 0;  // of the last 4 trains, those that lost later replies
@@ -602,6 +608,7 @@ CapacityLoop::Next CapacityLoop::watch_shaper(const CapacitySample& s, double sl
     sized_ = true;
   }
   consecutive_silent_ = 0;
+  silent_held_here_ = 0;
   return Next::kNextTrain;
 }
 
@@ -700,6 +707,16 @@ bool CapacityLoop::precise_enough() const {
          (est_.high_bps - est_.low_bps) / 2 <= c_.precision * est_.capacity_bps;
 }
 
+// No marker of the train was seen leaving this host (the capture sees our
+// packets after our own qdisc): that queue dropped them.
+bool markers_never_left(const TrainResult& run) {
+  for (int i : run.train.markers) {
+    const ProbeOutcome& p = run.outcome.probes[static_cast<std::size_t>(i)];
+    if (p.left > 0) return false;
+  }
+  return !run.train.markers.empty();
+}
+
 CapacityTrains CapacityLoop::run() {
   CapacityTally& tally = out_.tally;
   res_.stop_reason = StopReason::kMaxTrains;
@@ -740,9 +757,14 @@ CapacityTrains CapacityLoop::run() {
     const CapacitySample& s = step.sample;
     book(step, slow_bps, group);
     if (shrink_to_mtu(step)) continue;
-    consecutive_silent_ = run.outcome.markers_lost == static_cast<int>(run.train.markers.size())
-                              ? consecutive_silent_ + 1
-                              : 0;
+    const bool silent = run.outcome.markers_lost == static_cast<int>(run.train.markers.size());
+    consecutive_silent_ = silent ? consecutive_silent_ + 1 : 0;
+    silent_held_here_ = !silent ? 0 : silent_held_here_ + (markers_never_left(run) ? 1 : 0);
+    for (const ProbeOutcome& p : run.outcome.probes) {
+      seen_leaving_ = seen_leaving_ || p.left > 0;
+      probes_sent_ += p.sent > 0 ? 1 : 0;
+      never_left_ += p.sent > 0 && p.left == 0 ? 1 : 0;
+    }
 
     const bool early_lost = early_reply_lost(run.train, run.outcome);
     if (c_.verbose && (early_lost || s.verdict == SampleVerdict::kLostReply)) {
@@ -757,6 +779,19 @@ CapacityTrains CapacityLoop::run() {
       continue;
     }
     if (consecutive_silent_ >= 5) {
+      // Markers that never left this host were dropped by our own queue (a
+      // saturated uplink: this host's other traffic keeps its qdisc full),
+      // not ignored by the target.
+      if (seen_leaving_ && 2 * silent_held_here_ > consecutive_silent_) {
+        throw Error("capacity",
+                    "this host's own queue on " + res_.interface +
+                        " dropped our markers before they left, in " +
+                        std::to_string(silent_held_here_) + " of the last " +
+                        std::to_string(consecutive_silent_) +
+                        " trains: its qdisc is full (this host's other traffic saturates the "
+                        "uplink); no reply could come",
+                    "own_queue_full");
+      }
       throw Error("capacity", "the target stopped answering: no marker reply in 5 trains",
                   "replies_stopped");
     }
@@ -808,7 +843,25 @@ CapacityTrains CapacityLoop::run() {
       break;
     }
   }
+  warn_own_queue_drops();
   return std::move(out_);
+}
+
+// A quarter or more of the trains' packets never seen leaving (the capture
+// sees ours after our own qdisc, and saw some): that queue dropped them.
+// Full of this host's other traffic (an uplink at or over its rate: UDP at
+// 1.5 times our own 5 Mbit/s tbf let only the small markers in, every
+// train read 2.4 Gbit/s and no estimate came, with no word of why), or too
+// small for the trains (trains_shortened says what was done about it).
+void CapacityLoop::warn_own_queue_drops() {
+  if (!seen_leaving_ || never_left_ == 0 || 4 * never_left_ < probes_sent_) return;
+  res_.warnings.push_back(
+      {WarningCode::kOwnQueueDrops,
+       std::to_string(never_left_) + " of the " + std::to_string(probes_sent_) +
+           " packets of the capacity trains never left this host: its own queue on " +
+           res_.interface +
+           " dropped them (full of this host's other traffic, or too small for the trains); "
+           "what reached the path was not what we sent"});
 }
 
 }  // namespace
