@@ -6,6 +6,7 @@ Reads only linkwidth's and iperf3's JSON output."""
 import contextlib
 import fcntl
 import json
+import os
 import time
 
 # The prober (linkwidth, the iperf3 client) runs on CPU 0, cross-traffic
@@ -52,6 +53,13 @@ def measure_run(L, binary, args, cpu=None, cross_link=2, timeout=180, target=Non
     p = L.run_in_prober(pinned([binary, "measure", target or L.target_ip, "--json", *args], cpu),
                         timeout=timeout)
     cross = w.stop().bps
+    # Debugging aid: LW_BENCH_STDERR=DIR keeps each run's stderr (with
+    # --tool-args=-v, the tool's trace).
+    if os.environ.get("LW_BENCH_STDERR"):
+        d = os.environ["LW_BENCH_STDERR"]
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, f"measure-{time.time():.3f}.txt"), "w") as f:
+            f.write(p.stderr or "")
     try:
         doc = json.loads(p.stdout)
     except ValueError:

@@ -121,4 +121,31 @@ LoadCheck judge_load(double rst_capacity_bps, const std::vector<double>& syn_kep
   return c;
 }
 
+bool fast_among_slow(const std::vector<double>& train_bps, double estimate_bps,
+                     double send_limit_bps) {
+  if (!(send_limit_bps > 0) || !(estimate_bps > 0) || estimate_bps >= 0.1 * send_limit_bps) {
+    return false;
+  }
+  const auto n = static_cast<double>(train_bps.size());
+  const auto fast = static_cast<double>(std::count_if(
+      train_bps.begin(), train_bps.end(), [&](double r) { return r >= 0.5 * send_limit_bps; }));
+  return n >= 5 && fast >= std::max(2.0, 0.25 * n);
+}
+
+RateConfirm confirm_rate(double rate_bps, const std::vector<double>& syn_kept_bps,
+                         int syn_uncompressed, int sent, int min_whole, double share) {
+  RateConfirm r;
+  r.sent = sent;
+  r.whole = static_cast<int>(syn_kept_bps.size()) + std::max(0, syn_uncompressed);
+  if (!syn_kept_bps.empty()) r.syn_bps = median(syn_kept_bps);
+  if (r.whole < min_whole) return r;
+  // (An uncompressed train: far above any rate judged here, finite so that
+  // the median's interpolation stays a number.)
+  std::vector<double> all = syn_kept_bps;
+  all.insert(all.end(), static_cast<std::size_t>(std::max(0, syn_uncompressed)),
+             1e3 * std::max(rate_bps, 1.0));
+  r.confirmed = median(all) >= share * rate_bps;
+  return r;
+}
+
 }  // namespace lw

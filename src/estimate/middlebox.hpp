@@ -104,4 +104,38 @@ struct LoadCheck {
 LoadCheck judge_load(double rst_capacity_bps, const std::vector<double>& syn_kept_bps,
                      int syn_uncompressed, int min_used = 3, double threshold = 0.7);
 
+// Trains at half our own sending rate or faster among others that put the
+// estimate under a tenth of it (at least 5 trains, the fast ones at least 2
+// and a quarter): only lost load, or replies bunched on the way back, makes
+// a train that fast on so slow a path. `train_bps`: each measured train's
+// rate (sizing trains left out). Under TCP that kept a 3 Mbit/s link full, 7
+// of 23 trains read 0.8 to 1.6 Gbit/s and the rest 3 to 46 Mbit/s, with
+// reply spans of 1 to 11 link-packet times whatever their length; the
+// estimate, 7.87 Mbit/s, came out with exit 0.
+bool fast_among_slow(const std::vector<double>& train_bps, double estimate_bps,
+                     double send_limit_bps);
+
+// Before a shaper stream that the --max-load ledger does not count (up to
+// 32 MB back to back, sized on the capacity trains' rate `rate_bps`):
+// whether trains of full-size SYNs, every packet of which draws a reply,
+// confirm that the path carries our full-size packets at about that rate.
+// The capacity trains cannot: their markers are 40-byte SYNs, which a full
+// byte-limited queue still takes while it drops the 1500-byte load between
+// them, and such trains read our own sending rate, or any rate, on a
+// saturated 3 Mbit/s link (733 Mbit/s once, and two streams of 15 MB
+// followed). Confirmed when at least `min_whole` of the `sent` trains came
+// back whole (every SYN answered) and the median of the whole ones reads at
+// least `share` x rate_bps (an uncompressed train, carried at our own rate,
+// counts as faster than any rate). Half: under TCP that kept the same link
+// full, trains at 11.7 Mbit/s met whole SYN trains at 2.97, a quarter, and
+// a capacity of 4 times the link's came out with exit 0.
+struct RateConfirm {
+  bool confirmed = false;
+  int sent = 0;
+  int whole = 0;       // trains with every SYN answered
+  double syn_bps = 0;  // median rate of the whole trains the path compressed (0 = none)
+};
+RateConfirm confirm_rate(double rate_bps, const std::vector<double>& syn_kept_bps,
+                         int syn_uncompressed, int sent, int min_whole = 2, double share = 0.5);
+
 }  // namespace lw

@@ -83,7 +83,14 @@ struct ShaperRecord {
   // The probe's time, its idles, streams and reply waits: with stream_bytes
   // left out of the --max-load average (estimate/load_budget.hpp, LoadLedger).
   double elapsed_s = 0;
-  std::string verdict;            // found / none / not_emptied / no_replies
+  std::string verdict;  // found / none / not_emptied / no_replies / unconfirmed
+  // The check before a stream the --max-load ledger does not count
+  // (confirm_stream_rate): its full-size SYN trains sent, whole, and the
+  // median rate of the whole ones the path compressed (0: none). With
+  // verdict "unconfirmed" they did not confirm the rate and no stream went.
+  int syn_trains = 0;
+  int syn_whole = 0;
+  double syn_bps = 0;
   double stream_rate_bps = 0;     // the last stream's received rate when compressed (diagnostic)
   // measure/availbw: the bucket's refill (app/shaper_run.hpp, run_shaper_availbw)
   int refill_pairs = 0;           // emptying stream + refill stream pairs measured

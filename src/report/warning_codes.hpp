@@ -42,7 +42,9 @@ namespace lw {
   X(kHeavyLoss, "heavy_loss",                                                                     \
     "many trains lost marker replies: the path drops our packets; checked with SYN trains")       \
   X(kLoadCheckFailed, "load_check_failed",                                                        \
-    "the full-size SYN trains that check the estimate lost their replies too: no estimate")       \
+    "the full-size SYN trains that check the estimate lost their replies too, or, where the "     \
+    "shaper probe's check or trains far faster than the rest put it in doubt, neither "           \
+    "confirmed it nor read a rate to take instead: no estimate")                                  \
   X(kCrossTrafficGaps, "cross_traffic_gaps",                                                     \
     "the gaps between the replies to back-to-back full-size SYNs read higher than the trains "     \
     "(cross traffic lengthened every train) or as high and more precisely; they give the "        \
@@ -214,7 +216,8 @@ namespace lw {
     "far faster than short ones (a small queue on the path dropped their load); they were "       \
     "shortened (after the last, the avail-bw trains keep within what that queue held)")           \
   X(kUncompressedTrains, "uncompressed_trains",                                                   \
-    "some trains came back at our own sending rate while others were compressed")
+    "some trains came back at our own sending rate while others were compressed, or at half of "  \
+    "it or faster while the others put the path under a tenth of it")
 
 enum class WarningCode {
 #define LW_X(e, name, meaning) e,

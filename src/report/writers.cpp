@@ -111,6 +111,11 @@ nlohmann::json shaper_check_json(const ShaperRecord& s) {
           {"elapsed_s", s.elapsed_s},
           {"stream_rate_bps", nullable(s.stream_rate_bps > 0, s.stream_rate_bps)}};
   if (s.stalled_streams > 0) j["stalled_streams"] = s.stalled_streams;
+  if (s.syn_trains > 0) {  // the check before a stream outside the --max-load ledger
+    j["syn_trains_sent"] = s.syn_trains;
+    j["syn_trains_whole"] = s.syn_whole;
+    j["syn_bps"] = nullable(s.syn_bps > 0, s.syn_bps);
+  }
   if (s.refill_bytes > 0) {
     // measure/availbw: the bucket's refill (app/shaper_run.hpp)
     j["refill_pairs"] = s.refill_pairs;
@@ -132,6 +137,9 @@ ShaperRecord shaper_from_json(const nlohmann::json& shaper, const nlohmann::json
     s.stream_bytes = check.at("stream_bytes").get<std::uint64_t>();
     s.elapsed_s = check.at("elapsed_s").get<double>();
     s.stream_rate_bps = or_zero(check, "stream_rate_bps");
+    s.syn_trains = check.value("syn_trains_sent", 0);  // absent before 2026-12-08
+    s.syn_whole = check.value("syn_trains_whole", 0);
+    if (check.contains("syn_bps")) s.syn_bps = or_zero(check, "syn_bps");
     if (check.contains("refill_bytes")) {  // written with a refill only (measure/availbw)
       s.refill_pairs = check.at("refill_pairs").get<int>();
       s.refill_bytes = check.at("refill_bytes").get<std::uint64_t>();

@@ -150,6 +150,58 @@ TEST_CASE("judging the load by full-size SYN trains", "[middlebox]") {
   CHECK_FALSE(judge_load(950e6, {50e6, 50e6}, 0).dropped);
 }
 
+TEST_CASE("trains far faster than a slow estimate cast doubt on it", "[middlebox]") {
+  // The saturated 3 Mbit/s link: 7 of 23 trains at 0.8-1.6 Gbit/s, the
+  // rest 3-46 Mbit/s, an estimate of 7.87 against our 1 Gbit/s.
+  std::vector<double> r = {11.7e6, 6.8e6,  985e6, 1375e6, 868e6, 1495e6, 7.9e6,  9.5e6,
+                           23e6,   1574e6, 7.9e6, 46e6,   776e6, 1320e6, 11.7e6, 15.7e6,
+                           4.0e6,  7.9e6,  3.0e6, 4.3e6,  3.0e6, 6.8e6,  4.7e6};
+  CHECK(fast_among_slow(r, 7.87e6, 1e9));
+  // Not when the estimate is a tenth of our rate or more (a path near our
+  // rate, or a bucket's burst, has its own checks).
+  CHECK_FALSE(fast_among_slow(r, 150e6, 1e9));
+  // Nor for one or two such trains among many: a reply bunched now and then.
+  std::vector<double> few(20, 5e6);
+  few[3] = 900e6;
+  few[9] = 950e6;
+  CHECK_FALSE(fast_among_slow(few, 5e6, 1e9));
+  // Nor for too few trains, nor with nothing known of our rate.
+  CHECK_FALSE(fast_among_slow({900e6, 950e6, 5e6}, 5e6, 1e9));
+  CHECK_FALSE(fast_among_slow(r, 7.87e6, 0));
+}
+
+TEST_CASE("a shaper stream's rate is confirmed by whole full-size SYN trains", "[middlebox]") {
+  // The trains' 733 Mbit/s on a saturated 3 Mbit/s link: whole SYN trains
+  // read the link, far below: not confirmed.
+  RateConfirm r = confirm_rate(733e6, {2.9e6, 3.1e6}, 0, 2);
+  CHECK_FALSE(r.confirmed);
+  CHECK(r.whole == 2);
+  CHECK(r.syn_bps == Approx(3.0e6));
+  // Every SYN train lost a reply: nothing confirms, whatever the rate.
+  r = confirm_rate(1e6, {}, 0, 4);
+  CHECK_FALSE(r.confirmed);
+  CHECK(r.whole == 0);
+  CHECK(r.syn_bps == 0);
+  // One whole train is not enough, however fast.
+  CHECK_FALSE(confirm_rate(50e6, {49e6}, 0, 4).confirmed);
+  // A loaded 100 Mbit/s path: short SYN trains read below the estimate, but
+  // not by half.
+  r = confirm_rate(95e6, {40e6, 70e6}, 0, 2);
+  CHECK(r.confirmed);
+  CHECK(r.syn_bps == Approx(55e6));
+  // Trains at 11.7 Mbit/s on a 3 Mbit/s link kept full by TCP: whole SYN
+  // trains at a quarter of it do not confirm it.
+  CHECK_FALSE(confirm_rate(11.7e6, {2.96e6, 2.97e6}, 0, 2).confirmed);
+  // A bucket that let the trains through at our own rate lets the SYN
+  // trains through at it too: uncompressed trains confirm any rate.
+  CHECK(confirm_rate(990e6, {}, 2, 2).confirmed);
+  CHECK(confirm_rate(990e6, {100e6}, 2, 3).confirmed);
+  // ... but not where the compressed ones are the majority and far below.
+  CHECK_FALSE(confirm_rate(990e6, {10e6, 12e6}, 1, 3).confirmed);
+  // Nothing sent (a cap): not confirmed.
+  CHECK_FALSE(confirm_rate(10e6, {}, 0, 0).confirmed);
+}
+
 namespace {
 
 // Capacity warnings of `codes`, as the checks read them.

@@ -24,6 +24,9 @@ constexpr int kSynMarkers = 5;       // per verification train: 4 gaps of full-s
 constexpr int kMaxSynTrains = 8;
 constexpr int kEnoughSynTrains = 5;  // kept trains after which we stop
 constexpr int kEnoughUncompressed = 3;
+// The stream check (confirm_stream_rate): trains at most, whole ones needed.
+constexpr int kConfirmTrains = 4;
+constexpr int kConfirmWhole = 2;
 // Whole SYN trains under this share of the RST trains' estimate replace it
 // when the tally says the RST trains lost load unseen (Suspicion::
 // unseen_loss); judge_load's 0.7 otherwise. Two whole SYN trains suffice
@@ -32,6 +35,9 @@ constexpr int kEnoughUncompressed = 3;
 // for 5.152, the RST trains 17.9 and 6.85).
 constexpr double kUnseenLossRatio = 0.9;
 constexpr int kUnseenLossMinTrains = 2;
+// ... and after the shaper probe's stream check did not confirm the trains'
+// rate (RateConfirm's share).
+constexpr double kUnconfirmedRatio = 0.5;
 // The reply-gap check: SYNs per train (15 gaps), trains at least and at most.
 constexpr int kGapMarkers = 16;
 constexpr int kMinGapMarkers = 8;
@@ -148,8 +154,20 @@ struct Suspicion {
   // and then one length alone gave the estimate (single_length_estimate):
   // nothing compared the lengths after the last change.
   bool unseen_loss = false;
+  // Full-size SYN trains did not confirm the rate a shaper stream was to be
+  // sized on (capacity_run, confirm_stream_rate): no stream went, and the
+  // trains' estimate is in doubt too.
+  bool unconfirmed = false;
+  // Trains at half our own sending rate or faster (kept or not) among slow
+  // ones (estimate/middlebox.hpp, fast_among_slow; of the 7 such trains
+  // there, 5 were "not compressed", under mixed's quarter).
+  bool fast_among_slow = false;
+  int fast = 0;
+  // Doubt the SYN trains must lift: an unconfirmed stream check, or fast
+  // trains among slow ones.
+  bool doubt() const { return unconfirmed || fast_among_slow; }
   double send_limit_bps = 0;
-  bool any() const { return at_rate || heavy_loss || mixed || unseen_loss; }
+  bool any() const { return at_rate || heavy_loss || mixed || unseen_loss || doubt(); }
 };
 
 void warn_mixed_repliers(const std::vector<ReplyStamp>& stamps, CapacityResult& res) {
@@ -177,16 +195,21 @@ Suspicion suspect(const Config& c, const CapacityResult& res) {
   double sent = 0;  // the fastest train we managed to offer
   for (const auto& t : res.trains) sent = std::max(sent, t.offered_bps);
   u.send_limit_bps = send_limit_bps(sent, c.max_rate_bps, interface_bps(res.interface));
+  std::vector<double> rates;
   for (const auto& t : res.trains) {
     if (t.verdict == kVerdictSizing || t.verdict == kVerdictPathMtu) continue;
     ++u.measured;
+    rates.push_back(t.capacity_bps);
     u.lost += t.verdict == verdict_name(SampleVerdict::kLostReply) ? 1 : 0;
     u.uncompressed += t.verdict == verdict_name(SampleVerdict::kNotCompressed) ? 1 : 0;
+    u.fast += u.send_limit_bps > 0 && t.capacity_bps >= 0.5 * u.send_limit_bps ? 1 : 0;
   }
   u.heavy_loss = u.measured >= 5 && u.lost >= 0.3 * u.measured;
   u.mixed = u.measured >= 5 && u.uncompressed >= std::max(2.0, 0.25 * u.measured);
   u.at_rate = res.lower_bound || capacity_at_send_rate(res.capacity_bps, u.send_limit_bps);
   u.unseen_loss = load_lost_unseen(res.warnings);
+  u.unconfirmed = res.shaper.verdict == "unconfirmed";
+  u.fast_among_slow = fast_among_slow(rates, res.capacity_bps, u.send_limit_bps);
   return u;
 }
 
@@ -199,13 +222,20 @@ void warn_suspicion(const Suspicion& u, CapacityResult& res) {
              "): the replies only show our own sending rate; the path may be faster than we can "
              "send, or a firewall or NAT on the way drops our RST load"});
   } else if (!u.heavy_loss) {
-    if (!u.mixed) return;  // unseen_loss alone: the tally's warnings say it
-    res.warnings.push_back({WarningCode::kUncompressedTrains,
-                            std::to_string(u.uncompressed) + " of " + std::to_string(u.measured) +
-                                " trains came back at our own sending rate while others were "
-                                "compressed: the path is about as fast as we send, or our "
-                                "load is lost on the way; checked with trains of full-size "
-                                "SYNs"});
+    // (unseen_loss or an unconfirmed stream check alone: the tally's
+    // warnings and the shaper_check say it)
+    if (!u.mixed && !u.fast_among_slow) return;
+    const bool slow_path = u.fast_among_slow && !u.mixed;
+    res.warnings.push_back(
+        {WarningCode::kUncompressedTrains,
+         std::to_string(slow_path ? u.fast : u.uncompressed) + " of " + std::to_string(u.measured) +
+             (slow_path ? " trains came back at half our own sending rate or faster while the "
+                          "others put the path under a tenth of it: our load is lost on the "
+                          "way (a full queue that takes the small markers), or the replies "
+                          "bunch on the way back; checked with trains of full-size SYNs"
+                        : " trains came back at our own sending rate while others were "
+                          "compressed: the path is about as fast as we send, or our load is "
+                          "lost on the way; checked with trains of full-size SYNs")});
   } else {
     res.warnings.push_back(
         {WarningCode::kHeavyLoss,
@@ -241,13 +271,35 @@ bool wait_syn_turn(Session& s, const Config& c, const std::atomic<bool>& stop, c
   return !stop.load() && mono_now() + wait <= t_cap;
 }
 
+// One full-size SYN train `t` of a check, after `next_start` (which it
+// advances to the --max-load gate): false when a cap or a stop kept it from
+// going. `rate_bps`: what the check's trains showed so far, which bounds the
+// wait for their replies.
+struct SynTrainTurn {
+  bool sent = false;
+  CapacitySample sample;
+  Nanos start_mono = 0;
+};
+SynTrainTurn syn_train_turn(Session& s, const Config& c, const std::atomic<bool>& stop,
+                            const Train& t, Nanos wait, Nanos t_cap, Nanos& next_start,
+                            double rate_bps) {
+  SynTrainTurn out;
+  if (!wait_syn_turn(s, c, stop, t, wait, t_cap, next_start)) return out;
+  const double bits = 8.0 * static_cast<double>(t.total_bytes());
+  const Nanos busy = std::min<Nanos>(from_seconds(1.5 * bits / rate_bps) + 2 * kMs, 50 * kMs);
+  const TrainRun run = run_train(s, c, t, t.markers, wait, t_cap, false, busy).run;
+  out.sent = true;
+  out.sample = evaluate_capacity_train(timing_of(t, run.outcome), CapacityFilter{});
+  out.start_mono = run.start_mono;
+  return out;
+}
+
 // The verification: full-size SYN trains (every packet draws a reply),
 // through the same prober and caps. Returns the kept trains' rates; counts
 // in `lc`.
 std::vector<double> run_syn_trains(Session& s, const Config& c, const std::atomic<bool>& stop,
                                    Nanos t_cap, LoadCheckRecord& lc) {
   const SynTrainParams p = syn_train_params(s, c, kSynMarkers);
-  const CapacityFilter filter;
   const Nanos wait = reply_wait(s, c);
   std::vector<double> kept;
   // The --max-load gate counts the check's own bytes from here: the RST
@@ -259,14 +311,11 @@ std::vector<double> run_syn_trains(Session& s, const Config& c, const std::atomi
   Nanos next_start = mono_now();
   for (int i = 0; i < kMaxSynTrains && !stop.load(); ++i) {
     const Train t = make_syn_train(p, 1000 + i, s.seqs);
-    if (!wait_syn_turn(s, c, stop, t, wait, t_cap, next_start)) break;
-    const double rate = kept.empty() ? 1e6 : median(kept);
-    const double bits = 8.0 * static_cast<double>(t.total_bytes());
-    const Nanos busy =
-        std::min<Nanos>(from_seconds(1.5 * bits / rate) + 2 * kMs, 50 * kMs);
-    const TrainRun run = run_train(s, c, t, t.markers, wait, t_cap, false, busy).run;
+    const SynTrainTurn turn =
+        syn_train_turn(s, c, stop, t, wait, t_cap, next_start, kept.empty() ? 1e6 : median(kept));
+    if (!turn.sent) break;
     ++lc.trains_sent;
-    const CapacitySample smp = evaluate_capacity_train(timing_of(t, run.outcome), filter);
+    const CapacitySample& smp = turn.sample;
     if (smp.kept()) kept.push_back(smp.capacity_bps);
     if (smp.verdict == SampleVerdict::kNotCompressed) ++lc.trains_uncompressed;
     if (c.verbose) {
@@ -282,7 +331,8 @@ std::vector<double> run_syn_trains(Session& s, const Config& c, const std::atomi
       shown = std::min(shown, s.load.capacity_bps);
       if (!kept.empty()) s.load.capacity_bps = shown;
     }
-    next_start = run.start_mono + from_seconds(std::max(bits / shown / c.max_load, 0.002));
+    const double bits = 8.0 * static_cast<double>(t.total_bytes());
+    next_start = turn.start_mono + from_seconds(std::max(bits / shown / c.max_load, 0.002));
     if (static_cast<int>(kept.size()) >= kEnoughSynTrains ||
         lc.trains_uncompressed >= kEnoughUncompressed) {
       break;
@@ -339,6 +389,29 @@ void apply_load_check(const Suspicion& u, const LoadCheck& j, bool unseen,
   // (Load lost unseen at a full queue is not load dropped before the narrow
   // link: the avail-bw search's paced trains still meet that queue.)
   lc.dropped = j.dropped && !unseen;
+  // In doubt (the stream check's SYN trains did not confirm the RST trains'
+  // rate, or trains came back far faster than the rest), where these trains
+  // neither confirm it nor show a rate to take instead (one whole train at 3
+  // Mbit/s for trains at 527 on a saturated link): no estimate.
+  const bool still_unconfirmed =
+      u.doubt() && !j.dropped &&
+      !confirm_rate(lc.rst_capacity_bps, kept, lc.trains_uncompressed, lc.trains_sent).confirmed;
+  if (still_unconfirmed) {
+    res.valid = false;
+    res.warnings.push_back(
+        {WarningCode::kLoadCheckFailed,
+         std::string(u.unconfirmed ? "neither before the shaper stream nor after the trains did "
+                                     "trains of full-size SYNs confirm"
+                                   : "trains of full-size SYNs did not confirm") +
+             " the trains' " + format_rate(lc.rst_capacity_bps) + " (" +
+             std::to_string(lc.trains_used + lc.trains_uncompressed) + " of " +
+             std::to_string(lc.trains_sent) + " came back whole" +
+             (lc.trains_used > 0 ? ", reading " + format_rate(j.syn_capacity_bps) : "") +
+             "): the path drops much of our full-size load (a saturated link with a full "
+             "queue, or heavy loss), which the trains' small markers hide; the capacity is "
+             "unknown"});
+    return;
+  }
   if (lc.trains_sent >= 3 && lc.trains_used == 0 && lc.trains_uncompressed == 0) {
     // Even the SYN trains lost their replies: the path drops much of what we
     // send (a full queue, heavy loss). No number from this run can be trusted.
@@ -393,6 +466,38 @@ void apply_load_check(const Suspicion& u, const LoadCheck& j, bool unseen,
 
 }  // namespace
 
+RateConfirm confirm_stream_rate(Session& s, const Config& c, const std::atomic<bool>& stop,
+                                Nanos t_cap, double rate_bps) {
+  const SynTrainParams p = syn_train_params(s, c, kSynMarkers);
+  const Nanos wait = reply_wait(s, c);
+  std::vector<double> kept;
+  int uncompressed = 0, sent = 0;
+  // (No new --max-load phase and no lower budget rate: on a path that
+  // confirms, the capacity phase goes on as it was.)
+  Nanos next_start = mono_now();
+  for (int i = 0; i < kConfirmTrains && !stop.load(); ++i) {
+    const Train t = make_syn_train(p, 1100 + i, s.seqs);
+    const SynTrainTurn turn = syn_train_turn(s, c, stop, t, wait, t_cap, next_start, rate_bps);
+    if (!turn.sent) break;
+    ++sent;
+    const CapacitySample& smp = turn.sample;
+    if (smp.kept()) kept.push_back(smp.capacity_bps);
+    if (smp.verdict == SampleVerdict::kNotCompressed) ++uncompressed;
+    if (c.verbose) {
+      std::fprintf(stderr, "stream check syn train %d: %s C=%.4g\n", i, verdict_name(smp.verdict),
+                   smp.capacity_bps);
+    }
+    const int whole = static_cast<int>(kept.size()) + uncompressed;
+    if (whole >= kConfirmWhole || sent - whole > kConfirmTrains - kConfirmWhole) break;
+    // Idle as the load check's trains: under --max-load of the slower of
+    // what they show and the rate being checked.
+    const double shown = kept.empty() ? rate_bps : std::min(rate_bps, median(kept));
+    const double bits = 8.0 * static_cast<double>(t.total_bytes());
+    next_start = turn.start_mono + from_seconds(std::max(bits / shown / c.max_load, 0.002));
+  }
+  return confirm_rate(rate_bps, kept, uncompressed, sent, kConfirmWhole);
+}
+
 bool trains_lost_load(const std::vector<Warning>& capacity_warnings) {
   return warned_of(capacity_warnings, WarningCode::kLoadLossSuspected) ||
          warned_of(capacity_warnings, WarningCode::kTrainsShortened);
@@ -433,9 +538,14 @@ void check_capacity_plausible(Session& s, const Config& c, const std::atomic<boo
   // too, and whole SYN trains read it; replies closer than sent are not the
   // way back's doing then (a full byte-limited queue takes both 40-byte
   // markers of a train and drops its whole load: 74 us apart in the lab).
-  const LoadCheck strict = u.unseen_loss && !u.at_rate
+  // In doubt alone (doubt()): 2 whole SYN trains under half
+  // the estimate (the check's own share) replace it.
+  const LoadCheck strict = u.at_rate ? LoadCheck{}
+                           : u.unseen_loss
                                ? judge_unseen_loss(res.capacity_bps, kept, lc.trains_uncompressed)
-                               : LoadCheck{};
+                           : u.doubt() ? judge_load(res.capacity_bps, kept, lc.trains_uncompressed,
+                                                    kUnseenLossMinTrains, kUnconfirmedRatio)
+                                       : LoadCheck{};
   if (!strict.dropped) refuse_compressed_replies(res, j, kept, lc);
   apply_load_check(u, strict.dropped ? strict : j, strict.dropped, kept, res);
 }

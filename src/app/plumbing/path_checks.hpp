@@ -44,6 +44,13 @@ void check_capacity_plausible(Session& s, const Config& c, const std::atomic<boo
                               Nanos t_cap, const std::vector<ReplyStamp>& stamps,
                               CapacityResult& res);
 
+// Before a shaper stream that the --max-load ledger does not count: up to 4
+// trains of full-size SYNs (2 whole ones suffice) that check the path
+// carries our full-size packets at about `rate_bps`, the rate the stream is
+// sized on (estimate/middlebox.hpp, confirm_rate). They run in the capacity
+// phase's ledger and leave its budget rate as it was.
+RateConfirm confirm_stream_rate(Session& s, const Config& c, const std::atomic<bool>& stop,
+                                Nanos t_cap, double rate_bps);
 // Whether the capacity tally says its trains lost load unseen with nothing
 // to check it by: it halved its trains (trains_shortened) or kept the short
 // ones (load_loss_suspected), and then one length alone gave the estimate
