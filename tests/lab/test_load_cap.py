@@ -187,7 +187,7 @@ def test_no_stream_where_full_size_syns_do_not_confirm_the_rate():
     Gbit/s), and the first 192 KB of them go at once: 12 runs averaged 4-15%
     of C (median 7.7%; the binary before: 5-10% with its streams left out,
     12-18% with them)."""
-    results = run_with_cross(SATURATED, ("tcp", 3e6), [["measure", "--no-hops"]] * 3, settle=2)
+    results = run_with_cross(SATURATED, ("tcp", 3e6), [["measure", "--no-hops"]] * 2, settle=2)
     triggered = 0
     for _, code, doc, truth in results:
         sc = doc.get("shaper_check") or {}
@@ -202,7 +202,8 @@ def test_no_stream_where_full_size_syns_do_not_confirm_the_rate():
             assert 0.5 <= doc["capacity_bps"] / truth <= 2, detail
         if doc.get("elapsed_s"):
             assert rates(doc)["run"] <= 2 * 0.10 * truth, (rates(doc), detail)
-    # The probe was called (every run of 11 here so far): the check was exercised.
+    # The probe was called (in each of the 12 runs here): the check was exercised.
+    # Two runs, not three: the fresh-clone CI at 713e38b took 30.1 min of lab tests.
     assert triggered >= 1, [r[2].get("shaper_check") for r in results]
 
 
