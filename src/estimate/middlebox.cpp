@@ -127,9 +127,14 @@ bool fast_among_slow(const std::vector<double>& train_bps, double estimate_bps,
     return false;
   }
   const auto n = static_cast<double>(train_bps.size());
-  const auto fast = static_cast<double>(std::count_if(
-      train_bps.begin(), train_bps.end(), [&](double r) { return r >= 0.5 * send_limit_bps; }));
+  const auto fast = static_cast<double>(fast_trains(train_bps, send_limit_bps));
   return n >= 5 && fast >= std::max(2.0, 0.25 * n);
+}
+
+int fast_trains(const std::vector<double>& train_bps, double send_limit_bps) {
+  if (!(send_limit_bps > 0)) return 0;
+  return static_cast<int>(std::count_if(train_bps.begin(), train_bps.end(),
+                                        [&](double r) { return r >= 0.5 * send_limit_bps; }));
 }
 
 RateConfirm confirm_rate(double rate_bps, const std::vector<double>& syn_kept_bps,

@@ -114,6 +114,8 @@ LoadCheck judge_load(double rst_capacity_bps, const std::vector<double>& syn_kep
 // estimate, 7.87 Mbit/s, came out with exit 0.
 bool fast_among_slow(const std::vector<double>& train_bps, double estimate_bps,
                      double send_limit_bps);
+// Of `train_bps`, the trains at half `send_limit_bps` or faster (0 when it is unknown).
+int fast_trains(const std::vector<double>& train_bps, double send_limit_bps);
 
 // Before a shaper stream that the --max-load ledger does not count (up to
 // 32 MB back to back, sized on the capacity trains' rate `rate_bps`):

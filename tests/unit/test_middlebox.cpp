@@ -157,6 +157,8 @@ TEST_CASE("trains far faster than a slow estimate cast doubt on it", "[middlebox
                            23e6,   1574e6, 7.9e6, 46e6,   776e6, 1320e6, 11.7e6, 15.7e6,
                            4.0e6,  7.9e6,  3.0e6, 4.3e6,  3.0e6, 6.8e6,  4.7e6};
   CHECK(fast_among_slow(r, 7.87e6, 1e9));
+  CHECK(fast_trains(r, 1e9) == 7);
+  CHECK(fast_trains(r, 0) == 0);
   // Not when the estimate is a tenth of our rate or more (a path near our
   // rate, or a bucket's burst, has its own checks).
   CHECK_FALSE(fast_among_slow(r, 150e6, 1e9));

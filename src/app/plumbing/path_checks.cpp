@@ -202,13 +202,13 @@ Suspicion suspect(const Config& c, const CapacityResult& res) {
     rates.push_back(t.capacity_bps);
     u.lost += t.verdict == verdict_name(SampleVerdict::kLostReply) ? 1 : 0;
     u.uncompressed += t.verdict == verdict_name(SampleVerdict::kNotCompressed) ? 1 : 0;
-    u.fast += u.send_limit_bps > 0 && t.capacity_bps >= 0.5 * u.send_limit_bps ? 1 : 0;
   }
   u.heavy_loss = u.measured >= 5 && u.lost >= 0.3 * u.measured;
   u.mixed = u.measured >= 5 && u.uncompressed >= std::max(2.0, 0.25 * u.measured);
   u.at_rate = res.lower_bound || capacity_at_send_rate(res.capacity_bps, u.send_limit_bps);
   u.unseen_loss = load_lost_unseen(res.warnings);
   u.unconfirmed = res.shaper.verdict == "unconfirmed";
+  u.fast = fast_trains(rates, u.send_limit_bps);
   u.fast_among_slow = fast_among_slow(rates, res.capacity_bps, u.send_limit_bps);
   return u;
 }
@@ -279,6 +279,13 @@ struct SynTrainTurn {
   bool sent = false;
   CapacitySample sample;
   Nanos start_mono = 0;
+  std::uint64_t bytes = 0;
+  // When the next train of the check may start: the queue drains, and this
+  // one's bytes average under --max-load of `shown_bps`.
+  Nanos idle_end(double shown_bps, double max_load) const {
+    return start_mono +
+           from_seconds(std::max(8.0 * static_cast<double>(bytes) / shown_bps / max_load, 0.002));
+  }
 };
 SynTrainTurn syn_train_turn(Session& s, const Config& c, const std::atomic<bool>& stop,
                             const Train& t, Nanos wait, Nanos t_cap, Nanos& next_start,
@@ -291,6 +298,7 @@ SynTrainTurn syn_train_turn(Session& s, const Config& c, const std::atomic<bool>
   out.sent = true;
   out.sample = evaluate_capacity_train(timing_of(t, run.outcome), CapacityFilter{});
   out.start_mono = run.start_mono;
+  out.bytes = t.total_bytes();
   return out;
 }
 
@@ -331,8 +339,7 @@ std::vector<double> run_syn_trains(Session& s, const Config& c, const std::atomi
       shown = std::min(shown, s.load.capacity_bps);
       if (!kept.empty()) s.load.capacity_bps = shown;
     }
-    const double bits = 8.0 * static_cast<double>(t.total_bytes());
-    next_start = turn.start_mono + from_seconds(std::max(bits / shown / c.max_load, 0.002));
+    next_start = turn.idle_end(shown, c.max_load);
     if (static_cast<int>(kept.size()) >= kEnoughSynTrains ||
         lc.trains_uncompressed >= kEnoughUncompressed) {
       break;
@@ -491,9 +498,8 @@ RateConfirm confirm_stream_rate(Session& s, const Config& c, const std::atomic<b
     if (whole >= kConfirmWhole || sent - whole > kConfirmTrains - kConfirmWhole) break;
     // Idle as the load check's trains: under --max-load of the slower of
     // what they show and the rate being checked.
-    const double shown = kept.empty() ? rate_bps : std::min(rate_bps, median(kept));
-    const double bits = 8.0 * static_cast<double>(t.total_bytes());
-    next_start = turn.start_mono + from_seconds(std::max(bits / shown / c.max_load, 0.002));
+    next_start =
+        turn.idle_end(kept.empty() ? rate_bps : std::min(rate_bps, median(kept)), c.max_load);
   }
   return confirm_rate(rate_bps, kept, uncompressed, sent, kConfirmWhole);
 }
